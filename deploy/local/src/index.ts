@@ -1,0 +1,2 @@
+export * from './testing/databases';
+export * from './testing/infra';

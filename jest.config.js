@@ -1,0 +1,16 @@
+/**
+ * One jest run over every package's test/ folder. Tests talk to the real
+ * servers started by deploy/local/infra.sh (the test command starts them).
+ */
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/services', '<rootDir>/gateway', '<rootDir>/deploy', '<rootDir>/bench'],
+  testMatch: ['**/test/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }],
+  },
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};

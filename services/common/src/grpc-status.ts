@@ -1,0 +1,68 @@
+import * as grpc from '@grpc/grpc-js';
+import { commonV1Errors } from '@mail/proto';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnavailableError,
+  type Violation,
+} from './errors';
+
+/** Binary trailer that carries field violations with INVALID_ARGUMENT. */
+export const VALIDATION_TRAILER = 'common-v1-validation-errors-bin';
+
+const PG_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03']);
+
+/** True for errors that mean "a dependency is down", not "the request is wrong". */
+export function isDependencyFailure(error: unknown): boolean {
+  if (error instanceof UnavailableError) return true;
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  return (
+    error.name === 'KnexTimeoutError' ||
+    /Connection terminated|connect ECONNREFUSED|socket hang up|Client has encountered a connection error/i.test(error.message)
+  );
+}
+
+export function toServiceError(error: unknown): grpc.ServiceError {
+  const metadata = new grpc.Metadata();
+  const make = (code: grpc.status, details: string): grpc.ServiceError =>
+    Object.assign(new Error(details), { code, details, metadata });
+
+  if (error instanceof NotFoundError) return make(grpc.status.NOT_FOUND, error.message);
+  if (error instanceof ConflictError) return make(grpc.status.ALREADY_EXISTS, error.message);
+  if (error instanceof PermissionDeniedError) return make(grpc.status.PERMISSION_DENIED, error.message);
+  if (error instanceof InvalidArgumentError) {
+    const payload = commonV1Errors.ValidationErrors.encode({
+      violations: error.violations.map((v) => ({
+        loc: v.loc.map(String),
+        type: v.type,
+        msg: v.msg,
+        inputJson: JSON.stringify(v.input ?? null),
+        ctxJson: v.ctx === undefined ? '' : JSON.stringify(v.ctx),
+      })),
+    }).finish();
+    metadata.set(VALIDATION_TRAILER, Buffer.from(payload));
+    return make(grpc.status.INVALID_ARGUMENT, error.message);
+  }
+  if (isDependencyFailure(error)) return make(grpc.status.UNAVAILABLE, 'a dependency is unavailable');
+  return make(grpc.status.INTERNAL, 'internal error');
+}
+
+/** Reads the violations a service attached to an INVALID_ARGUMENT status. */
+export function violationsOf(error: grpc.ServiceError): Violation[] {
+  const raw = error.metadata?.get(VALIDATION_TRAILER)[0];
+  if (!raw || typeof raw === 'string') return [];
+  return commonV1Errors.ValidationErrors.decode(raw).violations.map((v) => {
+    const violation: Violation = {
+      loc: v.loc.map((part) => (/^\d+$/.test(part) ? Number(part) : part)),
+      type: v.type,
+      msg: v.msg,
+      input: JSON.parse(v.inputJson || 'null'),
+    };
+    if (v.ctxJson) violation.ctx = JSON.parse(v.ctxJson);
+    return violation;
+  });
+}

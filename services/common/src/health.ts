@@ -1,0 +1,51 @@
+/**
+ * Readiness: a named set of dependency checks, each with a short timeout, so a
+ * hung dependency shows as "down" instead of hanging the probe.
+ */
+export type DependencyState = 'up' | 'down';
+
+export interface ReadinessReport {
+  ready: boolean;
+  dependencies: Record<string, DependencyState>;
+}
+
+export type DependencyCheck = () => Promise<unknown>;
+
+export class Readiness {
+  private readonly checks = new Map<string, DependencyCheck>();
+  private draining = false;
+
+  constructor(private readonly timeoutMs = 1_500) {}
+
+  add(name: string, check: DependencyCheck): this {
+    this.checks.set(name, check);
+    return this;
+  }
+
+  /** From now on the process reports not ready, so load balancers stop sending work. */
+  markDraining(): void {
+    this.draining = true;
+  }
+
+  async check(): Promise<ReadinessReport> {
+    const entries = await Promise.all(
+      [...this.checks].map(async ([name, check]) => [name, await this.probe(check)] as const),
+    );
+    const dependencies = Object.fromEntries(entries);
+    return { ready: !this.draining && entries.every(([, state]) => state === 'up'), dependencies };
+  }
+
+  private async probe(check: DependencyCheck): Promise<DependencyState> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<DependencyState>((resolve) => {
+      timer = setTimeout(() => resolve('down'), this.timeoutMs);
+    });
+    try {
+      return await Promise.race([check().then((): DependencyState => 'up'), timeout]);
+    } catch {
+      return 'down';
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

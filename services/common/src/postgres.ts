@@ -1,0 +1,51 @@
+import knex, { type Knex } from 'knex';
+
+export interface Migration {
+  name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+/** Migrations listed in code, so compiled and test runs see the same set. */
+class ListMigrationSource implements Knex.MigrationSource<Migration> {
+  constructor(private readonly migrations: Migration[]) {}
+  async getMigrations(): Promise<Migration[]> {
+    return this.migrations;
+  }
+  getMigrationName(migration: Migration): string {
+    return migration.name;
+  }
+  async getMigration(migration: Migration): Promise<Knex.Migration> {
+    return { up: migration.up, down: migration.down };
+  }
+}
+
+export interface PostgresOptions {
+  url: string;
+  /** Each service owns one schema; nothing reaches into another's. */
+  schema: string;
+  migrations: Migration[];
+  poolMax?: number;
+}
+
+/**
+ * Opens a pool whose search_path is the service's schema and brings the
+ * schema up to date. Several replicas may start at once: knex's migration
+ * lock serializes them.
+ */
+export async function openPostgres(options: PostgresOptions): Promise<Knex> {
+  const db = knex({
+    client: 'pg',
+    connection: { connectionString: options.url, options: `-c search_path=${options.schema}` },
+    searchPath: [options.schema],
+    pool: { min: 0, max: options.poolMax ?? 10, acquireTimeoutMillis: 3_000 },
+    acquireConnectionTimeout: 3_000,
+  });
+  await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [options.schema]);
+  await db.migrate.latest({
+    migrationSource: new ListMigrationSource(options.migrations),
+    schemaName: options.schema,
+    tableName: 'knex_migrations',
+  });
+  return db;
+}
