@@ -1,10 +1,9 @@
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import type { Logger } from './logger';
 import { toServiceError } from './grpc-status';
 import { grpcRequestDuration } from './metrics';
 import type { Readiness } from './health';
+import { healthDefinition, ServingStatus, type HealthCheckRequest } from './grpc-health';
 
 type UnaryImpl<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
 
@@ -37,31 +36,33 @@ export function unary<Req, Res>(
   };
 }
 
-const HEALTH_PROTO = path.join(__dirname, '..', 'proto', 'grpc', 'health', 'v1', 'health.proto');
-
-enum ServingStatus {
-  SERVING = 1,
-  NOT_SERVING = 2,
-}
-
-/** grpc.health.v1.Health, answered from the process's readiness checks. */
-function healthService(readiness: Readiness): { definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation } {
-  const packageDefinition = protoLoader.loadSync(HEALTH_PROTO, { keepCase: true, enums: Number, defaults: true });
-  const loaded = grpc.loadPackageDefinition(packageDefinition) as unknown as {
-    grpc: { health: { v1: { Health: { service: grpc.ServiceDefinition } } } };
+/**
+ * grpc.health.v1.Health, answered from the process's readiness checks. The
+ * empty service name is the whole process; a dependency name (e.g.
+ * "postgres") is that dependency alone, so callers can say what is down.
+ */
+function healthService(readiness: Readiness): GrpcService {
+  const status = async (service: string): Promise<{ status: ServingStatus } | undefined> => {
+    if (service === '') return { status: (await readiness.check()).ready ? ServingStatus.SERVING : ServingStatus.NOT_SERVING };
+    const state = await readiness.checkOne(service);
+    return state && { status: state === 'up' ? ServingStatus.SERVING : ServingStatus.NOT_SERVING };
   };
-  const status = async (): Promise<{ status: ServingStatus }> => ({
-    status: (await readiness.check()).ready ? ServingStatus.SERVING : ServingStatus.NOT_SERVING,
-  });
   return {
-    definition: loaded.grpc.health.v1.Health.service,
+    definition: healthDefinition().service,
     implementation: {
-      Check: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        status().then((s) => callback(null, s), () => callback(null, { status: ServingStatus.NOT_SERVING }));
+      Check: (call: grpc.ServerUnaryCall<HealthCheckRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        status(call.request.service).then(
+          (answer) =>
+            answer ? callback(null, answer) : callback({ code: grpc.status.NOT_FOUND, details: 'unknown service' }),
+          () => callback(null, { status: ServingStatus.NOT_SERVING }),
+        );
       },
-      Watch: (call: grpc.ServerWritableStream<unknown, unknown>) => {
-        // A single answer then an open stream is enough for probes; they use Check.
-        status().then((s) => call.write(s), () => call.write({ status: ServingStatus.NOT_SERVING }));
+      Watch: (call: grpc.ServerWritableStream<HealthCheckRequest, unknown>) => {
+        // One answer on an open stream is enough for probes; they use Check.
+        status(call.request.service).then(
+          (answer) => call.write(answer ?? { status: ServingStatus.SERVICE_UNKNOWN }),
+          () => call.write({ status: ServingStatus.NOT_SERVING }),
+        );
       },
     },
   };

@@ -35,6 +35,12 @@ export class Readiness {
     return { ready: !this.draining && entries.every(([, state]) => state === 'up'), dependencies };
   }
 
+  /** State of one named dependency; undefined when there is no such check. */
+  async checkOne(name: string): Promise<DependencyState | undefined> {
+    const check = this.checks.get(name);
+    return check && this.probe(check);
+  }
+
   private async probe(check: DependencyCheck): Promise<DependencyState> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<DependencyState>((resolve) => {

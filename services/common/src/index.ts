@@ -1,6 +1,7 @@
 export * from './config';
 export * from './errors';
 export * from './grpc-client';
+export * from './grpc-health';
 export * from './grpc-server';
 export * from './grpc-status';
 export * from './health';

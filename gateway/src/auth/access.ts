@@ -1,0 +1,94 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { call } from '@mail/common';
+import type { identityV1 } from '@mail/proto';
+import { HttpError, forbidden, fromGrpcError, notFound } from '../errors/http-error';
+import type { MatchedOperation, OperationObject } from '../openapi/document';
+import { ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';
+import { roleFromProto } from './roles';
+
+/**
+ * Access control lives here and only here, driven by each operation's
+ * `x-required-role` and `x-workspace-from` in the OpenAPI document, so no
+ * route handler can forget a check.
+ */
+
+interface Locals {
+  operation?: OperationObject;
+  principal?: Principal;
+  workspaceId?: string;
+}
+
+const locals = (res: Response): Locals => res.locals as Locals;
+
+export function principalOf(res: Response): Principal {
+  const principal = locals(res).principal;
+  if (!principal) throw new Error('principalOf() used on a route without authentication');
+  return principal;
+}
+
+/** The workspace the request acts in, after its role check passed. */
+export function workspaceIdOf(res: Response): string {
+  const workspaceId = locals(res).workspaceId;
+  if (!workspaceId) throw new Error('workspaceIdOf() used on a route without a workspace scope');
+  return workspaceId;
+}
+
+/** Step 1, before validation: verify the token (401) and load the caller's memberships. */
+export function authenticate(
+  authenticator: Authenticator,
+  identity: identityV1.IdentityServiceClient,
+  matchOperation: (method: string, path: string) => MatchedOperation | undefined,
+): RequestHandler {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const match = matchOperation(req.method, req.path);
+    if (!match) return next();
+    locals(res).operation = match.operation;
+    const level = match.operation['x-required-role'];
+    if (level === 'public') return next();
+    const token = await authenticator.authenticate(req.headers.authorization);
+    const resolved = await call(identity.resolvePrincipal.bind(identity), {
+      issuer: token.issuer,
+      subject: token.subject,
+      email: token.email,
+      displayName: token.displayName,
+      grantPlatformAdmin: authenticator.grantsPlatformAdmin,
+    }).catch((error: unknown) => {
+      throw fromGrpcError(error);
+    });
+    if (!resolved.user) throw new HttpError(503, 'Identity service gave no user');
+    locals(res).principal = {
+      user: resolved.user,
+      isPlatformAdmin: resolved.user.isPlatformAdmin,
+      workspaces: new Map<string, WorkspaceAccess>(
+        resolved.memberships.map((m) => [m.workspaceId, { workspaceName: m.workspaceName, role: roleFromProto(m.role) }]),
+      ),
+    };
+    next();
+  };
+}
+
+/** express-openapi-validator's view of the matched route (app-level middleware has no req.params). */
+function pathParameter(req: Request, name: string): string | undefined {
+  return (req as Request & { openapi?: { pathParams?: Record<string, string> } }).openapi?.pathParams?.[name];
+}
+
+/** Step 2, after validation: the workspace scope and the role (403, or 404 for an unknown workspace). */
+export const authorize: RequestHandler = (req, res, next) => {
+  const { operation, principal } = locals(res);
+  const level = operation?.['x-required-role'];
+  if (!operation || !principal || level === 'public' || level === 'authenticated' || level === undefined) return next();
+  if (level === 'platform_admin' && !principal.isPlatformAdmin) throw forbidden('Platform admin role required');
+
+  const scope = operation['x-workspace-from'] ?? 'header';
+  if (scope === 'none') return next();
+  const workspaceId = scope === 'path' ? pathParameter(req, 'id') : req.header('workspace_id');
+  if (!workspaceId) throw new Error(`operation ${operation.operationId} has no workspace id in its ${scope}`);
+  const access = principal.workspaces.get(workspaceId.toLowerCase());
+  if (!access) {
+    // A platform admin sees every workspace, so an unknown one does not exist.
+    throw principal.isPlatformAdmin ? notFound('Workspace not found') : forbidden('Not a member of this workspace');
+  }
+  if (ROLE_RANK[access.role] < ROLE_RANK[level]) throw forbidden(`The ${level} role is required`);
+  locals(res).workspaceId = workspaceId.toLowerCase();
+  next();
+};

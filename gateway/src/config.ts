@@ -1,0 +1,71 @@
+import { ConfigError, EnvReader } from '@mail/common';
+
+export interface AuthConfig {
+  /** DEV_AUTH_ENABLED=1: no token checks, every request acts as the mock platform admin. */
+  devAuthEnabled: boolean;
+  jwksUrl?: string;
+  issuer?: string;
+  audience?: string;
+}
+
+export interface WebhookConfig {
+  /** Base64 DER (or PEM) P-256 public key of SendGrid's signed event webhook. */
+  sendgridPublicKey?: string;
+  /** `user:password` for HTTP Basic on the webhook. */
+  basicAuth?: string;
+  kafkaBrokers: string[];
+  eventsTopic: string;
+}
+
+export interface GatewayConfig {
+  port: number;
+  production: boolean;
+  logLevel: string;
+  shutdownTimeoutMs: number;
+  auth: AuthConfig;
+  webhook: WebhookConfig;
+  services: { identity: string; campaign: string; brandGuide: string; analytics: string };
+}
+
+/** Reads and checks the gateway's configuration; refuses unsafe production setups. */
+export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
+  const production = env.string('NODE_ENV', 'development') === 'production';
+  const auth: AuthConfig = {
+    devAuthEnabled: env.bool('DEV_AUTH_ENABLED'),
+    jwksUrl: env.optionalString('AUTH_JWKS_URL'),
+    issuer: env.optionalString('AUTH_ISSUER'),
+    audience: env.optionalString('AUTH_AUDIENCE'),
+  };
+  if (auth.devAuthEnabled && production) {
+    throw new ConfigError('DEV_AUTH_ENABLED=1 is refused when NODE_ENV=production: it would skip token checks');
+  }
+  if (!auth.devAuthEnabled && (!auth.jwksUrl || !auth.issuer || !auth.audience)) {
+    throw new ConfigError('AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
+  }
+  const webhook: WebhookConfig = {
+    sendgridPublicKey: env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY'),
+    basicAuth: env.optionalString('WEBHOOK_BASIC_AUTH'),
+    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
+    eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
+  };
+  if (production && !webhook.sendgridPublicKey && !webhook.basicAuth) {
+    throw new ConfigError('In production SENDGRID_WEBHOOK_PUBLIC_KEY or WEBHOOK_BASIC_AUTH must be set');
+  }
+  if (webhook.basicAuth !== undefined && !webhook.basicAuth.includes(':')) {
+    throw new ConfigError('WEBHOOK_BASIC_AUTH must look like user:password');
+  }
+  return {
+    port: env.int('PORT', 8080),
+    production,
+    logLevel: env.string('LOG_LEVEL', 'info'),
+    shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000),
+    auth,
+    webhook,
+    services: {
+      identity: env.string('IDENTITY_GRPC_ADDR', '127.0.0.1:50051'),
+      campaign: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
+      brandGuide: env.string('BRAND_GUIDE_GRPC_ADDR', '127.0.0.1:50053'),
+      analytics: env.string('ANALYTICS_GRPC_ADDR', '127.0.0.1:50054'),
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { ErrorRequestHandler, Request } from 'express';
+import type { Logger } from '@mail/common';
+import { HttpError } from './http-error';
+import { jsonSyntaxViolations, openApiViolations } from './validation';
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+  body?: string;
+  expose?: boolean;
+}
+
+interface OpenApiValidatorError extends Error {
+  status: number;
+  errors: { path: string; message: string; errorCode?: string }[];
+}
+
+const isOpenApiValidatorError = (error: unknown): error is OpenApiValidatorError =>
+  error instanceof Error && typeof (error as { status?: unknown }).status === 'number' && Array.isArray((error as { errors?: unknown }).errors);
+
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Request body too large',
+  415: 'Unsupported Media Type',
+};
+
+/** Turns any failure into the contract's error format. Never a stack trace, never internal detail. */
+export function toHttpError(error: unknown, req: Request): HttpError {
+  if (error instanceof HttpError) return error;
+  const parserError = error as BodyParserError;
+  if (parserError?.type === 'entity.parse.failed') return new HttpError(422, jsonSyntaxViolations(parserError.body ?? ''));
+  if (parserError?.type === 'entity.too.large') return new HttpError(413, REASONS[413]);
+  if (parserError?.type === 'charset.unsupported' || parserError?.type === 'encoding.unsupported') {
+    return new HttpError(415, REASONS[415]);
+  }
+  if (isOpenApiValidatorError(error)) {
+    if (error.status === 400) return new HttpError(422, openApiViolations(error, req));
+    return new HttpError(error.status, REASONS[error.status] ?? 'Bad Request');
+  }
+  if (parserError?.expose && typeof parserError.status === 'number' && parserError.status < 500) {
+    return new HttpError(parserError.status, REASONS[parserError.status] ?? 'Bad Request');
+  }
+  return new HttpError(500, 'Internal Server Error');
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const httpError = toHttpError(error, req);
+    if (httpError.status >= 500) logger.error({ err: error, method: req.method, path: req.path }, 'request failed');
+    if (res.headersSent) return;
+    res.status(httpError.status).set(httpError.headers).json({ detail: httpError.detail });
+  };
+}

@@ -1,0 +1,49 @@
+import * as grpc from '@grpc/grpc-js';
+import { isServiceError, violationsOf, type Violation } from '@mail/common';
+
+/** An answer other than success, in the contract's format: `{"detail": ...}`. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string | Violation[],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof detail === 'string' ? detail : 'Validation failed');
+  }
+}
+
+export const unauthorized = (detail: string): HttpError =>
+  new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer' });
+
+export const forbidden = (detail = 'Not enough permissions'): HttpError => new HttpError(403, detail);
+
+export const notFound = (detail = 'Not Found'): HttpError => new HttpError(404, detail);
+
+export const unprocessable = (violations: Violation[]): HttpError => new HttpError(422, violations);
+
+/** Body-level service violations get the "body" prefix the contract's loc needs. */
+function inBody(violations: Violation[]): Violation[] {
+  return violations.map((v) => ({ ...v, loc: ['body', ...v.loc] }));
+}
+
+/** Maps a failed gRPC call to the HTTP answer; anything unexpected is a plain 500. */
+export function fromGrpcError(error: unknown): HttpError {
+  if (!isServiceError(error)) return new HttpError(500, 'Internal Server Error');
+  switch (error.code) {
+    case grpc.status.NOT_FOUND:
+      return notFound(error.details || 'Not Found');
+    case grpc.status.ALREADY_EXISTS:
+    case grpc.status.ABORTED:
+      return new HttpError(409, error.details || 'Conflict');
+    case grpc.status.INVALID_ARGUMENT:
+      return unprocessable(inBody(violationsOf(error)));
+    case grpc.status.PERMISSION_DENIED:
+      return forbidden(error.details);
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.DEADLINE_EXCEEDED:
+    case grpc.status.RESOURCE_EXHAUSTED:
+      return new HttpError(503, 'Service temporarily unavailable, retry later');
+    default:
+      return new HttpError(500, 'Internal Server Error');
+  }
+}

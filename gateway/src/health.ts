@@ -1,0 +1,25 @@
+import { createHealthClient, Readiness } from '@mail/common';
+import type { GatewayConfig } from './config';
+
+/**
+ * What /readyz reports: every service the gateway calls, and the stores
+ * behind them (asked through the owning service's grpc.health.v1 check of
+ * that dependency), so an operator sees "postgres: down", not just "campaign".
+ */
+export function gatewayReadiness(services: GatewayConfig['services']): { readiness: Readiness; close(): void } {
+  const identity = createHealthClient(services.identity);
+  const campaign = createHealthClient(services.campaign);
+  const brandGuide = createHealthClient(services.brandGuide);
+  const analytics = createHealthClient(services.analytics);
+  const readiness = new Readiness()
+    .add('identity', () => identity.check())
+    .add('campaign', () => campaign.check())
+    .add('brand-guide', () => brandGuide.check())
+    .add('analytics', () => analytics.check())
+    .add('postgres', () => campaign.check('postgres'))
+    .add('clickhouse', () => analytics.check('clickhouse'));
+  return {
+    readiness,
+    close: () => [identity, campaign, brandGuide, analytics].forEach((client) => client.close()),
+  };
+}

@@ -1,0 +1,45 @@
+import { ConfigError, createLogger, onShutdown } from '@mail/common';
+import { createApp } from './app';
+import { createJwtAuthenticator } from './auth/jwt';
+import { devAuthenticator } from './auth/principal';
+import { closeServiceClients, createServiceClients } from './clients';
+import { readGatewayConfig, type GatewayConfig } from './config';
+import { gatewayReadiness } from './health';
+import { loadOpenApiDocument } from './openapi/document';
+
+function readConfigOrExit(): GatewayConfig {
+  try {
+    return readGatewayConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    createLogger('gateway').fatal(`refusing to start: ${error.message}`);
+    process.exit(2);
+  }
+}
+
+async function main(): Promise<void> {
+  const config = readConfigOrExit();
+  const logger = createLogger('gateway', config.logLevel);
+  if (config.auth.devAuthEnabled) {
+    logger.warn('DEV_AUTH_ENABLED=1: token checks are OFF, every request acts as dev@example.com (platform admin)');
+  }
+  const clients = createServiceClients(config.services);
+  const health = gatewayReadiness(config.services);
+  const app = createApp({
+    document: loadOpenApiDocument(),
+    clients,
+    authenticator: config.auth.devAuthEnabled ? devAuthenticator : createJwtAuthenticator(config.auth),
+    readiness: health.readiness,
+    logger,
+  });
+  const server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
+  server.keepAliveTimeout = 65_000;
+
+  onShutdown(logger, config.shutdownTimeoutMs, [
+    { name: 'mark not ready', run: async () => health.readiness.markDraining() },
+    { name: 'drain HTTP', run: () => new Promise((resolve) => server.close(resolve)) },
+    { name: 'close gRPC clients', run: async () => (closeServiceClients(clients), health.close()) },
+  ]);
+}
+
+void main();

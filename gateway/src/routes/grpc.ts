@@ -1,0 +1,18 @@
+import { call } from '@mail/common';
+import { fromGrpcError } from '../errors/http-error';
+
+type UnaryMethod<Req, Res> = Parameters<typeof call<Req, Res>>[0];
+
+/** Calls a service from a route: a failed call becomes the matching HTTP error. */
+export async function callService<Req, Res>(method: UnaryMethod<Req, Res>, request: Req): Promise<Res> {
+  try {
+    return await call(method, request);
+  } catch (error) {
+    throw fromGrpcError(error);
+  }
+}
+
+/** The contract's list envelope. */
+export function page<T>(items: T[], info: { total: number; page: number; pageSize: number } | undefined) {
+  return { items, total: info?.total ?? items.length, page: info?.page ?? 1, page_size: info?.pageSize ?? items.length };
+}
