@@ -11,3 +11,6 @@ export * from './ops-server';
 export * from './postgres';
 export * from './service';
 export * from './shutdown';
+export * from './clickhouse/client';
+export * from './clickhouse/schema';
+export * as chsql from './clickhouse/sql';

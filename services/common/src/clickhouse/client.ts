@@ -1,0 +1,20 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+
+/**
+ * A ClickHouse client with the settings the old server on these machines
+ * needs: best-effort ISO timestamps on insert, and selects that report a late
+ * error as an error rather than a half-written JSON body.
+ */
+export function createClickHouse(url: string, database: string): ClickHouseClient {
+  return createClient({
+    url,
+    database,
+    request_timeout: 30_000,
+    max_open_connections: 10,
+    compression: { request: false, response: true },
+    clickhouse_settings: {
+      date_time_input_format: 'best_effort',
+      wait_end_of_query: 1,
+    },
+  });
+}

@@ -1,0 +1,85 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { identifier, sql, type SqlFragment } from './sql';
+
+/**
+ * The engagement event store, shared by ingestion (writes) and analytics
+ * (reads), as in PostHog's pipeline. Written for ClickHouse 18.16 (what these
+ * machines run) and current releases alike: no DateTime64, no LowCardinality,
+ * no TTL or codecs.
+ *
+ * Exactly-once per provider event: ingestion skips events whose
+ * provider_event_id is already stored (checked inside the event's
+ * workspace and time range, which the sort key makes cheap), and the
+ * ReplacingMergeTree key collapses any duplicate that still slips in.
+ */
+export const EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const;
+export type StoredEventType = (typeof EVENT_TYPES)[number];
+export const BOUNCE_TYPES = ['none', 'hard', 'soft'] as const;
+export type StoredBounceType = (typeof BOUNCE_TYPES)[number];
+export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
+export type SignalReason = (typeof SIGNAL_REASONS)[number];
+
+const tables = (db: SqlFragment): SqlFragment[] => [
+  sql`CREATE TABLE IF NOT EXISTS ${db}.engagement_events (
+    id UUID,
+    workspace_id UUID,
+    campaign_id UUID,
+    event_type Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4),
+    bounce_type Enum8('none' = 0, 'hard' = 1, 'soft' = 2),
+    email String,
+    occurred_at DateTime('UTC'),
+    received_at DateTime('UTC'),
+    url Nullable(String),
+    reason Nullable(String),
+    user_agent Nullable(String),
+    ip Nullable(String),
+    provider String,
+    provider_event_id String,
+    provider_message_id Nullable(String),
+    raw String,
+    ingested_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree(ingested_at)
+  PARTITION BY toYYYYMM(occurred_at)
+  ORDER BY (workspace_id, occurred_at, provider_event_id)`,
+
+  // Events whose category names no campaign: kept, never lost, for later inspection.
+  sql`CREATE TABLE IF NOT EXISTS ${db}.unmatched_events (
+    provider_event_id String,
+    provider String,
+    event_type String,
+    email String,
+    categories Array(String),
+    occurred_at DateTime('UTC'),
+    received_at DateTime('UTC'),
+    raw String,
+    ingested_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree(ingested_at)
+  PARTITION BY toYYYYMM(received_at)
+  ORDER BY (provider_event_id)`,
+
+  // What suppresses an address: hard bounces, soft bounces (three in 30 days), unsubscribes, spam reports.
+  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_signals (
+    workspace_id UUID,
+    email String,
+    reason Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4),
+    occurred_at DateTime('UTC'),
+    provider_event_id String,
+    ingested_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree(ingested_at)
+  ORDER BY (workspace_id, email, occurred_at, provider_event_id)`,
+
+  // A lift makes every signal up to lifted_at irrelevant for that address.
+  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_lifts (
+    workspace_id UUID,
+    email String,
+    lifted_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree()
+  ORDER BY (workspace_id, email, lifted_at)`,
+];
+
+/** Creates the database and tables if missing; safe to run from every replica at start-up. */
+export async function ensureEventSchema(client: ClickHouseClient, database: string): Promise<void> {
+  const db = identifier(database);
+  await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
+  for (const statement of tables(db)) await client.command({ query: statement.text });
+}
