@@ -1,0 +1,838 @@
+#!/usr/bin/env bash
+# deploy/local/infra.sh: run the project's real servers natively (no Docker):
+# PostgreSQL 15, Apache Kafka (one KRaft node) and ClickHouse, bound to
+# 127.0.0.1, with everything they write (data, logs, PID files, config copies)
+# under one state folder, so several state folders with different ports can
+# run side by side and a clean clone needs nothing but this script.
+#
+#   infra.sh up     [COMPONENT...]  install what is missing, start what is not
+#                                   running, wait until each server answers,
+#                                   then print `export VAR=...` lines on stdout
+#   infra.sh down   [COMPONENT...]  stop what this state folder started
+#   infra.sh status [COMPONENT...]  one line each; exit 0 if all run, else 3
+#   infra.sh env    [COMPONENT...]  print the `export` lines only
+#   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
+#       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
+#              --bootstrap-server 127.0.0.1:59092
+#
+# COMPONENT is postgres, kafka or clickhouse (default: all three).
+# Settings (environment): STATE_DIR (default <repo>/.state), PG_PORT=55432,
+# KAFKA_PORT=59092, KAFKA_CONTROLLER_PORT=59093, CLICKHOUSE_HTTP_PORT=58123,
+# CLICKHOUSE_TCP_PORT=59000, KAFKA_HEAP=-Xmx512m, READY_TIMEOUT=90 (s),
+# STOP_TIMEOUT=30 (s).
+#
+# Progress and errors go to stderr and only the export lines to stdout, so
+#   eval "$(deploy/local/infra.sh up)"
+# works. Must run as root (apt-get, and runuser to start postgres).
+set -euo pipefail
+
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
+KAFKA_POM=$SCRIPT_DIR/kafka/pom.xml
+
+PG_PORT=${PG_PORT:-55432}
+KAFKA_PORT=${KAFKA_PORT:-59092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-59093}
+CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-58123}
+CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-59000}
+KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
+READY_TIMEOUT=${READY_TIMEOUT:-90}
+STOP_TIMEOUT=${STOP_TIMEOUT:-30}
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+ALL_COMPONENTS=(postgres kafka clickhouse)
+COMPONENTS=()
+POLICY_RC=/usr/sbin/policy-rc.d
+POLICY_RC_SAVED=$POLICY_RC.infra-sh-saved
+POLICY_RC_OURS=0
+
+# fd 3 keeps the caller's stdout for the export lines alone; everything else,
+# including what child processes print (apt, Maven, pg_ctl), goes to stderr.
+exec 3>&1 1>&2
+
+log() { printf '[infra] %s\n' "$*" >&2; }
+die() {
+  printf '[infra] ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+}
+
+# --- small helpers -----------------------------------------------------------
+
+# Microseconds since the epoch; digits only, whatever LC_NUMERIC's separator.
+now_us() { printf '%s\n' "${EPOCHREALTIME//[!0-9]/}"; }
+
+# Seconds (one decimal) since a now_us value.
+since() {
+  local ms=$((($(now_us) - $1) / 1000))
+  printf '%d.%ds' $((ms / 1000)) $((ms % 1000 / 100))
+}
+
+# True when something accepts TCP connections on 127.0.0.1:PORT.
+port_open() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# The state letter of PID (R, S, D, Z, ...); fails when there is no such PID.
+proc_state() {
+  local state
+  state=$(sed -n 's/^State:[[:space:]]*\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+  [[ -n $state ]] && printf '%s\n' "$state"
+}
+
+# True when PID exists and is not a zombie (an unreaped corpse is not running).
+pid_running() {
+  local state
+  state=$(proc_state "$1") && [[ $state != Z ]]
+}
+
+# True when PID runs and its command line contains MARK (a path inside this
+# state folder): a recycled PID, now some unrelated process, is never taken for
+# ours, so `down` cannot kill anything else.
+pid_is_ours() {
+  local pid=$1 mark=$2 cmd
+  [[ $pid =~ ^[0-9]+$ ]] && pid_running "$pid" || return 1
+  cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmd == *"$mark"* ]]
+}
+
+# Prints the PID in PIDFILE if pid_is_ours.
+live_pid() {
+  local pid
+  [[ -s $1 ]] || return 1
+  pid=$(<"$1")
+  pid_is_ours "$pid" "$2" || return 1
+  printf '%s\n' "$pid"
+}
+
+# Starts "$@" in the background, detached: its own session (setsid), so a
+# signal to the caller's process group (Ctrl-C, a test runner ending its job)
+# does not reach the server; stdio on files; without our fd 3 (the caller's
+# stdout: `$(infra.sh up)` would wait for it to close, i.e. forever) and fd 9
+# (the state lock). The wrapper shell writes its own PID and then execs the
+# server, so the PID file names the server process itself.
+spawn() {
+  local pidfile=$1 outfile=$2 i
+  shift 2
+  rm -f -- "$pidfile"
+  # shellcheck disable=SC2016 # $$ and $@ belong to the wrapper shell
+  nohup setsid bash -c 'echo "$$" >"$0"; exec "$@"' "$pidfile" "$@" \
+    </dev/null >>"$outfile" 2>&1 3>&- 9>&- &
+  for ((i = 0; i < 100; i++)); do
+    [[ -s $pidfile ]] && return 0
+    sleep 0.05
+  done
+  die "could not launch $1 (see $outfile)"
+}
+
+# SIGTERM, wait up to STOP_TIMEOUT seconds, then SIGKILL.
+stop_pid() {
+  local name=$1 pid=$2 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+    pid_running "$pid" || return 0
+    sleep 0.1
+  done
+  log "$name (pid $pid) still running ${STOP_TIMEOUT}s after SIGTERM: SIGKILL"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    pid_running "$pid" || return 0
+    sleep 0.1
+  done
+  die "$name (pid $pid) survived SIGKILL"
+}
+
+# Escapes a string for the replacement side of a sed s|...|...| command.
+sed_repl() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
+
+# Fails unless PORT is free: a port held by something that is not ours would
+# otherwise show up as a confusing startup failure deep in a server log.
+require_free_port() {
+  local name=$1 var=$2 port=$3
+  if port_open "$port"; then
+    die "$name: 127.0.0.1:$port is already in use by another process; choose another $var"
+  fi
+}
+
+# --- installation (Debian packages) -------------------------------------------
+
+clickhouse_bin() {
+  command -v clickhouse-server 2>/dev/null && return 0
+  [[ -x /usr/sbin/clickhouse-server ]] && echo /usr/sbin/clickhouse-server
+}
+
+kafka_libs_cached() {
+  local want
+  [[ -f $STATE_DIR/kafka/libs/.pom.sha256 ]] || return 1
+  want=$(sha256sum <"$KAFKA_POM")
+  [[ $(<"$STATE_DIR/kafka/libs/.pom.sha256") == "${want%% *}" ]]
+}
+
+# Debian packages that the requested components need and this machine lacks.
+missing_packages() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    case $c in
+      postgres) [[ -x $PG_BIN/initdb && -x $PG_BIN/psql ]] || echo postgresql ;;
+      clickhouse)
+        clickhouse_bin >/dev/null || echo clickhouse-server
+        command -v curl >/dev/null || echo curl
+        ;;
+      kafka)
+        command -v java >/dev/null || echo openjdk-17-jre-headless
+        kafka_libs_cached || command -v mvn >/dev/null || echo maven
+        ;;
+    esac
+  done | sort -u
+}
+
+# Debian's postinst scripts start the system postgres (5432) and clickhouse
+# (8123/9000) through invoke-rc.d unless /usr/sbin/policy-rc.d exits 101. We
+# run private instances only, so forbid service starts during our install; any
+# policy-rc.d that was there before is put back afterwards.
+block_service_starts() {
+  # A saved copy left by an interrupted run is the original: keep it.
+  if [[ -e $POLICY_RC && ! -e $POLICY_RC_SAVED ]]; then
+    mv -- "$POLICY_RC" "$POLICY_RC_SAVED"
+  fi
+  POLICY_RC_OURS=1
+  printf '#!/bin/sh\n# temporary, from deploy/local/infra.sh\nexit 101\n' >"$POLICY_RC"
+  chmod 755 "$POLICY_RC"
+}
+
+restore_service_starts() {
+  [[ $POLICY_RC_OURS == 1 ]] || return 0
+  rm -f -- "$POLICY_RC"
+  if [[ -e $POLICY_RC_SAVED ]]; then mv -- "$POLICY_RC_SAVED" "$POLICY_RC"; fi
+  POLICY_RC_OURS=0
+}
+
+# apt-get update (once) and install whatever is missing. A machine-wide lock,
+# because policy-rc.d is machine-wide and another state folder's `up` may be
+# installing at the same moment.
+install_missing() {
+  local -a pkgs
+  mapfile -t pkgs < <(missing_packages)
+  ((${#pkgs[@]})) || return 0
+  [[ $EUID -eq 0 ]] || die "must run as root to install: ${pkgs[*]}"
+  exec 8>"${TMPDIR:-/tmp}/infra-sh-apt.lock"
+  flock -w 900 8 || die "timed out waiting for another infra.sh's apt-get"
+  mapfile -t pkgs < <(missing_packages) # the other one may have done it
+  if ((${#pkgs[@]})); then
+    local t0
+    t0=$(now_us)
+    log "installing: ${pkgs[*]}"
+    block_service_starts
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get -q -o DPkg::Lock::Timeout=600 update >&2
+    apt-get -q -y -o DPkg::Lock::Timeout=600 install "${pkgs[@]}" >&2
+    restore_service_starts
+    log "installed in $(since "$t0")"
+  fi
+  exec 8>&-
+}
+
+# --- PostgreSQL ---------------------------------------------------------------
+
+pg_paths() {
+  PG_HOME=$STATE_DIR/postgres
+  PG_DATA=$PG_HOME/data
+  PG_RUN=$PG_HOME/run
+  PG_LOG=$PG_HOME/log/postgres.log
+}
+
+# Runs a command as the postgres OS user (postgres refuses to run as root),
+# from / so that an unreadable current directory does not matter.
+as_pg() { (cd / && exec runuser -u postgres -- "$@"); }
+
+pg_ctl_() { as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" "$@"; }
+
+# Line 1 of postmaster.pid is the PID, line 4 the port.
+pg_pid() { sed -n 1p "$PG_DATA/postmaster.pid" 2>/dev/null; }
+pg_running_port() { sed -n 4p "$PG_DATA/postmaster.pid"; }
+
+# Not `pg_ctl status`: it takes a zombie postmaster (SIGKILLed, not yet
+# reaped by PID 1: seen here for ~2 s) for a running one, and then `up` would
+# wait for a dead server. The command line check rules out a recycled PID.
+pg_running() {
+  local pid
+  pid=$(pg_pid) && pid_is_ours "$pid" "$PG_DATA"
+}
+
+# After a SIGKILL the postmaster lingers as a zombie for a moment, and postgres
+# refuses to start while the PID in postmaster.pid exists ("lock file already
+# exists"). Wait for the zombie to be reaped; once the PID is gone, postgres
+# handles the stale file itself (including its check that no orphaned backend
+# still uses the old shared memory). If the PID stays taken (a zombie never
+# reaped, or a recycled PID), the file is stale all the same: remove it.
+pg_clear_stale_pid() {
+  local pid state i
+  pid=$(pg_pid) && [[ $pid =~ ^[0-9]+$ ]] || return 0
+  for ((i = 0; i < 50; i++)); do
+    state=$(proc_state "$pid") || return 0
+    [[ $state == Z ]] || break
+    sleep 0.1
+  done
+  log "postgres: pid $pid of the stale postmaster.pid is still taken; removing the file"
+  rm -f -- "$PG_DATA/postmaster.pid"
+}
+
+# initdb once, into a temporary folder renamed at the end, so an interrupted
+# initdb never leaves a half-made cluster that later runs would take as done.
+pg_init() {
+  [[ -f $PG_DATA/PG_VERSION ]] && return 0
+  local t0
+  t0=$(now_us)
+  mkdir -p -- "$PG_HOME/run" "$PG_HOME/log"
+  chown postgres:postgres "$PG_HOME" "$PG_HOME/run" "$PG_HOME/log"
+  as_pg test -w "$PG_HOME" ||
+    die "user postgres cannot write $PG_HOME: each folder above it must be searchable by others (chmod o+x)"
+  rm -rf -- "$PG_DATA.tmp"
+  log "postgres: initdb $PG_DATA"
+  as_pg "$PG_BIN/initdb" -D "$PG_DATA.tmp" -U postgres -E UTF8 --locale=C.UTF-8 \
+    --auth-local=peer --auth-host=scram-sha-256 >>"$PG_HOME/log/initdb.log"
+  # fsync stays on: durability is tested. The include holds the settings
+  # that come from the environment and is rewritten at each start.
+  cat >>"$PG_DATA.tmp/postgresql.conf" <<'EOF'
+
+# --- deploy/local/infra.sh: dev box tuning (fsync stays on) ---
+max_connections = 300
+shared_buffers = 256MB
+include_if_exists = 'infra-runtime.conf'
+EOF
+  mv -- "$PG_DATA.tmp" "$PG_DATA"
+  log "postgres: initdb done in $(since "$t0")"
+}
+
+# Port, address and socket folder come from the environment at each start.
+pg_write_runtime_conf() {
+  local conf=$PG_DATA/infra-runtime.conf
+  cat >"$conf" <<EOF
+# written by deploy/local/infra.sh at each start; edits are lost
+port = $PG_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '${PG_RUN//\'/\'\'}'
+EOF
+  chown postgres:postgres "$conf"
+}
+
+# After a SIGKILL of the postmaster its orphaned backends may hold the shared
+# memory for a moment ("pre-existing shared memory block is still in use"), so
+# a failed start is retried a few times before giving up.
+pg_start() {
+  require_free_port postgres PG_PORT "$PG_PORT"
+  pg_write_runtime_conf
+  pg_clear_stale_pid
+  local try
+  for try in 1 2 3 4 5; do
+    if pg_ctl_ -l "$PG_LOG" -w -t "$READY_TIMEOUT" start >/dev/null 3>&- 9>&-; then
+      return 0
+    fi
+    log "postgres: start attempt $try failed; retrying"
+    sleep 2
+  done
+  die "postgres did not start; see $PG_LOG"
+}
+
+# Role and database for the services; CREATEDB so tests can make their own.
+pg_provision() {
+  [[ -f $PG_HOME/.provisioned ]] && return 0
+  as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$PG_RUN" -p "$PG_PORT" -d postgres <<'SQL'
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mail') THEN
+    CREATE ROLE mail LOGIN CREATEDB PASSWORD 'mail';
+  END IF;
+END
+$$;
+SELECT 'CREATE DATABASE mail OWNER mail'
+WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'mail') \gexec
+SQL
+  touch -- "$PG_HOME/.provisioned"
+}
+
+# Ready means: the mail user can log in over TCP and run a query.
+pg_wait_ready() {
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until [[ $(PGPASSWORD=mail PGCONNECT_TIMEOUT=3 "$PG_BIN/psql" -X -Atq \
+    -h 127.0.0.1 -p "$PG_PORT" -U mail -d mail -c 'SELECT 1' 2>/dev/null) == 1 ]]; do
+    ((SECONDS < deadline)) || die "postgres does not answer on 127.0.0.1:$PG_PORT; see $PG_LOG"
+    sleep 0.2
+  done
+}
+
+postgres_start() {
+  pg_paths
+  if pg_running; then
+    local port
+    port=$(pg_running_port)
+    [[ $port == "$PG_PORT" ]] ||
+      die "postgres of $STATE_DIR already runs on port $port, not PG_PORT=$PG_PORT; run 'down postgres' first"
+    return 0
+  fi
+  pg_init
+  log "postgres: starting on 127.0.0.1:$PG_PORT"
+  pg_start
+  pg_provision
+}
+
+postgres_wait() { pg_paths && pg_wait_ready; }
+
+postgres_stop() {
+  pg_paths
+  if ! pg_running; then
+    log "postgres: not running"
+    return 0
+  fi
+  log "postgres: stopping (pid $(pg_pid))"
+  pg_ctl_ stop -m fast -w -t "$STOP_TIMEOUT" >/dev/null ||
+    pg_ctl_ stop -m immediate -w >/dev/null
+}
+
+postgres_status() {
+  pg_paths
+  if pg_running; then
+    status_line postgres running "$(pg_pid)" "port=$(pg_running_port)"
+  else
+    status_line postgres stopped - "port=$PG_PORT"
+  fi
+}
+
+# --- Kafka (KRaft, broker + controller in one JVM) ----------------------------
+
+kafka_paths() {
+  K_HOME=$STATE_DIR/kafka
+  K_LIBS=$K_HOME/libs
+  K_DATA=$K_HOME/data
+  K_CONF=$K_HOME/config
+  K_LOGS=$K_HOME/logs
+  K_PID=$K_HOME/kafka.pid
+}
+
+# The broker jars come from Maven Central via deploy/local/kafka/pom.xml (no
+# Debian package exists). Cached per state folder, keyed by the pom's hash, so
+# only the first run (or a pom change) calls Maven.
+kafka_fetch_libs() {
+  kafka_libs_cached && return 0
+  local t0 sum
+  t0=$(now_us)
+  log "kafka: fetching broker jars with Maven into $K_LIBS (once)"
+  rm -rf -- "$K_LIBS.tmp"
+  # Maven 3.8 prints colour resets even with -q -B: strip escape sequences.
+  mvn -q -B -f "$KAFKA_POM" dependency:copy-dependencies -DoutputDirectory="$K_LIBS.tmp" 2>&1 |
+    sed 's/\x1b\[[0-9;]*m//g' >&2 || die "kafka: Maven could not fetch the broker jars"
+  sum=$(sha256sum <"$KAFKA_POM")
+  printf '%s\n' "${sum%% *}" >"$K_LIBS.tmp/.pom.sha256"
+  rm -rf -- "$K_LIBS"
+  mv -- "$K_LIBS.tmp" "$K_LIBS"
+  log "kafka: jars fetched in $(since "$t0")"
+}
+
+# log4j2 configs: the broker logs to a size-capped file; CLI tools log
+# warnings to stderr only.
+kafka_write_log_config() {
+  cat >"$K_CONF/log4j2.properties" <<'EOF'
+# written by deploy/local/infra.sh
+status = warn
+# Keep logging until the JVM is gone: log4j's own shutdown hook would stop it
+# while Kafka's shutdown hook is still working, hiding slow or failed stops.
+shutdownHook = disable
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.filePattern = ${sys:kafka.logs.dir}/server.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 50MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 3
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+logger.statechange.name = state.change.logger
+logger.statechange.level = warn
+EOF
+  cat >"$K_CONF/tools-log4j2.properties" <<'EOF'
+# written by deploy/local/infra.sh
+status = warn
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = err
+EOF
+}
+
+# Rewritten at each start so port changes in the environment take effect.
+# Single node: every replication factor and ISR minimum is 1.
+kafka_write_config() {
+  mkdir -p -- "$K_CONF" "$K_DATA" "$K_LOGS" "$K_HOME/tmp"
+  kafka_write_log_config
+  cat >"$K_CONF/server.properties" <<EOF
+# written by deploy/local/infra.sh at each start; edits are lost
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$K_DATA
+num.partitions=6
+default.replication.factor=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+# After a SIGKILL the controller keeps the dead incarnation's registration
+# until its session times out (default 9 s) and rejects the restarted broker
+# (DUPLICATE_BROKER_REGISTRATION) meanwhile: a short session makes a restart
+# after a crash take seconds instead of ~12 s. Broker and controller share one
+# JVM on loopback, so there are no false timeouts to fear.
+broker.session.timeout.ms=2500
+broker.heartbeat.interval.ms=500
+EOF
+}
+
+# A JVM for Kafka's command line tools: C1 only and serial GC start faster.
+kafka_java_cli() {
+  java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+    -Dlog4j2.configurationFile="$K_CONF/tools-log4j2.properties" \
+    -cp "$K_LIBS/*" "$@"
+}
+
+# Kafka 4.x brokers need Java 17 or newer; say so instead of a class version
+# error in the broker log.
+kafka_check_java() {
+  local version
+  version=$(java -version 2>&1 | sed -n '1s/.*version "\([0-9]*\).*/\1/p')
+  if ! [[ $version =~ ^[0-9]+$ ]] || ((version < 17)); then
+    die "kafka: needs Java 17 or newer; 'java' is version '${version:-unknown}'"
+  fi
+}
+
+# A Kafka cluster id: 16 random bytes, base64url without padding.
+kafka_new_cluster_id() {
+  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+}
+
+# KRaft needs its log dir formatted (meta.properties) once, before first start.
+kafka_format() {
+  [[ -f $K_DATA/meta.properties ]] && return 0
+  local t0
+  t0=$(now_us)
+  log "kafka: formatting $K_DATA"
+  kafka_java_cli kafka.tools.StorageTool format --ignore-formatted \
+    --cluster-id "$(kafka_new_cluster_id)" --config "$K_CONF/server.properties" >&2 ||
+    die "kafka: formatting the log dir failed"
+  log "kafka: formatted in $(since "$t0")"
+}
+
+kafka_conf_port() { sed -n 's/^listeners=PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$K_CONF/server.properties"; }
+
+kafka_start() {
+  kafka_paths
+  if live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null; then
+    [[ $(kafka_conf_port) == "$KAFKA_PORT" ]] ||
+      die "kafka of $STATE_DIR already runs on port $(kafka_conf_port), not KAFKA_PORT=$KAFKA_PORT; run 'down kafka' first"
+    K_LOG_OFFSET=-1
+    return 0
+  fi
+  require_free_port kafka KAFKA_PORT "$KAFKA_PORT"
+  require_free_port kafka KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT"
+  kafka_check_java
+  kafka_fetch_libs
+  kafka_write_config
+  kafka_format
+  # Readiness is read from the log lines written after this offset.
+  K_LOG_OFFSET=0
+  [[ -f $K_LOGS/server.log ]] && K_LOG_OFFSET=$(stat -c %s "$K_LOGS/server.log")
+  local -a heap
+  read -r -a heap <<<"$KAFKA_HEAP"
+  log "kafka: starting on 127.0.0.1:$KAFKA_PORT (controller $KAFKA_CONTROLLER_PORT)"
+  spawn "$K_PID" "$K_LOGS/kafka.out" java "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Djava.io.tmpdir="$K_HOME/tmp" \
+    -Dkafka.logs.dir="$K_LOGS" -Dlog4j2.configurationFile="$K_CONF/log4j2.properties" \
+    -cp "$K_LIBS/*" kafka.Kafka "$K_CONF/server.properties"
+}
+
+# True once the broker logged "Kafka Server started" after K_LOG_OFFSET (the
+# file may have rolled over meanwhile: then read it from its start).
+kafka_started_line() {
+  local file=$K_LOGS/server.log from=$K_LOG_OFFSET
+  [[ -f $file ]] || return 1
+  (($(stat -c %s "$file") >= from)) || from=0
+  tail -c "+$((from + 1))" "$file" | grep -q 'Kafka Server started'
+}
+
+# Ready means: the process lives, the broker port accepts connections and the
+# broker logged that it started (KRaft: registered with the controller).
+kafka_wait() {
+  kafka_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  while :; do
+    live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null ||
+      die "kafka exited during startup; see $K_LOGS/server.log and $K_LOGS/kafka.out"
+    if port_open "$KAFKA_PORT" && { ((K_LOG_OFFSET < 0)) || kafka_started_line; }; then
+      return 0
+    fi
+    ((SECONDS < deadline)) ||
+      die "kafka not ready after ${READY_TIMEOUT}s; see $K_LOGS/server.log and $K_LOGS/kafka.out"
+    sleep 0.2
+  done
+}
+
+kafka_stop() {
+  kafka_paths
+  local pid
+  if ! pid=$(live_pid "$K_PID" "$K_CONF/server.properties"); then
+    log "kafka: not running"
+    rm -f -- "$K_PID"
+    return 0
+  fi
+  log "kafka: stopping (pid $pid)"
+  stop_pid kafka "$pid"
+  rm -f -- "$K_PID"
+}
+
+kafka_status() {
+  kafka_paths
+  local pid
+  if pid=$(live_pid "$K_PID" "$K_CONF/server.properties"); then
+    status_line kafka running "$pid" "port=$(kafka_conf_port) controller=$KAFKA_CONTROLLER_PORT"
+  else
+    status_line kafka stopped - "port=$KAFKA_PORT controller=$KAFKA_CONTROLLER_PORT"
+  fi
+}
+
+# --- ClickHouse -----------------------------------------------------------------
+
+clickhouse_paths() {
+  C_HOME=$STATE_DIR/clickhouse
+  C_CONF=$C_HOME/config
+  C_DATA=$C_HOME/data
+  C_LOGS=$C_HOME/logs
+  C_PID=$C_HOME/clickhouse.pid
+}
+
+# A copy of the packaged config.xml with every path pointed into the state
+# folder, our ports, 127.0.0.1 only, and no replica/other-protocol ports.
+# Rewritten at each start so port changes take effect; checked afterwards, so
+# a differently laid out config.xml fails loudly instead of using /var/lib.
+clickhouse_write_config() {
+  local src=/etc/clickhouse-server data logs tag
+  mkdir -p -- "$C_CONF" "$C_DATA" "$C_LOGS"
+  data=$(sed_repl "$C_DATA")
+  logs=$(sed_repl "$C_LOGS")
+  cp -- "$src/users.xml" "$C_CONF/users.xml"
+  sed -e "s|<log>[^<]*</log>|<log>$logs/clickhouse-server.log</log>|" \
+    -e "s|<errorlog>[^<]*</errorlog>|<errorlog>$logs/clickhouse-server.err.log</errorlog>|" \
+    -e "s|<size>1000M</size>|<size>100M</size>|" \
+    -e "s|<count>10</count>|<count>3</count>|" \
+    -e "s|<http_port>[0-9]*</http_port>|<http_port>$CLICKHOUSE_HTTP_PORT</http_port>|" \
+    -e "s|<tcp_port>[0-9]*</tcp_port>|<tcp_port>$CLICKHOUSE_TCP_PORT</tcp_port>\n    <listen_host>127.0.0.1</listen_host>|" \
+    -e '/<\(interserver_http_port\|https_port\|tcp_port_secure\|mysql_port\|postgresql_port\|grpc_port\)>/d' \
+    -e "s|<path>/var/lib/clickhouse/</path>|<path>$data/</path>|" \
+    -e "s|<tmp_path>[^<]*</tmp_path>|<tmp_path>$data/tmp/</tmp_path>|" \
+    -e "s|<user_files_path>[^<]*</user_files_path>|<user_files_path>$data/user_files/</user_files_path>|" \
+    -e "s|<format_schema_path>[^<]*</format_schema_path>|<format_schema_path>$data/format_schemas/</format_schema_path>|" \
+    "$src/config.xml" >"$C_CONF/config.xml.tmp"
+  for tag in log errorlog path tmp_path user_files_path format_schema_path; do
+    grep -q "<$tag>$C_HOME/" "$C_CONF/config.xml.tmp" ||
+      die "clickhouse: $src/config.xml has no <$tag> line to point into $C_HOME"
+  done
+  if grep -q '/var/lib/clickhouse\|/var/log/clickhouse' "$C_CONF/config.xml.tmp"; then
+    die "clickhouse: the config copy still names a system path; $src/config.xml changed"
+  fi
+  mv -- "$C_CONF/config.xml.tmp" "$C_CONF/config.xml"
+}
+
+clickhouse_conf_port() { sed -n 's/.*<http_port>\([0-9]*\)<\/http_port>.*/\1/p' "$C_CONF/config.xml"; }
+
+clickhouse_ping() {
+  [[ $(curl -fsS --max-time 2 "http://127.0.0.1:$CLICKHOUSE_HTTP_PORT/ping" 2>/dev/null) == Ok.* ]]
+}
+
+# Runs as root: this server version accepts that when its data folder is
+# root's too, and it keeps the state folder in one owner's hands.
+clickhouse_start() {
+  clickhouse_paths
+  if live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null; then
+    [[ $(clickhouse_conf_port) == "$CLICKHOUSE_HTTP_PORT" ]] ||
+      die "clickhouse of $STATE_DIR already runs on port $(clickhouse_conf_port), not CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT; run 'down clickhouse' first"
+    return 0
+  fi
+  require_free_port clickhouse CLICKHOUSE_HTTP_PORT "$CLICKHOUSE_HTTP_PORT"
+  require_free_port clickhouse CLICKHOUSE_TCP_PORT "$CLICKHOUSE_TCP_PORT"
+  clickhouse_write_config
+  log "clickhouse: starting on 127.0.0.1:$CLICKHOUSE_HTTP_PORT (native $CLICKHOUSE_TCP_PORT)"
+  spawn "$C_PID" "$C_LOGS/stdout.log" "$(clickhouse_bin)" --config-file="$C_CONF/config.xml"
+}
+
+clickhouse_wait() {
+  clickhouse_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until clickhouse_ping; do
+    live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null ||
+      die "clickhouse exited during startup; see $C_LOGS/clickhouse-server.err.log and $C_LOGS/stdout.log"
+    ((SECONDS < deadline)) ||
+      die "clickhouse not ready after ${READY_TIMEOUT}s; see $C_LOGS/clickhouse-server.err.log"
+    sleep 0.1
+  done
+}
+
+clickhouse_stop() {
+  clickhouse_paths
+  local pid
+  if ! pid=$(live_pid "$C_PID" "$C_CONF/config.xml"); then
+    log "clickhouse: not running"
+    rm -f -- "$C_PID"
+    return 0
+  fi
+  log "clickhouse: stopping (pid $pid)"
+  stop_pid clickhouse "$pid"
+  rm -f -- "$C_PID"
+}
+
+clickhouse_status() {
+  clickhouse_paths
+  local pid
+  if pid=$(live_pid "$C_PID" "$C_CONF/config.xml"); then
+    status_line clickhouse running "$pid" "port=$(clickhouse_conf_port) tcp=$CLICKHOUSE_TCP_PORT"
+  else
+    status_line clickhouse stopped - "port=$CLICKHOUSE_HTTP_PORT tcp=$CLICKHOUSE_TCP_PORT"
+  fi
+}
+
+# --- commands -------------------------------------------------------------------
+
+status_line() { printf '%-10s %-7s pid=%-7s %s\n' "$@" >&3; }
+
+print_env() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    case $c in
+      postgres) echo "export DATABASE_URL=postgres://mail:mail@127.0.0.1:$PG_PORT/mail" ;;
+      kafka) echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT" ;;
+      clickhouse) echo "export CLICKHOUSE_URL=http://127.0.0.1:$CLICKHOUSE_HTTP_PORT" ;;
+    esac
+  done >&3
+}
+
+has() {
+  local c
+  for c in "${COMPONENTS[@]}"; do [[ $c == "$1" ]] && return 0; done
+  return 1
+}
+
+# Launch everything first and wait afterwards, so that the slow Kafka JVM
+# boots while postgres and clickhouse start.
+cmd_up() {
+  local t0 c
+  t0=$(now_us)
+  install_missing
+  if has kafka; then kafka_start; fi
+  if has clickhouse; then clickhouse_start; fi
+  if has postgres; then postgres_start; fi
+  for c in postgres clickhouse kafka; do
+    if has "$c"; then
+      "${c}_wait"
+      log "$c: ready ($(since "$t0") since 'up' began)"
+    fi
+  done
+  print_env
+}
+
+cmd_down() {
+  local c t0
+  for c in "${COMPONENTS[@]}"; do
+    t0=$(now_us)
+    "${c}_stop"
+    log "$c: down ($(since "$t0"))"
+  done
+}
+
+cmd_status() {
+  local c rc=0 line
+  for c in "${COMPONENTS[@]}"; do
+    line=$("${c}_status" 3>&1)
+    printf '%s\n' "$line" >&3
+    [[ $line == *" running "* ]] || rc=3
+  done
+  return "$rc"
+}
+
+cmd_kafka_cli() {
+  (($#)) || die "usage: infra.sh kafka-cli CLASS [ARG...]"
+  COMPONENTS=(kafka)
+  install_missing
+  kafka_paths
+  kafka_fetch_libs
+  mkdir -p -- "$K_CONF"
+  kafka_write_log_config
+  kafka_java_cli "$@" >&3
+}
+
+parse_components() {
+  local c
+  COMPONENTS=()
+  for c in "$@"; do
+    case $c in
+      postgres | kafka | clickhouse) has "$c" || COMPONENTS+=("$c") ;;
+      *) die "unknown component '$c' (expected: ${ALL_COMPONENTS[*]})" ;;
+    esac
+  done
+  ((${#COMPONENTS[@]})) || COMPONENTS=("${ALL_COMPONENTS[@]}")
+}
+
+# Absolute, existing state folder; the lock makes concurrent up/down calls on
+# one state folder take turns (two at once would initdb/format twice).
+open_state_dir() {
+  local dir=${STATE_DIR:-$REPO_ROOT/.state}
+  mkdir -p -- "$dir"
+  STATE_DIR=$(cd -- "$dir" && pwd)
+  chmod 755 "$STATE_DIR"
+}
+
+lock_state_dir() {
+  exec 9>"$STATE_DIR/.lock"
+  flock -w 600 9 || die "another infra.sh has held $STATE_DIR/.lock for 10 minutes"
+}
+
+main() {
+  local cmd=${1:-help}
+  (($#)) && shift
+  trap restore_service_starts EXIT
+  trap 'exit 130' INT TERM HUP
+  case $cmd in
+    up | down | status | env) parse_components "$@" ;;
+    kafka-cli) ;;
+    help | -h | --help)
+      usage
+      return 0
+      ;;
+    *)
+      usage
+      return 2
+      ;;
+  esac
+  open_state_dir
+  case $cmd in
+    up) lock_state_dir && cmd_up ;;
+    down) lock_state_dir && cmd_down ;;
+    status) cmd_status ;;
+    env) print_env ;;
+    kafka-cli) cmd_kafka_cli "$@" ;;
+  esac
+}
+
+main "$@"
