@@ -1,0 +1,40 @@
+import type { Knex } from 'knex';
+import { NotFoundError } from '@mail/common';
+import type { Page, Workspace } from '../domain/model';
+import { isUuid, type PageWindow } from '../domain/validation';
+import { WORKSPACE_COLUMNS, containsPattern, fetchPage } from './sql';
+
+const notFound = (): NotFoundError => new NotFoundError('Workspace');
+
+export async function createWorkspace(db: Knex, name: string): Promise<Workspace> {
+  const [workspace] = await db('workspaces').insert({ name }).returning(WORKSPACE_COLUMNS);
+  return workspace;
+}
+
+export async function getWorkspace(db: Knex, id: string): Promise<Workspace> {
+  const workspace = isUuid(id) ? await db('workspaces').where({ id }).first(WORKSPACE_COLUMNS) : undefined;
+  if (!workspace) throw notFound();
+  return workspace;
+}
+
+export function listWorkspaces(db: Knex, window: PageWindow, nameContains: string | undefined): Promise<Page<Workspace>> {
+  const base = db('workspaces');
+  if (nameContains) base.whereILike('name', containsPattern(nameContains));
+  return fetchPage(base, window, (query) => query.select(WORKSPACE_COLUMNS).orderByRaw('lower(name), id'));
+}
+
+export async function renameWorkspace(db: Knex, id: string, name: string): Promise<Workspace> {
+  if (!isUuid(id)) throw notFound();
+  const [workspace] = await db('workspaces')
+    .where({ id })
+    .update({ name, updated_at: db.fn.now() })
+    .returning(WORKSPACE_COLUMNS);
+  if (!workspace) throw notFound();
+  return workspace;
+}
+
+/** Memberships go with it (ON DELETE CASCADE); other services' data keyed by the id is theirs to clean. */
+export async function deleteWorkspace(db: Knex, id: string): Promise<void> {
+  const deleted = isUuid(id) ? await db('workspaces').where({ id }).delete() : 0;
+  if (deleted === 0) throw notFound();
+}
