@@ -1,2 +1,3 @@
+export * from './stack';
 export * from './testing/databases';
 export * from './testing/infra';

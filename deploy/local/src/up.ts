@@ -1,0 +1,105 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  DEFAULT_PORTS,
+  SERVICE_NAMES,
+  runningDetached,
+  startStack,
+  type StackUrls,
+} from './stack';
+import { infraEnv } from './testing/infra';
+
+/**
+ * `npm run up`, after deploy/local/up.sh started the servers and exported
+ * their addresses: starts every service and the gateway detached, on the
+ * ports of docs/CONVENTIONS.md unless the environment says otherwise, and
+ * prints where everything listens.
+ */
+
+interface Summary {
+  urls: StackUrls;
+  infra: string;
+  logDir: string;
+  notes: string[];
+}
+
+const repoRoot = path.resolve(__dirname, '../../..');
+const stateDir = path.resolve(process.env.STATE_DIR?.trim() || path.join(repoRoot, '.state'));
+const summaryFile = path.join(stateDir, 'stack.json');
+
+async function main(): Promise<void> {
+  const env = { ...process.env };
+  const notes: string[] = [];
+  // The gateway refuses DEV_AUTH_ENABLED=1 in production, so there the default stays off.
+  if (!isSet(env.AUTH_JWKS_URL) && !isSet(env.DEV_AUTH_ENABLED) && env.NODE_ENV?.trim() !== 'production') {
+    env.DEV_AUTH_ENABLED = '1';
+    notes.push(
+      'No identity provider configured (AUTH_JWKS_URL unset), so the gateway runs with DEV_AUTH_ENABLED=1:',
+      'no token checks, every request acts as dev@example.com, a platform admin. For development only;',
+      'set AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE (or DEV_AUTH_ENABLED=0) to change that.',
+    );
+  }
+
+  const running = runningDetached(stateDir);
+  if (running.length > 0) {
+    const saved = readSummary();
+    const list = running.map((p) => `${p.name} (pid ${p.pid})`).join(', ');
+    if (running.length === SERVICE_NAMES.length + 1 && saved) {
+      console.log(`The stack already runs: ${list}.`);
+      printSummary(saved);
+      return;
+    }
+    throw new Error(`part of the stack already runs: ${list}; run \`npm run down\` first`);
+  }
+
+  const logDir = path.join(stateDir, 'logs');
+  console.error(`[up] starting ${[...SERVICE_NAMES, 'gateway'].join(', ')} (logs in ${logDir})`);
+  const startedAt = Date.now();
+  const stack = await startStack({ stateDir, logDir, env, ports: DEFAULT_PORTS, detached: true });
+  console.error(`[up] all ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  const infra = infraEnv(env);
+  const summary: Summary = {
+    urls: stack.urls,
+    infra: `${infra.databaseUrl}  kafka ${infra.kafkaBrokers.join(',')}  ${infra.clickhouseUrl}`,
+    logDir,
+    notes,
+  };
+  fs.writeFileSync(summaryFile, `${JSON.stringify(summary, null, 2)}\n`);
+  printSummary(summary);
+}
+
+function printSummary({ urls, infra, logDir, notes }: Summary): void {
+  const pad = (text: string, width: number): string => text.padEnd(width);
+  const lines = [
+    '',
+    'Mail platform is up.',
+    `  Gateway     ${urls.gateway}`,
+    `  API docs    ${urls.gateway}/docs`,
+    `  Dashboard   ${urls.gateway}/dashboard`,
+    `  Readiness   ${urls.gateway}/readyz`,
+    '  Services    gRPC address       ops (/readyz, /metrics)',
+    ...SERVICE_NAMES.map((name) => `    ${pad(name, 12)}${pad(urls.grpc[name], 19)}${urls.ops[name]}`),
+    `  Servers     ${infra}`,
+    `  Logs        ${path.join(logDir, '<name>.log')}`,
+    '  Stop        npm run down   (stops the services, the gateway and the servers)',
+  ];
+  if (notes.length > 0) lines.push('', ...notes.map((note, i) => `${i === 0 ? 'NOTE: ' : '      '}${note}`));
+  console.log(lines.join('\n'));
+}
+
+function readSummary(): Summary | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(summaryFile, 'utf8')) as Summary;
+  } catch {
+    return undefined;
+  }
+}
+
+function isSet(value: string | undefined): boolean {
+  return value !== undefined && value.trim() !== '';
+}
+
+main().catch((error: unknown) => {
+  console.error(`[up] ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

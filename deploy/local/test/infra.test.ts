@@ -1,0 +1,96 @@
+import { createClient } from '@clickhouse/client';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { Client } from 'pg';
+import { createTestClickHouse, createTestPostgres } from '../src/testing/databases';
+import { infraEnv, uniqueSuffix } from '../src/testing/infra';
+
+/** The real servers started by deploy/local/infra.sh answer the way the services use them. */
+
+test('PostgreSQL: a private database takes writes and reads them back', async () => {
+  const database = await createTestPostgres('infra');
+  const client = new Client({ connectionString: database.url });
+  try {
+    await client.connect();
+    await client.query('CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)');
+    await client.query('INSERT INTO notes (body) VALUES ($1), ($2)', ['first', 'second']);
+    const { rows } = await client.query<{ id: number; body: string }>('SELECT id, body FROM notes ORDER BY id');
+    expect(rows).toEqual([
+      { id: 1, body: 'first' },
+      { id: 2, body: 'second' },
+    ]);
+  } finally {
+    await client.end();
+    await database.drop();
+  }
+});
+
+test('Kafka: a new topic takes 3 messages with acks=-1 and a consumer group reads them back', async () => {
+  const kafka = new Kafka({ clientId: 'infra-test', brokers: infraEnv().kafkaBrokers, logLevel: logLevel.WARN });
+  const topic = `infra-test-${uniqueSuffix()}`;
+  const admin = kafka.admin();
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const consumer = kafka.consumer({ groupId: `infra-test-${uniqueSuffix()}` });
+  await admin.connect();
+  try {
+    expect(await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true })).toBe(true);
+
+    await producer.connect();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [1, 2, 3].map((n) => ({ key: `k${n}`, value: `message ${n}` })),
+    });
+
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    const received: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`consumed only ${received.length} of 3 messages in 30 s`)), 30_000);
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          received.push(`${message.key?.toString()}=${message.value?.toString()}`);
+          if (received.length === 3) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      });
+    });
+    expect(received).toEqual(['k1=message 1', 'k2=message 2', 'k3=message 3']);
+  } finally {
+    await consumer.disconnect();
+    await producer.disconnect();
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+});
+
+test('ClickHouse: a private database takes JSONEachRow inserts and selects them back', async () => {
+  const database = await createTestClickHouse('infra');
+  const client = createClient({ url: database.url, database: database.database });
+  try {
+    await client.command({
+      query: `CREATE TABLE events (id UInt32, kind String, at DateTime('UTC')) ENGINE = MergeTree ORDER BY id`,
+    });
+    await client.insert({
+      table: 'events',
+      format: 'JSONEachRow',
+      values: [
+        { id: 2, kind: 'open', at: '2026-01-02 03:04:05' },
+        { id: 1, kind: 'click', at: '2026-01-01 00:00:00' },
+      ],
+    });
+    const result = await client.query({
+      query: 'SELECT id, kind, toString(at) AS at FROM events ORDER BY id',
+      format: 'JSONEachRow',
+      clickhouse_settings: { wait_end_of_query: 1 },
+    });
+    expect(await result.json()).toEqual([
+      { id: 1, kind: 'click', at: '2026-01-01 00:00:00' },
+      { id: 2, kind: 'open', at: '2026-01-02 03:04:05' },
+    ]);
+  } finally {
+    await client.close();
+    await database.drop();
+  }
+});
