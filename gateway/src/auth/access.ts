@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { call } from '@mail/common';
 import type { identityV1 } from '@mail/proto';
-import { HttpError, forbidden, fromGrpcError, notFound } from '../errors/http-error';
+import { HttpError, forbidden, fromGrpcError, notFound, unauthorized } from '../errors/http-error';
 import type { MatchedOperation, OperationObject } from '../openapi/document';
 import { ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';
 import { roleFromProto } from './roles';
@@ -53,7 +53,10 @@ export function authenticate(
       displayName: token.displayName,
       grantPlatformAdmin: authenticator.grantsPlatformAdmin,
     }).catch((error: unknown) => {
-      throw fromGrpcError(error);
+      const httpError = fromGrpcError(error);
+      // The service rejects claims it cannot provision from (a first sign-in without a valid e-mail):
+      // that is the token's fault, not a body field's.
+      throw httpError.status === 422 ? unauthorized('Invalid token: a valid email claim is required to sign in') : httpError;
     });
     if (!resolved.user) throw new HttpError(503, 'Identity service gave no user');
     locals(res).principal = {

@@ -1,0 +1,195 @@
+import type { Request } from 'express';
+import type { identityV1 } from '@mail/proto';
+import { principalOf } from '../auth/access';
+import { roleFromProto, roleToProto } from '../auth/roles';
+import { notFound } from '../errors/http-error';
+import type { Role } from '../openapi/document';
+import type { RouteModule } from './context';
+import { callService, page } from './grpc';
+
+type Json = Record<string, unknown>;
+
+/** The largest page the identity service serves, used to look one member up. */
+const MAX_PAGE_SIZE = 500;
+
+/** A JSON null or absent value as an unset proto field. */
+const given = <T>(value: unknown): T | undefined => (value ?? undefined) as T | undefined;
+
+const timestamp = (date: Date | undefined): string | null => date?.toISOString() ?? null;
+
+function pageRequest(req: Request): { page: number; pageSize: number } {
+  const query = req.query as { page?: number; page_size?: number };
+  return { page: query.page ?? 1, pageSize: query.page_size ?? 50 };
+}
+
+function workspaceJson(workspace: identityV1.Workspace | undefined): Json {
+  if (!workspace) throw new Error('identity service answered without a workspace');
+  return {
+    id: workspace.id,
+    name: workspace.name,
+    created_at: timestamp(workspace.createdAt),
+    updated_at: timestamp(workspace.updatedAt),
+  };
+}
+
+function userJson(user: identityV1.User | undefined): Json {
+  if (!user) throw new Error('identity service answered without a user');
+  return {
+    id: user.id,
+    email: user.email,
+    display_name: user.displayName,
+    is_platform_admin: user.isPlatformAdmin,
+    created_at: timestamp(user.createdAt),
+    updated_at: timestamp(user.updatedAt),
+  };
+}
+
+function memberJson(member: identityV1.Member | undefined): Json {
+  if (!member?.user) throw new Error('identity service answered without a member');
+  return {
+    user_id: member.user.id,
+    email: member.user.email,
+    display_name: member.user.displayName,
+    role: roleFromProto(member.role),
+    created_at: timestamp(member.createdAt),
+    updated_at: timestamp(member.updatedAt),
+  };
+}
+
+/** User fields a PUT writes: present and not null (none of them can be null). */
+const USER_FIELDS = ['email', 'display_name', 'is_platform_admin'];
+
+/** /auth/me, /workspaces/, /workspaces/{id}/members, /users/: HTTP JSON <-> identity.v1, one call per request. */
+export const identityRoutes: RouteModule = (router, { clients }) => {
+  const service = clients.identity;
+  const id = (req: Request): string => req.params.id as string;
+
+  /** The member, found through the member list: the service has no single-member read. */
+  async function findMember(workspaceId: string, userId: string): Promise<identityV1.Member> {
+    for (let pageNumber = 1; ; pageNumber++) {
+      const answer = await callService(service.listMembers.bind(service), {
+        workspaceId,
+        page: { page: pageNumber, pageSize: MAX_PAGE_SIZE },
+      });
+      const member = answer.members.find((candidate) => candidate.user?.id === userId);
+      if (member) return member;
+      if (pageNumber * MAX_PAGE_SIZE >= (answer.page?.total ?? 0)) throw notFound('Member not found');
+    }
+  }
+
+  router.get('/auth/me', (_req, res) => {
+    const principal = principalOf(res);
+    res.json({
+      id: principal.user.id,
+      email: principal.user.email,
+      display_name: principal.user.displayName,
+      memberships: [...principal.workspaces].map(([workspaceId, access]) => ({
+        workspace_id: workspaceId,
+        workspace_name: access.workspaceName,
+        role: access.role,
+      })),
+    });
+  });
+
+  router.get('/workspaces/', async (req, res) => {
+    const answer = await callService(service.listWorkspaces.bind(service), {
+      page: pageRequest(req),
+      nameContains: given<string>((req.query as Json).q),
+    });
+    res.json(page(answer.workspaces.map(workspaceJson), answer.page));
+  });
+
+  router.post('/workspaces/', async (req, res) => {
+    const answer = await callService(service.createWorkspace.bind(service), { name: (req.body as Json).name as string });
+    res.status(201).json(workspaceJson(answer.workspace));
+  });
+
+  router.get('/workspaces/:id', async (req, res) => {
+    const answer = await callService(service.getWorkspace.bind(service), { id: id(req) });
+    res.json(workspaceJson(answer.workspace));
+  });
+
+  router.put('/workspaces/:id', async (req, res) => {
+    const answer = await callService(service.updateWorkspace.bind(service), { id: id(req), name: given<string>((req.body as Json).name) });
+    res.json(workspaceJson(answer.workspace));
+  });
+
+  router.delete('/workspaces/:id', async (req, res) => {
+    await callService(service.deleteWorkspace.bind(service), { id: id(req) });
+    res.status(204).end();
+  });
+
+  router.get('/workspaces/:id/members', async (req, res) => {
+    const answer = await callService(service.listMembers.bind(service), { workspaceId: id(req), page: pageRequest(req) });
+    res.json(page(answer.members.map(memberJson), answer.page));
+  });
+
+  router.post('/workspaces/:id/members', async (req, res) => {
+    const body = req.body as Json;
+    const answer = await callService(service.addMember.bind(service), {
+      workspaceId: id(req),
+      email: body.email as string,
+      displayName: given<string>(body.display_name),
+      role: roleToProto(body.role as Role),
+    });
+    res.status(201).json(memberJson(answer.member));
+  });
+
+  router.put('/workspaces/:id/members/:user_id', async (req, res) => {
+    const role = given<Role>((req.body as Json).role);
+    const userId = req.params.user_id as string;
+    const member =
+      role === undefined
+        ? await findMember(id(req), userId)
+        : (await callService(service.updateMember.bind(service), { workspaceId: id(req), userId, role: roleToProto(role) })).member;
+    res.json(memberJson(member));
+  });
+
+  router.delete('/workspaces/:id/members/:user_id', async (req, res) => {
+    await callService(service.removeMember.bind(service), { workspaceId: id(req), userId: req.params.user_id as string });
+    res.status(204).end();
+  });
+
+  router.get('/users/', async (req, res) => {
+    const answer = await callService(service.listUsers.bind(service), {
+      page: pageRequest(req),
+      emailContains: given<string>((req.query as Json).q),
+    });
+    res.json(page(answer.users.map(userJson), answer.page));
+  });
+
+  router.post('/users/', async (req, res) => {
+    const body = req.body as Json;
+    const answer = await callService(service.createUser.bind(service), {
+      email: body.email as string,
+      displayName: given<string>(body.display_name) ?? '',
+      isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
+    });
+    res.status(201).json(userJson(answer.user));
+  });
+
+  router.get('/users/:id', async (req, res) => {
+    const answer = await callService(service.getUser.bind(service), { id: id(req) });
+    res.json(userJson(answer.user));
+  });
+
+  router.put('/users/:id', async (req, res) => {
+    const body = req.body as Json;
+    const answer = await callService(service.updateUser.bind(service), {
+      id: id(req),
+      updateMask: USER_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null),
+      user: {
+        id: id(req),
+        email: given<string>(body.email) ?? '',
+        displayName: given<string>(body.display_name) ?? '',
+        isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
+      },
+    });
+    res.json(userJson(answer.user));
+  });
+
+  router.delete('/users/:id', async (req, res) => {
+    await callService(service.deleteUser.bind(service), { id: id(req) });
+    res.status(204).end();
+  });
+};

@@ -1,0 +1,203 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto, { type KeyObject } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { createTestPostgres, startStack } from '@mail/local';
+
+/**
+ * Real servers for the gateway's identity tests: an identity provider that
+ * publishes a JWKS over HTTP and signs tokens (node:crypto, because jose is
+ * ESM-only and Jest on Node 20 cannot load it), and the built gateway as a
+ * child process.
+ */
+
+export const ISSUER = 'https://idp.test.example';
+export const AUDIENCE = 'mail-platform-api';
+
+export interface SigningKey {
+  kid: string;
+  alg: 'RS256' | 'ES256' | 'PS256' | 'EdDSA';
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+}
+
+export function signingKey(kid: string, alg: SigningKey['alg']): SigningKey {
+  const pair =
+    alg === 'ES256'
+      ? crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      : alg === 'EdDSA'
+        ? crypto.generateKeyPairSync('ed25519')
+        : crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { kid, alg, ...pair };
+}
+
+const base64url = (data: string | Buffer): string => Buffer.from(data).toString('base64url');
+
+/** A compact JWS over `claims`, signed with `key` unless the header says otherwise. */
+export function signToken(
+  key: SigningKey,
+  claims: Record<string, unknown>,
+  header: Record<string, unknown> = {},
+): string {
+  const fullHeader = { alg: key.alg, typ: 'JWT', kid: key.kid, ...header };
+  const input = `${base64url(JSON.stringify(fullHeader))}.${base64url(JSON.stringify(claims))}`;
+  const data = Buffer.from(input);
+  let signature: Buffer;
+  switch (String(fullHeader.alg)) {
+    case 'none':
+      signature = Buffer.alloc(0);
+      break;
+    case 'HS256':
+      // The classic confusion attack: the public key, as published, used as an HMAC secret.
+      signature = crypto.createHmac('sha256', key.publicKey.export({ type: 'spki', format: 'pem' })).update(data).digest();
+      break;
+    case 'ES256':
+      signature = crypto.sign('sha256', data, { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
+      break;
+    case 'PS256':
+      signature = crypto.sign('sha256', data, { key: key.privateKey, padding: crypto.constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 });
+      break;
+    case 'EdDSA':
+      signature = crypto.sign(null, data, key.privateKey);
+      break;
+    default:
+      signature = crypto.sign('sha256', data, key.privateKey);
+  }
+  return `${input}.${base64url(signature)}`;
+}
+
+export interface IdentityProvider {
+  jwksUrl: string;
+  /** Adds a key to the published JWKS (a rotation). */
+  publish(key: SigningKey): void;
+  /** A token as the provider issues it: right issuer and audience, valid for 5 minutes. */
+  token(key: SigningKey, claims: Record<string, unknown>): string;
+  jwksRequests(): number;
+  close(): Promise<void>;
+}
+
+export async function startIdentityProvider(keys: SigningKey[]): Promise<IdentityProvider> {
+  const published = [...keys];
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    if (req.url !== '/.well-known/jwks.json') return void res.writeHead(404).end();
+    requests++;
+    const jwks = published.map((key) => ({ ...key.publicKey.export({ format: 'jwk' }), kid: key.kid, alg: key.alg, use: 'sig' }));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: jwks }));
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const now = () => Math.floor(Date.now() / 1000);
+  return {
+    jwksUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`,
+    publish: (key) => void published.push(key),
+    token: (key, claims) => signToken(key, { iss: ISSUER, aud: AUDIENCE, iat: now(), exp: now() + 300, ...claims }),
+    jwksRequests: () => requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface IdentityService {
+  /** host:port for IDENTITY_GRPC_ADDR. */
+  address: string;
+  stop(): Promise<void>;
+}
+
+/** The real identity service (its dist/main.js) over a private Postgres database. */
+export async function startIdentityService(label: string, bootstrapPlatformAdmins: string[] = []): Promise<IdentityService> {
+  const postgres = await createTestPostgres(label);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
+  try {
+    const stack = await startStack({
+      stateDir: dir,
+      logDir: dir,
+      processes: ['identity'],
+      env: { DATABASE_URL: postgres.url, BOOTSTRAP_PLATFORM_ADMINS: bootstrapPlatformAdmins.join(','), LOG_LEVEL: 'warn' },
+    });
+    return {
+      address: stack.urls.grpc.identity,
+      stop: async () => {
+        await stack.stopAll();
+        await postgres.drop();
+      },
+    };
+  } catch (error) {
+    await postgres.drop();
+    throw error;
+  }
+}
+
+const GATEWAY_MAIN = path.join(__dirname, '..', 'dist', 'main.js');
+
+export interface GatewayProcess {
+  url: string;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Spawns the built gateway with `env` (plus a free PORT) and waits until /healthz answers. */
+export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
+  const port = await freePort();
+  const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-')), 'gateway.log');
+  const log = fs.openSync(logFile, 'a');
+  const child: ChildProcess = spawn(process.execPath, [GATEWAY_MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      // No broker: the webhook is not under test and must not create topics on the shared Kafka.
+      KAFKA_BROKERS: '127.0.0.1:1',
+      ...env,
+    },
+    stdio: ['ignore', log, log],
+  });
+  fs.closeSync(log);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const output = () => fs.readFileSync(logFile, 'utf8');
+  for (const deadline = Date.now() + 20_000; ; ) {
+    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output()}`);
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (Date.now() > deadline) throw new Error(`gateway did not answer /healthz:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    output,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+/** Runs the built gateway to its exit and returns the exit code and what it printed. */
+export function runGatewayToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [GATEWAY_MAIN], { env: { PATH: process.env.PATH, ...env } });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.once('close', (code) => {
+      clearTimeout(killer);
+      resolve({ code, output });
+    });
+  });
+}
