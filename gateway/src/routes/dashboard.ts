@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Router, type Request, type Response } from 'express';
+import { HttpError, notFound } from '../errors/http-error';
+
+/**
+ * The analytics dashboard page (gateway/dashboard, built by `npm run build`
+ * into gateway/dashboard/dist). Public: the page holds no secret and calls the
+ * API with the user's own token. Mounted before authentication.
+ */
+export const DASHBOARD_DIST = path.resolve(__dirname, '..', '..', 'dashboard', 'dist');
+
+/** Vite's hashed output names: a file never changes under its name. */
+const ASSET_NAME = /^[\w.-]+\.[a-z0-9]+$/i;
+const YEAR_SECONDS = 365 * 24 * 3600;
+
+/** Only this origin's files and API; no inline code, no framing. */
+const PAGE_SECURITY_HEADERS = {
+  'Content-Security-Policy': [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; '),
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+};
+
+export function dashboardRouter(distDir: string = DASHBOARD_DIST): Router {
+  const router = Router();
+
+  router.get(['/dashboard', '/dashboard/', '/dashboard/index.html'], (req, res, next) => {
+    // Revalidated on every load (ETag), so a new build shows at once.
+    sendMaybeGzipped(req, res, path.join(distDir, 'index.html'), {
+      ...PAGE_SECURITY_HEADERS,
+      'Cache-Control': 'no-cache',
+    }).catch(next);
+  });
+
+  router.get('/dashboard/assets/:name', (req, res, next) => {
+    const name = req.params.name;
+    if (!ASSET_NAME.test(name) || name.endsWith('.gz')) return next(notFound());
+    sendMaybeGzipped(req, res, path.join(distDir, 'assets', name), {
+      'X-Content-Type-Options': 'nosniff',
+      'Cache-Control': `public, max-age=${YEAR_SECONDS}, immutable`,
+    }).catch(next);
+  });
+
+  return router;
+}
+
+/** Sends `<file>.gz` (written by the build) to clients that accept gzip, else the file itself. */
+async function sendMaybeGzipped(req: Request, res: Response, file: string, headers: Record<string, string>): Promise<void> {
+  const gzipped = `${file}.gz`;
+  const useGzip = req.acceptsEncodings('gzip', 'identity') === 'gzip' && (await exists(gzipped));
+  if (!useGzip && !(await exists(file))) {
+    throw file.endsWith('index.html')
+      ? new HttpError(503, 'The dashboard is not built: run `npm run build`')
+      : notFound();
+  }
+  res.set(headers);
+  res.vary('Accept-Encoding');
+  res.type(path.extname(file));
+  if (useGzip) res.set('Content-Encoding', 'gzip');
+  await new Promise<void>((resolve, reject) => {
+    // Cache-Control is ours (set above); send() would otherwise replace it.
+    res.sendFile(useGzip ? gzipped : file, { cacheControl: false, dotfiles: 'deny' }, (error) =>
+      error && !res.headersSent ? reject(error) : resolve(),
+    );
+  });
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    return (await fs.promises.stat(file)).isFile();
+  } catch {
+    return false;
+  }
+}
