@@ -7,9 +7,11 @@ import { authenticate, authorize } from './auth/access';
 import type { Authenticator } from './auth/principal';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
+import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/validation';
 import { httpMetrics } from './metrics';
-import { operationMatcher, type OpenApiDocument } from './openapi/document';
+import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
 import { routeModules } from './routes';
+import { dashboardRouter } from './routes/dashboard';
 
 export interface AppDependencies {
   document: OpenApiDocument;
@@ -22,7 +24,7 @@ export interface AppDependencies {
 }
 
 /**
- * The request pipeline: health and docs; raw-body routes; JSON parsing; token
+ * The request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
  * check (401); OpenAPI validation (422); workspace and role check (403/404);
  * the route; errors in the contract's format.
  */
@@ -30,6 +32,11 @@ export function createApp(deps: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', true);
+  // Express, the validator and the access check must match a path the same way, or a request could be
+  // routed to a handler without its documented access check: exact case, exact trailing slash.
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
+  const matchOperation = operationMatcher(deps.document);
   app.use(httpMetrics);
 
   app.get('/healthz', (_req, res) => {
@@ -49,23 +56,29 @@ export function createApp(deps: AppDependencies): Express {
     res.type('html').send(DOCS_PAGE);
   });
   app.use('/docs/assets', express.static(swaggerUiAssetPath(), { index: false, maxAge: '1d' }));
+  app.use(dashboardRouter());
 
   if (deps.rawBodyRoutes) app.use(deps.rawBodyRoutes);
 
-  app.use(express.json({ limit: '1mb', strict: false, type: ['application/json', 'application/*+json'] }));
-  app.use(authenticate(deps.authenticator, deps.clients.identity, operationMatcher(deps.document)));
+  app.use(redirectSlashes(matchOperation));
+  app.use(express.json({ limit: '1mb', strict: false, type: isJsonBody, verify: verifyJsonBody }));
+  app.use(authenticate(deps.authenticator, deps.clients.identity, matchOperation));
+  app.use(pydanticRequests(deps.document));
   app.use(
     OpenApiValidator.middleware({
-      apiSpec: deps.document as never,
-      validateRequests: { allErrors: true },
+      apiSpec: validatorDocument(deps.document) as never,
+      validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
       validateResponses: false,
       validateSecurity: false,
       ignoreUndocumented: false,
+      formats: pydanticFormats,
+      // pydanticRequests may rewrite the URL to canonical path ids.
+      useRequestUrl: true,
     }),
   );
   app.use(authorize);
 
-  const router = express.Router();
+  const router = express.Router({ caseSensitive: true, strict: true });
   for (const register of routeModules) register(router, { clients: deps.clients, logger: deps.logger });
   app.use(router);
 
@@ -74,6 +87,19 @@ export function createApp(deps: AppDependencies): Express {
   });
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/**
+ * FastAPI's redirect_slashes: a path documented only with (or without) a
+ * trailing slash answers 307 to the documented spelling, keeping the query.
+ */
+function redirectSlashes(matchOperation: (method: string, path: string) => MatchedOperation | undefined): express.RequestHandler {
+  return (req, res, next) => {
+    if (req.path === '/' || matchOperation(req.method, req.path)) return next();
+    const other = req.path.endsWith('/') ? req.path.slice(0, -1) : `${req.path}/`;
+    if (!matchOperation(req.method, other)) return next();
+    res.redirect(307, other + req.url.slice(req.path.length));
+  };
 }
 
 /** Human docs: Swagger UI (served from the swagger-ui-dist package, no CDN) rendering /openapi.json. */

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import type { Violation } from '@mail/common';
 import { operationMatcher, type OpenApiDocument } from '../openapi/document';
+import { assertReadableJson } from './json-body';
 import { pythonJsonError } from './python-json';
 import { boolFromString, floatFromString, intFromString, parseEmail, parseUuid } from './pydantic-types';
 
@@ -48,6 +49,7 @@ interface Parameter {
 interface OperationSchemas {
   parameters: Parameter[];
   body?: Schema;
+  bodyRequired: boolean;
 }
 
 /** What one request was validated against, and its values as the caller sent them (Pydantic reports those). */
@@ -160,16 +162,23 @@ function operationSchemas(document: OpenApiDocument, route: string, method: stri
   const parameters = declared.filter(
     (parameter, index) => !declared.slice(index + 1).some((later) => later.name === parameter.name && later.in === parameter.in),
   );
-  let requestBody = operation.requestBody as { $ref?: string; content?: Record<string, { schema?: Schema }> } | undefined;
+  let requestBody = operation.requestBody as
+    | { $ref?: string; required?: boolean; content?: Record<string, { schema?: Schema }> }
+    | undefined;
   if (requestBody?.$ref) requestBody = lookup(document, requestBody.$ref) as typeof requestBody;
-  return { parameters, body: requestBody?.content?.['application/json']?.schema };
+  return { parameters, body: requestBody?.content?.['application/json']?.schema, bodyRequired: requestBody?.required === true };
 }
 
-const safeDecode = (segment: string): string => {
+/** Python's urllib.parse.unquote, as uvicorn decodes the path: an invalid escape stays as sent, bytes that are not UTF-8 become U+FFFD. */
+const pythonUnquote = (segment: string): string =>
+  segment.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
+
+const decodesStrictly = (segment: string): boolean => {
   try {
-    return decodeURIComponent(segment);
+    decodeURIComponent(segment);
+    return true;
   } catch {
-    return segment;
+    return false;
   }
 };
 
@@ -178,9 +187,13 @@ export function isJsonBody(req: IncomingMessage): boolean {
   return !req.headers['content-type'] || Boolean((req as Request).is(['application/json', 'application/*+json']));
 }
 
-/** For express.json's `verify`: body-parser turns an empty body into {}, FastAPI into "no body". */
-export function rememberEmptyBody(req: IncomingMessage, _res: unknown, buffer: Buffer): void {
+/**
+ * For express.json's `verify`, before parsing: remembers an empty body (body-parser turns it into {},
+ * FastAPI into "no body") and refuses, with FastAPI's 400, a body Python could not decode at all.
+ */
+export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buffer, charset: string): void {
   if (buffer.length === 0) emptyBodies.add(req);
+  assertReadableJson(buffer, charset);
 }
 
 /**
@@ -203,16 +216,17 @@ export function pydanticRequests(document: OpenApiDocument): RequestHandler {
     const schemaOf = (where: ParameterLocation, name: string) =>
       schemas.parameters.find((parameter) => parameter.in === where && parameter.name === name)?.schema;
 
-    // Path: rewrite the URL with canonical values, so the validator, access control and handlers agree.
+    // Path: rewrite the URL with canonical values, so the validator, access control and handlers agree;
+    // a segment with an invalid percent-encoding is rewritten too, so it is validated as Python reads it.
     const segments = req.path.split('/');
     let pathChanged = false;
     found.path.split('/').forEach((templateSegment, index) => {
       const name = /^\{(.+)\}$/.exec(templateSegment)?.[1];
       if (!name) return;
-      const raw = safeDecode(segments[index]);
+      const raw = pythonUnquote(segments[index]);
       context.rawParameters.path[name] = raw;
       const value = String(lax(document, schemaOf('path', name), raw));
-      if (value !== raw) [segments[index], pathChanged] = [encodeURIComponent(value), true];
+      if (value !== raw || !decodesStrictly(segments[index])) [segments[index], pathChanged] = [encodeURIComponent(value), true];
     });
     if (pathChanged) req.url = segments.join('/') + req.url.slice(req.path.length);
 
@@ -237,6 +251,9 @@ export function pydanticRequests(document: OpenApiDocument): RequestHandler {
     if (schemas.body) {
       req.headers['content-type'] ??= 'application/json';
       if (emptyBodies.has(req)) req.body = undefined;
+      // The validator requires a body only when its schema lists required fields (it ignores
+      // requestBody.required); null is reported as FastAPI's missing body.
+      if (req.body === undefined && schemas.bodyRequired) req.body = null;
       context.rawBody = req.body;
       req.body = lax(document, schemas.body, req.body);
     }
