@@ -1,4 +1,6 @@
+import type { KeyObject } from 'node:crypto';
 import { ConfigError, EnvReader } from '@mail/common';
+import { parseSendgridPublicKey } from './webhook/auth';
 
 export interface AuthConfig {
   /** DEV_AUTH_ENABLED=1: no token checks, every request acts as the mock platform admin. */
@@ -9,12 +11,17 @@ export interface AuthConfig {
 }
 
 export interface WebhookConfig {
-  /** Base64 DER (or PEM) P-256 public key of SendGrid's signed event webhook. */
-  sendgridPublicKey?: string;
+  /** SendGrid's signed event webhook key, parsed from SENDGRID_WEBHOOK_PUBLIC_KEY (base64 DER or PEM, P-256). */
+  sendgridPublicKey?: KeyObject;
   /** `user:password` for HTTP Basic on the webhook. */
   basicAuth?: string;
   kafkaBrokers: string[];
   eventsTopic: string;
+  /** Used when the gateway creates the events topic. */
+  topicPartitions: number;
+  topicReplicationFactor: number;
+  /** How long a webhook call waits for Kafka's acknowledgement before answering 503. */
+  publishTimeoutMs: number;
 }
 
 export interface GatewayConfig {
@@ -42,11 +49,15 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   if (!auth.devAuthEnabled && (!auth.jwksUrl || !auth.issuer || !auth.audience)) {
     throw new ConfigError('AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
   }
+  const publicKey = env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY');
   const webhook: WebhookConfig = {
-    sendgridPublicKey: env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY'),
+    sendgridPublicKey: publicKey === undefined ? undefined : parseSendgridPublicKey(publicKey),
     basicAuth: env.optionalString('WEBHOOK_BASIC_AUTH'),
     kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
+    topicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
+    topicReplicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
+    publishTimeoutMs: env.int('WEBHOOK_PUBLISH_TIMEOUT_MS', 10_000),
   };
   if (production && !webhook.sendgridPublicKey && !webhook.basicAuth) {
     throw new ConfigError('In production SENDGRID_WEBHOOK_PUBLIC_KEY or WEBHOOK_BASIC_AUTH must be set');

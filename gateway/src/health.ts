@@ -1,4 +1,4 @@
-import { createHealthClient, Readiness } from '@mail/common';
+import { createHealthClient, Readiness, type DependencyCheck } from '@mail/common';
 import type { GatewayConfig } from './config';
 
 /**
@@ -6,7 +6,10 @@ import type { GatewayConfig } from './config';
  * behind them (asked through the owning service's grpc.health.v1 check of
  * that dependency), so an operator sees "postgres: down", not just "campaign".
  */
-export function gatewayReadiness(services: GatewayConfig['services']): { readiness: Readiness; close(): void } {
+export function gatewayReadiness(
+  services: GatewayConfig['services'],
+  checkKafka: DependencyCheck,
+): { readiness: Readiness; close(): void } {
   const identity = createHealthClient(services.identity);
   const campaign = createHealthClient(services.campaign);
   const brandGuide = createHealthClient(services.brandGuide);
@@ -17,7 +20,8 @@ export function gatewayReadiness(services: GatewayConfig['services']): { readine
     .add('brand-guide', () => brandGuide.check())
     .add('analytics', () => analytics.check())
     .add('postgres', () => campaign.check('postgres'))
-    .add('clickhouse', () => analytics.check('clickhouse'));
+    .add('clickhouse', () => analytics.check('clickhouse'))
+    .add('kafka', checkKafka);
   return {
     readiness,
     close: () => [identity, campaign, brandGuide, analytics].forEach((client) => client.close()),

@@ -6,6 +6,7 @@ import { closeServiceClients, createServiceClients } from './clients';
 import { readGatewayConfig, type GatewayConfig } from './config';
 import { gatewayReadiness } from './health';
 import { loadOpenApiDocument } from './openapi/document';
+import { createWebhook } from './webhook';
 
 function readConfigOrExit(): GatewayConfig {
   try {
@@ -24,13 +25,15 @@ async function main(): Promise<void> {
     logger.warn('DEV_AUTH_ENABLED=1: token checks are OFF, every request acts as dev@example.com (platform admin)');
   }
   const clients = createServiceClients(config.services);
-  const health = gatewayReadiness(config.services);
+  const webhook = createWebhook(config.webhook, logger);
+  const health = gatewayReadiness(config.services, webhook.checkKafka);
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,
     authenticator: config.auth.devAuthEnabled ? devAuthenticator : createJwtAuthenticator(config.auth),
     readiness: health.readiness,
     logger,
+    rawBodyRoutes: webhook.router,
   });
   const server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
   server.keepAliveTimeout = 65_000;
@@ -38,6 +41,7 @@ async function main(): Promise<void> {
   onShutdown(logger, config.shutdownTimeoutMs, [
     { name: 'mark not ready', run: async () => health.readiness.markDraining() },
     { name: 'drain HTTP', run: () => new Promise((resolve) => server.close(resolve)) },
+    { name: 'close kafka producer', run: () => webhook.close() },
     { name: 'close gRPC clients', run: async () => (closeServiceClients(clients), health.close()) },
   ]);
 }

@@ -1,0 +1,150 @@
+import type { Violation } from '@mail/common';
+import { eventsV1 } from '@mail/proto';
+import { intFromString } from '../errors/pydantic-types';
+
+const { EventType, BounceType } = eventsV1;
+
+/**
+ * One SendGrid event as the webhook requires it. These four fields are
+ * validated like a Pydantic v2 model in lax mode would (so the 422 entries
+ * read exactly like FastAPI's); every other field is optional, read only when
+ * it has the expected type, and kept as received in raw_json.
+ */
+export interface SendgridEvent {
+  sg_event_id: string;
+  email: string;
+  event: string;
+  /** Unix seconds, as a lax integer (see laxInteger). */
+  timestamp: number | string | boolean;
+  [field: string]: unknown;
+}
+
+/** ClickHouse stores occurred_at as DateTime: unsigned 32-bit seconds. */
+export const MAX_TIMESTAMP = 4_294_967_295;
+
+type Loc = (string | number)[];
+type Check = (value: unknown, loc: Loc) => Violation | undefined;
+
+const violation = (type: string, loc: Loc, msg: string, input: unknown, ctx?: Record<string, unknown>): Violation =>
+  ctx ? { type, loc, msg, input, ctx } : { type, loc, msg, input };
+
+const string =
+  (minLength: number): Check =>
+  (value, loc) => {
+    if (typeof value !== 'string') return violation('string_type', loc, 'Input should be a valid string', value);
+    if ([...value].length < minLength) {
+      return violation('string_too_short', loc, `String should have at least ${minLength} character`, value, { min_length: minLength });
+    }
+    return undefined;
+  };
+
+/** Pydantic's lax int: integral numbers, booleans, and integer strings. */
+export function laxInteger(value: unknown): number | undefined {
+  if (typeof value === 'boolean') return Number(value);
+  if (typeof value === 'number') return Number.isInteger(value) ? value : undefined;
+  return typeof value === 'string' ? intFromString(value) : undefined;
+}
+
+const unixSeconds: Check = (value, loc) => {
+  const seconds = laxInteger(value);
+  if (seconds === undefined) {
+    if (typeof value === 'number') {
+      return violation('int_from_float', loc, 'Input should be a valid integer, got a number with a fractional part', value);
+    }
+    if (typeof value === 'string') {
+      return violation('int_parsing', loc, 'Input should be a valid integer, unable to parse string as an integer', value);
+    }
+    return violation('int_type', loc, 'Input should be a valid integer', value);
+  }
+  if (seconds < 0) return violation('greater_than_equal', loc, 'Input should be greater than or equal to 0', value, { ge: 0 });
+  if (seconds > MAX_TIMESTAMP) {
+    return violation('less_than_equal', loc, `Input should be less than or equal to ${MAX_TIMESTAMP}`, value, { le: MAX_TIMESTAMP });
+  }
+  return undefined;
+};
+
+/** The required fields, in the order a model would report them. */
+const REQUIRED: [keyof SendgridEvent & string, Check][] = [
+  ['sg_event_id', string(1)],
+  ['email', string(1)],
+  ['event', string(0)],
+  ['timestamp', unixSeconds],
+];
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The body's violations, all at once, with `loc` from "body"; an empty list means every item is a SendgridEvent. */
+export function bodyViolations(body: unknown): Violation[] {
+  if (body === null) return [violation('missing', ['body'], 'Field required', null)];
+  if (!Array.isArray(body)) return [violation('list_type', ['body'], 'Input should be a valid list', body)];
+  return body.flatMap((item, index): Violation[] => {
+    if (!isObject(item)) {
+      return [violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item)];
+    }
+    return REQUIRED.flatMap(([field, check]) => {
+      const loc = ['body', index, field];
+      if (!Object.hasOwn(item, field)) return [violation('missing', loc, 'Field required', item)];
+      return check(item[field], loc) ?? [];
+    });
+  });
+}
+
+/** SendGrid event name → what is stored; names not listed (processed, delivered, deferred, dropped, ...) are dropped. */
+const EVENT_TYPES = new Map<string, eventsV1.EventType>([
+  ['open', EventType.EVENT_TYPE_OPEN],
+  ['click', EventType.EVENT_TYPE_CLICK],
+  ['bounce', EventType.EVENT_TYPE_BOUNCE],
+  ['unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
+  ['group_unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
+  ['spamreport', EventType.EVENT_TYPE_SPAM_REPORT],
+]);
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+
+function categoriesOf(category: unknown): string[] {
+  if (typeof category === 'string') return [category];
+  return Array.isArray(category) ? category.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/**
+ * The normalized event for Kafka, or undefined for an event type that is
+ * accepted but not kept. A bounce is soft only when SendGrid says `blocked`;
+ * `bounce`, a missing type or any other type counts as hard.
+ */
+export function toEngagementEvent(event: SendgridEvent, receivedAt: Date): eventsV1.EngagementEvent | undefined {
+  const eventType = EVENT_TYPES.get(event.event);
+  if (eventType === undefined) return undefined;
+  const bounceType =
+    eventType !== EventType.EVENT_TYPE_BOUNCE
+      ? BounceType.BOUNCE_TYPE_UNSPECIFIED
+      : event.type === 'blocked'
+        ? BounceType.BOUNCE_TYPE_SOFT
+        : BounceType.BOUNCE_TYPE_HARD;
+  return {
+    providerEventId: event.sg_event_id,
+    providerMessageId: text(event.sg_message_id),
+    provider: 'sendgrid',
+    eventType,
+    bounceType,
+    email: event.email.trim().toLowerCase(),
+    occurredAt: new Date(laxInteger(event.timestamp)! * 1000),
+    receivedAt,
+    categories: categoriesOf(event.category),
+    url: text(event.url),
+    reason: text(event.reason) ?? text(event.response),
+    userAgent: text(event.useragent),
+    ip: text(event.ip),
+    rawJson: JSON.stringify(event),
+  };
+}
+
+/** Protobuf bytes of each event. One writer serves them all: its buffer grows once per call, not once per event. */
+export function encodeEvents(events: eventsV1.EngagementEvent[]): Buffer[] {
+  let writer: ReturnType<typeof eventsV1.EngagementEvent.encode> | undefined;
+  return events.map((event) => {
+    writer = eventsV1.EngagementEvent.encode(event, writer);
+    const bytes = writer.finish();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  });
+}

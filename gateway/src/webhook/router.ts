@@ -1,0 +1,107 @@
+import type { KeyObject } from 'node:crypto';
+import express, { type Request, type RequestHandler, type Router } from 'express';
+import type { Message } from 'kafkajs';
+import { prometheus, registry } from '@mail/common';
+import { HttpError, unprocessable } from '../errors/http-error';
+import { assertReadableJson } from '../errors/json-body';
+import { jsonSyntaxViolations } from '../errors/validation';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from './auth';
+import { bodyViolations, encodeEvents, toEngagementEvent, type SendgridEvent } from './events';
+import { PublishError, type EventPublisher } from './publisher';
+
+export const WEBHOOK_PATH = '/campaign-events/webhook';
+/** SendGrid posts up to 768 KB; the contract takes up to 5 MB. */
+export const WEBHOOK_BODY_LIMIT = '5mb';
+
+const webhookEvents = new prometheus.Counter({
+  name: 'webhook_events_total',
+  help: 'Provider events received by the webhook, by what became of them',
+  labelNames: ['outcome'],
+  registers: [registry],
+});
+
+export interface WebhookOptions {
+  /** Verifies SendGrid's signature when set. */
+  sendgridPublicKey?: KeyObject;
+  /** `user:password` required through HTTP Basic when set. */
+  basicAuth?: string;
+  publisher: EventPublisher;
+}
+
+/**
+ * POST /campaign-events/webhook, mounted before the JSON parser: the
+ * signature covers the raw bytes. It answers every request itself, so the
+ * OpenAPI validator (which documents it) never runs on it.
+ */
+export function webhookRouter(options: WebhookOptions): Router {
+  // Exact case and trailing slash, like every other route of the app.
+  const router = express.Router({ caseSensitive: true, strict: true });
+  const unauthorized = (detail: string): HttpError =>
+    new HttpError(401, detail, options.basicAuth ? { 'WWW-Authenticate': 'Basic realm="campaign-events"' } : {});
+
+  // Checked before the body is read, so an unauthenticated caller cannot make us buffer 5 MB.
+  const basicAuth: RequestHandler = (req, _res, next) => {
+    if (options.basicAuth && !basicAuthMatches(options.basicAuth, req.headers.authorization)) {
+      throw unauthorized('Invalid or missing webhook credentials');
+    }
+    next();
+  };
+
+  router.post(WEBHOOK_PATH, labelRoute, basicAuth, express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT }), async (req, res) => {
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    if (options.sendgridPublicKey) {
+      const failure = signatureFailure(options.sendgridPublicKey, req.get(SIGNATURE_HEADER), req.get(TIMESTAMP_HEADER), raw);
+      if (failure) throw unauthorized(failure);
+    }
+    const { accepted, messages } = toMessages(raw);
+    try {
+      await options.publisher.publish(messages);
+    } catch (error) {
+      if (error instanceof PublishError) throw new HttpError(503, 'Event broker unavailable, retry later');
+      throw error;
+    }
+    webhookEvents.inc({ outcome: 'published' }, messages.length);
+    webhookEvents.inc({ outcome: 'dropped' }, accepted - messages.length);
+    res.status(202).json({ accepted });
+  });
+  return router;
+}
+
+/**
+ * The Kafka records for a body, and how many events it held. Nothing else of
+ * the parsed body outlives this call, so it does not stay on the heap while
+ * the records wait for Kafka's acknowledgement.
+ */
+function toMessages(raw: Buffer): { accepted: number; messages: Message[] } {
+  const events = parseEvents(raw);
+  const receivedAt = new Date();
+  const kept = events.flatMap((event) => toEngagementEvent(event, receivedAt) ?? []);
+  const values = encodeEvents(kept);
+  return { accepted: events.length, messages: kept.map((event, i) => ({ key: event.email, value: values[i] })) };
+}
+
+/**
+ * The body as SendGrid events, or a 422 in the contract's format (400 for bytes that are not UTF-8
+ * or nesting too deep, as in FastAPI). An empty body is a missing one, as in FastAPI.
+ */
+function parseEvents(raw: Buffer): SendgridEvent[] {
+  assertReadableJson(raw);
+  const text = raw.toString('utf8');
+  let body: unknown = null;
+  if (raw.length > 0) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw unprocessable(jsonSyntaxViolations(text));
+    }
+  }
+  const violations = bodyViolations(body);
+  if (violations.length > 0) throw unprocessable(violations);
+  return body as SendgridEvent[];
+}
+
+/** The request-duration metric labels routes by their OpenAPI path, which the validator would have set. */
+const labelRoute: RequestHandler = (req: Request & { openapi?: { openApiRoute: string } }, _res, next) => {
+  req.openapi = { openApiRoute: WEBHOOK_PATH };
+  next();
+};

@@ -1,0 +1,178 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { call, createClickHouse, createClient } from '@mail/common';
+import { createTestClickHouse, createTestPostgres, startStack, uniqueSuffix, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
+import { campaignV1 } from '@mail/proto';
+import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
+
+/**
+ * The engagement event pipeline end to end, every process real: SendGrid's
+ * webhook call -> gateway -> Kafka -> ingestion -> ClickHouse.
+ */
+jest.setTimeout(240_000);
+
+const keys = keyPair();
+const BASIC = 'sendgrid:pipeline-secret';
+const run = uniqueSuffix();
+let stack: Stack;
+let postgres: TestPostgres;
+let database: TestClickHouse;
+let clickhouse: ClickHouseClient;
+let campaigns: campaignV1.CampaignServiceClient;
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-'));
+
+beforeAll(async () => {
+  [postgres, database] = await Promise.all([createTestPostgres('pipeline'), createTestClickHouse('pipeline')]);
+  stack = await startStack({
+    stateDir,
+    logDir: path.join(stateDir, 'logs'),
+    env: {
+      DEV_AUTH_ENABLED: '1',
+      DATABASE_URL: postgres.url,
+      CLICKHOUSE_DATABASE: database.database,
+      KAFKA_EVENTS_TOPIC: `pipeline-events-${run}`,
+      KAFKA_DLQ_TOPIC: `pipeline-dlq-${run}`,
+      KAFKA_CONSUMER_GROUP: `pipeline-${run}`,
+      SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64,
+      WEBHOOK_BASIC_AUTH: BASIC,
+    },
+  });
+  clickhouse = createClickHouse(database.url, database.database);
+  campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
+});
+
+afterAll(async () => {
+  await stack?.stopAll();
+  campaigns?.close();
+  await clickhouse?.close();
+  await Promise.all([postgres?.drop(), database?.drop()]);
+  fs.rmSync(stateDir, { recursive: true, force: true });
+});
+
+async function createCampaign(category: string): Promise<{ id: string; workspaceId: string }> {
+  const workspaceId = crypto.randomUUID();
+  const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
+    campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `pipeline ${category}`, providerCategoryId: category }),
+  });
+  return { id: campaign!.id, workspaceId };
+}
+
+/** A webhook call the way SendGrid makes it when both signature and Basic are configured. */
+function deliver(events: Record<string, unknown>[]): ReturnType<typeof post> {
+  const body = JSON.stringify(events);
+  return post(stack.urls.gateway, body, {
+    ...signedHeaders(keys.privateKey, body),
+    authorization: `Basic ${Buffer.from(BASIC).toString('base64')}`,
+  });
+}
+
+async function rows<T>(query: string): Promise<T[]> {
+  return (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
+}
+
+async function count(query: string): Promise<number> {
+  return Number((await rows<{ n: string }>(query))[0].n);
+}
+
+async function waitForCount(query: string, expected: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  while (Date.now() < deadline) {
+    last = await count(query);
+    if (last === expected) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${query}: ${last} after ${timeoutMs} ms, expected ${expected}`);
+}
+
+it('makes a SendGrid batch with every event type queryable in ClickHouse within 5 seconds', async () => {
+  const category = `spring-sale-${run}`;
+  const campaign = await createCampaign(category);
+  const p = `e2e-${uniqueSuffix()}`;
+  const batch = [
+    sendgridEvent({ event: 'processed', sg_event_id: `${p}-processed`, category }),
+    sendgridEvent({ event: 'delivered', sg_event_id: `${p}-delivered`, category, response: '250 OK' }),
+    sendgridEvent({ event: 'deferred', sg_event_id: `${p}-deferred`, category }),
+    sendgridEvent({ event: 'dropped', sg_event_id: `${p}-dropped`, category }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-open`, category, useragent: 'Mozilla/5.0', ip: '203.0.113.9', customer_id: 'c-17' }),
+    sendgridEvent({ event: 'click', sg_event_id: `${p}-click`, category: ['newsletter', category], url: 'https://example.com/offer' }),
+    sendgridEvent({ event: 'bounce', sg_event_id: `${p}-hard`, category, type: 'bounce', reason: '550 5.1.1 unknown user' }),
+    sendgridEvent({ event: 'bounce', sg_event_id: `${p}-soft`, category, type: 'blocked', reason: '421 4.7.0 try later' }),
+    sendgridEvent({ event: 'unsubscribe', sg_event_id: `${p}-unsub`, category }),
+    sendgridEvent({ event: 'group_unsubscribe', sg_event_id: `${p}-group-unsub`, category, asm_group_id: 42 }),
+    sendgridEvent({ event: 'spamreport', sg_event_id: `${p}-spam`, category }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-stray`, category: 'no-such-campaign' }),
+  ];
+  const response = await deliver(batch);
+  expect(response).toMatchObject({ status: 202, body: { accepted: batch.length } });
+  const acceptedAt = Date.now();
+
+  const where = `WHERE provider_event_id LIKE '${p}%'`;
+  await waitForCount(`SELECT count() AS n FROM engagement_events ${where}`, 6, 5_000);
+  await waitForCount(`SELECT count() AS n FROM unmatched_events ${where}`, 1, 5_000 - (Date.now() - acceptedAt));
+  await waitForCount(`SELECT count() AS n FROM suppression_signals ${where}`, 5, 5_000 - (Date.now() - acceptedAt));
+
+  const stored = await rows<Record<string, string | null>>(
+    `SELECT provider_event_id, toString(campaign_id) AS campaign_id, toString(workspace_id) AS workspace_id, event_type, bounce_type, email, url, reason, user_agent, ip, occurred_at, raw
+     FROM engagement_events ${where} ORDER BY provider_event_id`,
+  );
+  const byId = new Map(stored.map((row) => [row.provider_event_id!.slice(p.length + 1), row]));
+  expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
+  for (const row of stored) expect(row).toMatchObject({ campaign_id: campaign.id, workspace_id: campaign.workspaceId, email: 'recipient@example.com' });
+  expect(byId.get('open')).toMatchObject({ event_type: 'open', bounce_type: 'none', user_agent: 'Mozilla/5.0', ip: '203.0.113.9', occurred_at: '2025-11-21 10:00:00' });
+  expect(JSON.parse(byId.get('open')!.raw!)).toMatchObject({ customer_id: 'c-17', sg_event_id: `${p}-open` });
+  expect(byId.get('click')).toMatchObject({ event_type: 'click', url: 'https://example.com/offer' });
+  expect(byId.get('hard')).toMatchObject({ event_type: 'bounce', bounce_type: 'hard', reason: '550 5.1.1 unknown user' });
+  expect(byId.get('soft')).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 4.7.0 try later' });
+  expect(byId.get('unsub')).toMatchObject({ event_type: 'unsubscribe' });
+  expect(byId.get('group-unsub')).toMatchObject({ event_type: 'unsubscribe' });
+
+  const signals = await rows<{ reason: string }>(`SELECT reason FROM suppression_signals ${where}`);
+  expect(signals.map((signal) => signal.reason).sort()).toEqual(['hard_bounce', 'soft_bounce', 'spam_report', 'unsubscribe', 'unsubscribe']);
+});
+
+it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and restarted', async () => {
+  const category = `crash-${run}`;
+  const campaign = await createCampaign(category);
+  const p = `crash-${uniqueSuffix()}`;
+  const calls = 200;
+  const perCall = 100;
+  const total = calls * perCall;
+  const inCampaign = `FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`;
+
+  let next = 0;
+  const sender = async (): Promise<void> => {
+    while (next < calls) {
+      const call = next++;
+      const events = Array.from({ length: perCall }, (_, i) =>
+        sendgridEvent({ event: i % 5 === 0 ? 'click' : 'open', sg_event_id: `${p}-${call}-${i}`, email: `r${(call * perCall + i) % 1009}@example.com`, category }),
+      );
+      // A 503 is what the provider retries: so do we.
+      for (let attempt = 0; (await deliver(events)).status !== 202; attempt++) {
+        if (attempt > 20) throw new Error(`call ${call} never accepted`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+  };
+  const sending = Promise.all(Array.from({ length: 4 }, sender));
+
+  for (let stored = 0; stored < total / 10; stored = await count(`SELECT count() AS n ${inCampaign}`)) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await stack.kill('ingestion', 'SIGKILL');
+  expect(await count(`SELECT count() AS n ${inCampaign}`)).toBeLessThan(total);
+  await stack.restart('ingestion');
+  await sending;
+
+  await waitForCount(`SELECT count() AS n ${inCampaign}`, total, 120_000);
+  // Whatever was redelivered after the kill has been processed by now; nothing may have been added twice.
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  expect(await count(`SELECT count() AS n ${inCampaign}`)).toBe(total);
+  const copies = await rows<{ copies: string; ids: string }>(
+    `SELECT copies, count() AS ids FROM (SELECT provider_event_id, count() AS copies ${inCampaign} GROUP BY provider_event_id) GROUP BY copies`,
+  );
+  expect(copies).toEqual([{ copies: '1', ids: String(total) }]);
+});

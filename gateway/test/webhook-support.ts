@@ -1,0 +1,149 @@
+import crypto from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { EnvReader, Readiness, createLogger } from '@mail/common';
+import { eventsV1 } from '@mail/proto';
+import { createApp } from '../src/app';
+import { devAuthenticator } from '../src/auth/principal';
+import { closeServiceClients, createServiceClients } from '../src/clients';
+import { readGatewayConfig } from '../src/config';
+import { loadOpenApiDocument } from '../src/openapi/document';
+import { createWebhook } from '../src/webhook';
+
+/** Shared by the webhook tests: the real gateway app (in-process) with the webhook on a real Kafka topic. */
+
+export interface WebhookApp {
+  url: string;
+  /** The gateway's `kafka` readiness check. */
+  checkKafka(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The whole gateway request pipeline, configured like main.ts does from these variables. */
+export async function startWebhookApp(env: Record<string, string>): Promise<WebhookApp> {
+  const config = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', ...env }));
+  const logger = createLogger('gateway', 'silent');
+  const webhook = createWebhook(config.webhook, logger);
+  const clients = createServiceClients(config.services);
+  const app = createApp({
+    document: loadOpenApiDocument(),
+    clients,
+    authenticator: devAuthenticator,
+    readiness: new Readiness(),
+    logger,
+    rawBodyRoutes: webhook.router,
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  await eventually(() => webhook.checkKafka(), 30_000);
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    checkKafka: () => webhook.checkKafka(),
+    close: async () => {
+      await new Promise((resolve) => server.close(resolve));
+      await webhook.close();
+      closeServiceClients(clients);
+    },
+  };
+}
+
+export const WEBHOOK = '/campaign-events/webhook';
+
+/** Retries `attempt` until it resolves; fails with its last error after timeoutMs. */
+export async function eventually<T>(attempt: () => Promise<T>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+export function keyPair(): { privateKey: crypto.KeyObject; publicKeyBase64: string; publicKeyPem: string } {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  return {
+    privateKey,
+    publicKeyBase64: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+    publicKeyPem: publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+  };
+}
+
+/** SendGrid's signature headers for a body: ECDSA P-256 / SHA-256 over timestamp + body, base64 DER. */
+export function signedHeaders(privateKey: crypto.KeyObject, body: string, timestamp = Math.floor(Date.now() / 1000)): Record<string, string> {
+  const signature = crypto.sign('sha256', Buffer.concat([Buffer.from(String(timestamp)), Buffer.from(body)]), privateKey);
+  return {
+    'X-Twilio-Email-Event-Webhook-Signature': signature.toString('base64'),
+    'X-Twilio-Email-Event-Webhook-Timestamp': String(timestamp),
+  };
+}
+
+export async function post(
+  url: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: unknown; headers: Headers }> {
+  const response = await fetch(`${url}${WEBHOOK}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
+/** A SendGrid event as the provider sends it. */
+export function sendgridEvent(fields: Record<string, unknown>): Record<string, unknown> {
+  return {
+    email: 'Recipient@Example.com',
+    timestamp: 1_763_719_200,
+    'smtp-id': '<14c5d75ce93.dfd.64b469@ismtpd-555>',
+    sg_message_id: '14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0',
+    category: ['cat-a'],
+    ...fields,
+  };
+}
+
+export interface TopicReader {
+  records: { key: string; event: eventsV1.EngagementEvent }[];
+  /** The records whose provider_event_id starts with prefix, once there are `count` of them (fails after timeoutMs). */
+  waitFor(prefix: string, count: number, timeoutMs?: number): Promise<TopicReader['records']>;
+  close(): Promise<void>;
+}
+
+/** Reads a topic from its beginning with a private consumer group. */
+export async function readTopic(brokers: string[], topic: string): Promise<TopicReader> {
+  const kafka = new Kafka({ clientId: 'webhook-test', brokers, logLevel: logLevel.NOTHING });
+  const consumer: Consumer = kafka.consumer({ groupId: `reader-${topic}`, maxWaitTimeInMs: 100 });
+  const records: TopicReader['records'] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      records.push({ key: message.key!.toString(), event: eventsV1.EngagementEvent.decode(message.value!) });
+    },
+  });
+  return {
+    records,
+    waitFor: async (prefix, count, timeoutMs = 15_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = records.filter((record) => record.event.providerEventId.startsWith(prefix));
+        if (found.length >= count) return found;
+        if (Date.now() > deadline) throw new Error(`only ${found.length} of ${count} records arrived on ${topic}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+    close: () => consumer.disconnect(),
+  };
+}
+
+/** Records on a topic right now (sum of the partitions' high watermarks). */
+export async function topicSize(brokers: string[], topic: string): Promise<number> {
+  const admin = new Kafka({ clientId: 'webhook-test', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((sum, partition) => sum + Number(partition.high) - Number(partition.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}

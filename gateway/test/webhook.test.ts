@@ -1,0 +1,290 @@
+import crypto from 'node:crypto';
+import { ConfigError, EnvReader } from '@mail/common';
+import { infraEnv, uniqueSuffix } from '@mail/local';
+import { eventsV1 } from '@mail/proto';
+import { readGatewayConfig } from '../src/config';
+import {
+  keyPair,
+  post,
+  readTopic,
+  sendgridEvent,
+  signedHeaders,
+  startWebhookApp,
+  topicSize,
+  type TopicReader,
+  type WebhookApp,
+} from './webhook-support';
+
+const { EventType, BounceType } = eventsV1;
+const brokers = infraEnv().kafkaBrokers;
+const keys = keyPair();
+const topics = { signed: `webhook-signed-${uniqueSuffix()}`, basic: `webhook-basic-${uniqueSuffix()}`, open: `webhook-open-${uniqueSuffix()}` };
+const BASIC = 'sendgrid:s3cret:with:colons';
+const basicHeader = (credentials: string): string => `Basic ${Buffer.from(credentials).toString('base64')}`;
+
+let signed: WebhookApp;
+let basic: WebhookApp;
+let open: WebhookApp;
+let openTopic: TopicReader;
+
+beforeAll(async () => {
+  [signed, basic, open] = await Promise.all([
+    startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.signed, SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64 }),
+    startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.basic, WEBHOOK_BASIC_AUTH: BASIC }),
+    startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.open }),
+  ]);
+  openTopic = await readTopic(brokers, topics.open);
+});
+
+afterAll(async () => {
+  await openTopic?.close();
+  await Promise.all([signed, basic, open].map((app) => app?.close()));
+});
+
+const batch = (count: number, prefix = 'evt'): string =>
+  JSON.stringify(Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'open', sg_event_id: `${prefix}-${i}-${uniqueSuffix()}` })));
+
+describe('signed webhook (SENDGRID_WEBHOOK_PUBLIC_KEY)', () => {
+  it('accepts a correctly signed batch', async () => {
+    const body = batch(3);
+    const response = await post(signed.url, body, signedHeaders(keys.privateKey, body));
+    expect(response).toMatchObject({ status: 202, body: { accepted: 3 } });
+  });
+
+  it('accepts a timestamp up to 10 minutes off, in either direction', async () => {
+    const body = batch(1);
+    const now = Math.floor(Date.now() / 1000);
+    expect((await post(signed.url, body, signedHeaders(keys.privateKey, body, now - 590))).status).toBe(202);
+    expect((await post(signed.url, body, signedHeaders(keys.privateKey, body, now + 590))).status).toBe(202);
+  });
+
+  it.each([
+    ['signed with another key', (body: string) => signedHeaders(keyPair().privateKey, body)],
+    ['body altered after signing', (body: string) => signedHeaders(keys.privateKey, body.replace('open', 'click'))],
+    [
+      'timestamp altered after signing',
+      (body: string) => {
+        const headers = signedHeaders(keys.privateKey, body);
+        return { ...headers, 'X-Twilio-Email-Event-Webhook-Timestamp': String(Number(headers['X-Twilio-Email-Event-Webhook-Timestamp']) + 1) };
+      },
+    ],
+    ['stale timestamp', (body: string) => signedHeaders(keys.privateKey, body, Math.floor(Date.now() / 1000) - 11 * 60)],
+    ['timestamp in the future', (body: string) => signedHeaders(keys.privateKey, body, Math.floor(Date.now() / 1000) + 11 * 60)],
+    ['no signature header', (body: string) => ({ 'X-Twilio-Email-Event-Webhook-Timestamp': signedHeaders(keys.privateKey, body)['X-Twilio-Email-Event-Webhook-Timestamp'] })],
+    ['no timestamp header', (body: string) => ({ 'X-Twilio-Email-Event-Webhook-Signature': signedHeaders(keys.privateKey, body)['X-Twilio-Email-Event-Webhook-Signature'] })],
+    ['garbage signature', () => ({ 'X-Twilio-Email-Event-Webhook-Signature': 'bm90IGEgc2lnbmF0dXJl', 'X-Twilio-Email-Event-Webhook-Timestamp': String(Math.floor(Date.now() / 1000)) })],
+    ['no headers at all', () => ({})],
+  ])('answers 401 for %s', async (_case, headersFor) => {
+    const body = batch(1);
+    const response = await post(signed.url, body, headersFor(body));
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: expect.any(String) });
+  });
+
+  it('checks the signature before validating the body', async () => {
+    expect((await post(signed.url, '{not json')).status).toBe(401);
+  });
+
+  it('takes the key as PEM too, and refuses to start with a key that is not P-256', () => {
+    const pem = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyPem }));
+    expect(pem.webhook.sendgridPublicKey?.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+
+    const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'der', type: 'spki' });
+    const withKey = (key: string) => () => readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', SENDGRID_WEBHOOK_PUBLIC_KEY: key }));
+    expect(withKey(rsa.toString('base64'))).toThrow(new ConfigError('SENDGRID_WEBHOOK_PUBLIC_KEY must be an ECDSA P-256 public key'));
+    expect(withKey('not-a-key')).toThrow(ConfigError);
+    expect(withKey('not-a-key')).toThrow(/SENDGRID_WEBHOOK_PUBLIC_KEY is not a public key/);
+  });
+});
+
+describe('HTTP Basic (WEBHOOK_BASIC_AUTH)', () => {
+  it('accepts the configured credentials', async () => {
+    const response = await post(basic.url, batch(2), { authorization: basicHeader(BASIC) });
+    expect(response).toMatchObject({ status: 202, body: { accepted: 2 } });
+  });
+
+  it.each([
+    ['a wrong password', { authorization: basicHeader('sendgrid:wrong') }],
+    ['a prefix of the password', { authorization: basicHeader('sendgrid:s3cret') }],
+    ['no credentials', {}],
+    ['a bearer token', { authorization: 'Bearer abc' }],
+  ])('answers 401 with a Basic challenge for %s', async (_case, headers: Record<string, string>) => {
+    const response = await post(basic.url, batch(1), headers);
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: expect.any(String) });
+    expect(response.headers.get('www-authenticate')).toBe('Basic realm="campaign-events"');
+  });
+});
+
+describe('body validation', () => {
+  it('answers json_invalid for malformed JSON', async () => {
+    const response = await post(open.url, '[{"event": "open",]');
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({
+      detail: [{ type: 'json_invalid', loc: ['body', 18], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting property name enclosed in double quotes' } }],
+    });
+  });
+
+  it('wants a list', async () => {
+    const response = await post(open.url, '{"event": "open"}');
+    expect(response).toMatchObject({
+      status: 422,
+      body: { detail: [{ type: 'list_type', loc: ['body'], msg: 'Input should be a valid list', input: { event: 'open' } }] },
+    });
+  });
+
+  it('treats an empty body as a missing one', async () => {
+    const response = await post(open.url, '');
+    expect(response.body).toEqual({ detail: [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] });
+  });
+
+  it('wants objects in the list', async () => {
+    const response = await post(open.url, '[1, "x", null, []]');
+    const msg = 'Input should be a valid dictionary or object to extract fields from';
+    expect(response).toMatchObject({
+      status: 422,
+      body: {
+        detail: [
+          { type: 'model_attributes_type', loc: ['body', 0], msg, input: 1 },
+          { type: 'model_attributes_type', loc: ['body', 1], msg, input: 'x' },
+          { type: 'model_attributes_type', loc: ['body', 2], msg, input: null },
+          { type: 'model_attributes_type', loc: ['body', 3], msg, input: [] },
+        ],
+      },
+    });
+  });
+
+  it('reports every missing or mistyped required field at once', async () => {
+    const missing = { event: 'open', email: 'a@example.com' };
+    const body = [
+      sendgridEvent({ event: 'open', sg_event_id: 'fine' }),
+      missing,
+      { sg_event_id: 7, email: null, event: ['open'], timestamp: 'yesterday' },
+      { sg_event_id: '', email: 'a@example.com', event: 'open', timestamp: 1.5 },
+      { sg_event_id: 'x', email: 'a@example.com', event: 'open', timestamp: -1 },
+      { sg_event_id: 'x', email: 'a@example.com', event: 'open', timestamp: 2 ** 32 },
+      { sg_event_id: 'x', email: 'a@example.com', event: 'open', timestamp: {} },
+    ];
+    const response = await post(open.url, JSON.stringify(body));
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({
+      detail: [
+        { type: 'missing', loc: ['body', 1, 'sg_event_id'], msg: 'Field required', input: missing },
+        { type: 'missing', loc: ['body', 1, 'timestamp'], msg: 'Field required', input: missing },
+        { type: 'string_type', loc: ['body', 2, 'sg_event_id'], msg: 'Input should be a valid string', input: 7 },
+        { type: 'string_type', loc: ['body', 2, 'email'], msg: 'Input should be a valid string', input: null },
+        { type: 'string_type', loc: ['body', 2, 'event'], msg: 'Input should be a valid string', input: ['open'] },
+        { type: 'int_parsing', loc: ['body', 2, 'timestamp'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'yesterday' },
+        { type: 'string_too_short', loc: ['body', 3, 'sg_event_id'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+        { type: 'int_from_float', loc: ['body', 3, 'timestamp'], msg: 'Input should be a valid integer, got a number with a fractional part', input: 1.5 },
+        { type: 'greater_than_equal', loc: ['body', 4, 'timestamp'], msg: 'Input should be greater than or equal to 0', input: -1, ctx: { ge: 0 } },
+        { type: 'less_than_equal', loc: ['body', 5, 'timestamp'], msg: 'Input should be less than or equal to 4294967295', input: 2 ** 32, ctx: { le: 4294967295 } },
+        { type: 'int_type', loc: ['body', 6, 'timestamp'], msg: 'Input should be a valid integer', input: {} },
+      ],
+    });
+  });
+
+  it('reads timestamps as Pydantic does in lax mode', async () => {
+    const body = JSON.stringify([
+      sendgridEvent({ event: 'open', sg_event_id: `lax-1-${uniqueSuffix()}`, timestamp: '1763719200' }),
+      sendgridEvent({ event: 'open', sg_event_id: `lax-2-${uniqueSuffix()}`, timestamp: 1763719200.0 }),
+    ]);
+    expect(await post(open.url, body)).toMatchObject({ status: 202, body: { accepted: 2 } });
+  });
+
+  it('accepts an empty list', async () => {
+    expect(await post(open.url, '[]')).toMatchObject({ status: 202, body: { accepted: 0 } });
+  });
+
+  it('answers 413 above 5 MB and takes a body just below', async () => {
+    const item = JSON.stringify(sendgridEvent({ event: 'processed', sg_event_id: 'big', padding: 'x'.repeat(1_000) }));
+    const count = Math.floor((5 * 1024 * 1024 - 2) / (item.length + 1));
+    const below = `[${Array(count).fill(item).join(',')}]`;
+    expect(await post(open.url, below)).toMatchObject({ status: 202, body: { accepted: count } });
+    const above = `[${Array(count + 20).fill(item).join(',')}]`;
+    expect(await post(open.url, above)).toMatchObject({ status: 413, body: { detail: expect.any(String) } });
+  });
+});
+
+describe('documentation', () => {
+  it('documents the webhook as a public operation in /openapi.json', async () => {
+    const document = (await (await fetch(`${open.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, Record<string, unknown>>> };
+    const operation = document.paths['/campaign-events/webhook'].post;
+    expect(operation).toMatchObject({ 'x-required-role': 'public', security: [] });
+    expect(Object.keys(operation.responses as object).sort()).toEqual(['202', '400', '401', '413', '422', '503']);
+  });
+});
+
+describe('normalization and delivery', () => {
+  it('publishes the kept types as EngagementEvents keyed by the lower-cased address, and drops the others', async () => {
+    const id = uniqueSuffix();
+    const raw = [
+      sendgridEvent({ event: 'processed', sg_event_id: `${id}-processed` }),
+      sendgridEvent({ event: 'delivered', sg_event_id: `${id}-delivered`, response: '250 OK' }),
+      sendgridEvent({ event: 'deferred', sg_event_id: `${id}-deferred` }),
+      sendgridEvent({ event: 'dropped', sg_event_id: `${id}-dropped` }),
+      sendgridEvent({ event: 'group_resubscribe', sg_event_id: `${id}-resub` }),
+      sendgridEvent({ event: 'open', sg_event_id: `${id}-open`, useragent: 'Mozilla/5.0', ip: '203.0.113.7', account_id: 'custom-arg-1' }),
+      sendgridEvent({ event: 'click', sg_event_id: `${id}-click`, url: 'https://example.com/x', category: 'single-cat' }),
+      sendgridEvent({ event: 'bounce', sg_event_id: `${id}-hard`, type: 'bounce', reason: '550 5.1.1 no such user' }),
+      sendgridEvent({ event: 'bounce', sg_event_id: `${id}-soft`, type: 'blocked', reason: '421 try later' }),
+      sendgridEvent({ event: 'bounce', sg_event_id: `${id}-untyped`, response: 'bounced' }),
+      sendgridEvent({ event: 'unsubscribe', sg_event_id: `${id}-unsub`, category: ['a', 7, 'b'] }),
+      sendgridEvent({ event: 'group_unsubscribe', sg_event_id: `${id}-group-unsub`, asm_group_id: 10 }),
+      sendgridEvent({ event: 'spamreport', sg_event_id: `${id}-spam`, email: 'OTHER@example.com' }),
+    ];
+    const response = await post(open.url, JSON.stringify(raw));
+    expect(response).toMatchObject({ status: 202, body: { accepted: raw.length } });
+
+    const published = await openTopic.waitFor(id, 8);
+    const byId = new Map(published.map((record) => [record.event.providerEventId.slice(id.length + 1), record]));
+    expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'spam', 'unsub', 'untyped'].sort());
+
+    const open0 = byId.get('open')!;
+    expect(open0.key).toBe('recipient@example.com');
+    expect(open0.event).toEqual({
+      providerEventId: `${id}-open`,
+      providerMessageId: '14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0',
+      provider: 'sendgrid',
+      eventType: EventType.EVENT_TYPE_OPEN,
+      bounceType: BounceType.BOUNCE_TYPE_UNSPECIFIED,
+      email: 'recipient@example.com',
+      occurredAt: new Date(1_763_719_200_000),
+      receivedAt: expect.any(Date),
+      categories: ['cat-a'],
+      url: undefined,
+      reason: undefined,
+      userAgent: 'Mozilla/5.0',
+      ip: '203.0.113.7',
+      rawJson: expect.any(String),
+    });
+    expect(JSON.parse(open0.event.rawJson)).toEqual(raw[5]);
+    expect(Math.abs(open0.event.receivedAt!.getTime() - Date.now())).toBeLessThan(60_000);
+
+    expect(byId.get('click')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_CLICK, url: 'https://example.com/x', categories: ['single-cat'] });
+    expect(byId.get('hard')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_HARD, reason: '550 5.1.1 no such user' });
+    expect(byId.get('soft')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_SOFT, reason: '421 try later' });
+    expect(byId.get('untyped')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_HARD, reason: 'bounced' });
+    expect(byId.get('unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE, categories: ['a', 'b'] });
+    expect(byId.get('group-unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE });
+    expect(byId.get('spam')).toMatchObject({ key: 'other@example.com', event: { eventType: EventType.EVENT_TYPE_SPAM_REPORT } });
+  });
+
+  it('answers 202 only once the events are in Kafka', async () => {
+    const topicBefore = await topicSize(brokers, topics.open);
+    for (let round = 0; round < 5; round++) {
+      const response = await post(open.url, batch(40, `durable-${round}`));
+      expect(response.status).toBe(202);
+      // Read right after the answer, from another client: already on the broker.
+      expect(await topicSize(brokers, topics.open)).toBe(topicBefore + 40 * (round + 1));
+    }
+  });
+
+  it('publishes concurrent calls together without losing any', async () => {
+    const prefix = `concurrent-${uniqueSuffix()}`;
+    const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => post(open.url, batch(50, `${prefix}-${i}`))));
+    expect(responses.map((response) => response.status)).toEqual(Array(30).fill(202));
+    const published = await openTopic.waitFor(prefix, 1_500);
+    expect(new Set(published.map((record) => record.event.providerEventId)).size).toBe(1_500);
+  });
+});

@@ -1,0 +1,41 @@
+import type { EnvReader } from '@mail/common';
+
+export interface IngestionConfig {
+  kafkaBrokers: string[];
+  eventsTopic: string;
+  deadLetterTopic: string;
+  consumerGroup: string;
+  /** Used when ingestion creates its topics. */
+  topicPartitions: number;
+  topicReplicationFactor: number;
+  /**
+   * One fetch is one batch: the broker answers once this many bytes are
+   * waiting (at most maxBatchBytes) or after maxBatchWaitMs, whichever first.
+   */
+  minBatchBytes: number;
+  maxBatchBytes: number;
+  maxBatchWaitMs: number;
+  clickhouseUrl: string;
+  clickhouseDatabase: string;
+  campaignAddress: string;
+  /** Backstop for the category cache, which the campaign service's change stream keeps current. */
+  categoryCacheTtlMs: number;
+}
+
+export function readConfig(env: EnvReader): IngestionConfig {
+  return {
+    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
+    eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
+    deadLetterTopic: env.string('KAFKA_DLQ_TOPIC', 'engagement-events-dlq'),
+    consumerGroup: env.string('KAFKA_CONSUMER_GROUP', 'ingestion'),
+    topicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
+    topicReplicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
+    minBatchBytes: env.int('INGESTION_MIN_BATCH_BYTES', 1_000_000),
+    maxBatchBytes: env.int('INGESTION_MAX_BATCH_BYTES', 8_000_000),
+    maxBatchWaitMs: env.int('INGESTION_MAX_BATCH_WAIT_MS', 250),
+    clickhouseUrl: env.string('CLICKHOUSE_URL', 'http://127.0.0.1:58123'),
+    clickhouseDatabase: env.string('CLICKHOUSE_DATABASE', 'mail'),
+    campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
+    categoryCacheTtlMs: env.int('CATEGORY_CACHE_TTL_MS', 300_000),
+  };
+}

@@ -1,0 +1,173 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Partitioners, type EachBatchPayload, type Kafka, type KafkaMessage } from 'kafkajs';
+import type { Logger } from '@mail/common';
+import { eventsV1 } from '@mail/proto';
+import type { IngestionConfig } from './config';
+import { decodeEvent } from './domain/events';
+import { ingestionMetrics as metrics } from './metrics';
+import type { IngestResult } from './pipeline';
+
+/**
+ * kafkajs hands the partition batches of one fetch to eachBatch at once (one
+ * call per partition, up to this many) and fetches again only after all of
+ * them returned; with room for every partition, one fetch is one batch.
+ */
+const PARTITIONS_CONSUMED_CONCURRENTLY = 64;
+const MAX_RETRY_DELAY_MS = 3_000;
+
+interface PoisonRecord {
+  message: KafkaMessage;
+  partition: number;
+  reason: string;
+}
+
+export interface EventConsumer {
+  /** Joined its group and not crashed: it is consuming. */
+  consuming(): boolean;
+  /** Stops fetching, lets the batch in progress finish and commit, leaves the group. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The consumer group on the events topic. Each batch is decoded (records that
+ * cannot be decoded go to the dead-letter topic), written by `ingest`, and
+ * only then are its offsets committed. A failed write is retried, with
+ * backoff and heartbeats, until it succeeds, the consumer stops, or the group
+ * rebalances: offsets never move past an event that is not stored.
+ */
+export async function startConsumer(
+  kafka: Kafka,
+  config: IngestionConfig,
+  ingest: (events: eventsV1.EngagementEvent[]) => Promise<IngestResult>,
+  logger: Logger,
+  /** kafkajs gave up on the consumer (it restarts it itself after retriable errors). */
+  onFatalCrash: (error: Error) => void,
+): Promise<EventConsumer> {
+  const consumer = kafka.consumer({
+    groupId: config.consumerGroup,
+    minBytes: config.minBatchBytes,
+    maxBytes: config.maxBatchBytes,
+    maxBytesPerPartition: config.maxBatchBytes,
+    maxWaitTimeInMs: config.maxBatchWaitMs,
+  });
+  const deadLetters = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    // Unlimited (kafkajs's default for idempotence, which the client-wide retry setting would replace) keeps sequence numbers valid.
+    retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
+  });
+  let joined = false;
+  consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    joined = false;
+    if (!payload.restart) onFatalCrash(payload.error);
+  });
+  consumer.on(consumer.events.STOP, () => (joined = false));
+
+  const sendToDeadLetters = async (poison: PoisonRecord[]): Promise<void> => {
+    await deadLetters.send({
+      topic: config.deadLetterTopic,
+      acks: -1,
+      messages: poison.map(({ message, partition, reason }) => ({
+        key: message.key,
+        value: Buffer.from(
+          eventsV1.DeadLetter.encode({
+            sourceTopic: config.eventsTopic,
+            partition,
+            offset: message.offset,
+            reason,
+            value: message.value ?? Buffer.alloc(0),
+          }).finish(),
+        ),
+      })),
+    });
+  };
+
+  const processBatches = async (payloads: EachBatchPayload[]): Promise<void> => {
+    const stopTimer = metrics.batchDuration.startTimer();
+    const events: eventsV1.EngagementEvent[] = [];
+    const poison: PoisonRecord[] = [];
+    for (const { batch } of payloads) {
+      for (const message of batch.messages) {
+        const decoded = decodeEvent(message.value);
+        if ('event' in decoded) events.push(decoded.event);
+        else poison.push({ message, partition: batch.partition, reason: decoded.poison });
+      }
+    }
+    const offsets = payloads.map(({ batch }) => ({ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }));
+    let deadLettered = poison.length === 0;
+    let result: IngestResult | undefined;
+    for (let failures = 0; !result; failures += 1) {
+      try {
+        if (!deadLettered) {
+          await sendToDeadLetters(poison);
+          deadLettered = true;
+          for (const { partition, message, reason } of poison) logger.warn({ partition, offset: message.offset, reason }, 'record dead-lettered');
+        }
+        const written = await ingest(events);
+        await payloads[0].commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] });
+        result = written;
+      } catch (error) {
+        metrics.retries.inc();
+        if (!payloads[0].isRunning()) throw new Error('consumer stopping; the batch stays uncommitted for the next owner');
+        const delayMs = Math.min(100 * 2 ** failures, MAX_RETRY_DELAY_MS);
+        logger.warn({ err: error, events: events.length, retryInMs: delayMs }, 'batch failed, retrying it');
+        await sleep(delayMs);
+        // Throws while the group rebalances: the partitions' next owner then takes the batch over from the committed offsets.
+        await payloads[0].heartbeat();
+      }
+    }
+    for (const { batch, resolveOffset } of payloads) {
+      resolveOffset(batch.lastOffset());
+      metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
+    }
+    metrics.consumed.inc(events.length + poison.length);
+    metrics.deadLettered.inc(poison.length);
+    metrics.inserted.inc(result.inserted);
+    metrics.duplicates.inc(result.duplicates);
+    metrics.unmatched.inc(result.unmatched);
+    metrics.signals.inc(result.signals);
+    stopTimer();
+  };
+
+  const collector = new FetchCollector(processBatches);
+  await deadLetters.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topics: [config.eventsTopic], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: PARTITIONS_CONSUMED_CONCURRENTLY,
+    eachBatch: (payload) => collector.add(payload),
+  });
+  return {
+    consuming: () => joined,
+    stop: async () => {
+      await consumer.disconnect();
+      await deadLetters.disconnect();
+    },
+  };
+}
+
+/** Joins the eachBatch calls kafkajs makes for one fetch (all in the same tick) into one call of `process`. */
+class FetchCollector {
+  private waiting: { payload: EachBatchPayload; resolve(): void; reject(error: unknown): void }[] = [];
+
+  constructor(private readonly process: (payloads: EachBatchPayload[]) => Promise<void>) {}
+
+  add(payload: EachBatchPayload): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.waiting.push({ payload, resolve, reject }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const group = this.waiting;
+    this.waiting = [];
+    this.process(group.map(({ payload }) => payload)).then(
+      () => group.forEach(({ resolve }) => resolve()),
+      (error: unknown) => group.forEach(({ reject }) => reject(error)),
+    );
+  }
+}

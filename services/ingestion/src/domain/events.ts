@@ -1,0 +1,98 @@
+import crypto from 'node:crypto';
+import type { StoredBounceType, StoredEventType, SignalReason } from '@mail/common';
+import { eventsV1 } from '@mail/proto';
+
+const { EventType, BounceType } = eventsV1;
+type EngagementEvent = eventsV1.EngagementEvent;
+
+/** ClickHouse DateTime holds unsigned 32-bit seconds. */
+const MAX_SECONDS = 4_294_967_295;
+
+export type Decoded = { event: EngagementEvent } | { poison: string };
+
+/**
+ * A Kafka record as an EngagementEvent, or why it cannot be one (it then
+ * goes to the dead-letter topic instead of blocking its partition).
+ */
+export function decodeEvent(value: Buffer | null): Decoded {
+  if (!value || value.length === 0) return { poison: 'empty record' };
+  let event: EngagementEvent;
+  try {
+    event = eventsV1.EngagementEvent.decode(value);
+  } catch (error) {
+    return { poison: `not an EngagementEvent: ${(error as Error).message}` };
+  }
+  const problem = invalidity(event);
+  return problem ? { poison: problem } : { event };
+}
+
+function invalidity(event: EngagementEvent): string | undefined {
+  if (event.providerEventId === '') return 'provider_event_id is empty';
+  if (event.provider === '') return 'provider is empty';
+  if (event.email === '') return 'email is empty';
+  if (!STORED_TYPES.has(event.eventType) && event.eventType !== EventType.EVENT_TYPE_SPAM_REPORT) {
+    return `unknown event_type ${event.eventType}`;
+  }
+  if (event.eventType === EventType.EVENT_TYPE_BOUNCE && !BOUNCE_TYPES.has(event.bounceType)) return 'bounce without bounce_type';
+  for (const [name, date] of [['occurred_at', event.occurredAt], ['received_at', event.receivedAt]] as const) {
+    const seconds = date ? date.getTime() / 1000 : Number.NaN;
+    if (!(seconds >= 0 && seconds <= MAX_SECONDS)) return `${name} is missing or out of range`;
+  }
+  return undefined;
+}
+
+const STORED_TYPES = new Map<eventsV1.EventType, StoredEventType>([
+  [EventType.EVENT_TYPE_OPEN, 'open'],
+  [EventType.EVENT_TYPE_CLICK, 'click'],
+  [EventType.EVENT_TYPE_BOUNCE, 'bounce'],
+  [EventType.EVENT_TYPE_UNSUBSCRIBE, 'unsubscribe'],
+]);
+
+const BOUNCE_TYPES = new Map<eventsV1.BounceType, StoredBounceType>([
+  [BounceType.BOUNCE_TYPE_HARD, 'hard'],
+  [BounceType.BOUNCE_TYPE_SOFT, 'soft'],
+]);
+
+/** The engagement_events type of an event, undefined for one that is never listed (a spam report). */
+export function storedType(event: EngagementEvent): StoredEventType | undefined {
+  return STORED_TYPES.get(event.eventType);
+}
+
+export function storedBounceType(event: EngagementEvent): StoredBounceType {
+  return event.eventType === EventType.EVENT_TYPE_BOUNCE ? BOUNCE_TYPES.get(event.bounceType)! : 'none';
+}
+
+/** Why an event suppresses its address, if it does. */
+export function signalReason(event: EngagementEvent): SignalReason | undefined {
+  switch (event.eventType) {
+    case EventType.EVENT_TYPE_BOUNCE:
+      return event.bounceType === BounceType.BOUNCE_TYPE_SOFT ? 'soft_bounce' : 'hard_bounce';
+    case EventType.EVENT_TYPE_UNSUBSCRIBE:
+      return 'unsubscribe';
+    case EventType.EVENT_TYPE_SPAM_REPORT:
+      return 'spam_report';
+    default:
+      return undefined;
+  }
+}
+
+/** The type name unmatched_events records (a String column, so spam reports fit too). */
+export function unmatchedTypeName(event: EngagementEvent): string {
+  return storedType(event) ?? 'spam_report';
+}
+
+/** Identity of a provider event: redeliveries of one event share it. */
+export const providerEventKey = (provider: string, providerEventId: string): string => `${provider}:${providerEventId}`;
+
+export const eventKey = (event: EngagementEvent): string => providerEventKey(event.provider, event.providerEventId);
+
+const EVENT_ID_NAMESPACE = Buffer.from('5b0d6a4e8f3c4d2a9c1e7f60a2b4c6d8', 'hex');
+
+/** Name-based (SHA-1, version 5) UUID of provider + provider_event_id, so a redelivered event gets the same id. */
+export function eventId(event: EngagementEvent): string {
+  const hash = crypto.createHash('sha1').update(EVENT_ID_NAMESPACE).update(eventKey(event), 'utf8').digest();
+  hash[6] = (hash[6] & 0x0f) | 0x50;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}

@@ -1,0 +1,60 @@
+import { createClickHouse, createClient, ensureEventSchema, runService } from '@mail/common';
+import { campaignV1, eventsV1 } from '@mail/proto';
+import { CategoryResolver } from './categories';
+import { readConfig } from './config';
+import { startConsumer } from './consumer';
+import { createKafka, ensureTopics } from './kafka';
+import { ingest } from './pipeline';
+import { EventStore } from './store/events';
+
+void runService({
+  name: 'ingestion',
+  grpcAddressVariable: 'INGESTION_GRPC_ADDR',
+  defaults: { grpcAddress: '127.0.0.1:50055', opsPort: 9105 },
+  async start({ env, logger, readiness }) {
+    const config = readConfig(env);
+    // A client bound to a database that does not exist yet cannot create it: set up the schema from `default`.
+    const setup = createClickHouse(config.clickhouseUrl, 'default');
+    await ensureEventSchema(setup, config.clickhouseDatabase).finally(() => setup.close());
+    const clickhouse = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase);
+    const store = new EventStore(clickhouse);
+
+    const categories = new CategoryResolver(
+      createClient(campaignV1.CampaignServiceClient, config.campaignAddress),
+      config.categoryCacheTtlMs,
+      logger,
+    );
+    categories.start();
+
+    const kafka = createKafka('ingestion', config.kafkaBrokers, logger);
+    const admin = kafka.admin();
+    await admin.connect();
+    const topic = (name: string) => ({ topic: name, numPartitions: config.topicPartitions, replicationFactor: config.topicReplicationFactor });
+    await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
+    const write = (events: eventsV1.EngagementEvent[]) => ingest(events, { resolve: (ids) => categories.resolve(ids), store });
+    const consumer = await startConsumer(kafka, config, write, logger, (error) => {
+      // The uncommitted batch is redelivered to whoever consumes next; a supervisor restarts this process.
+      logger.fatal({ err: error }, 'kafka consumer stopped for good, exiting');
+      process.exit(1);
+    });
+
+    readiness
+      .add('kafka', async () => {
+        if (!consumer.consuming()) throw new Error('not consuming');
+        await admin.describeCluster();
+      })
+      .add('clickhouse', async () => {
+        const ping = await clickhouse.ping();
+        if (!ping.success) throw ping.error;
+      });
+    return {
+      grpcServices: [],
+      close: [
+        { name: 'stop consuming (the batch in progress finishes and commits)', run: () => consumer.stop() },
+        { name: 'close kafka admin', run: () => admin.disconnect() },
+        { name: 'close campaign client', run: async () => categories.close() },
+        { name: 'close clickhouse', run: () => clickhouse.close() },
+      ],
+    };
+  },
+});

@@ -1,0 +1,26 @@
+import { prometheus, registry } from '@mail/common';
+
+const counter = (name: string, help: string): prometheus.Counter =>
+  new prometheus.Counter({ name: `ingestion_${name}_total`, help, registers: [registry] });
+
+export const ingestionMetrics = {
+  consumed: counter('events_consumed', 'Kafka records read from the events topic'),
+  inserted: counter('events_inserted', 'Events written to engagement_events'),
+  duplicates: counter('events_duplicate', 'Events skipped as already stored or repeated within a batch'),
+  unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
+  signals: counter('suppression_signals', 'Suppression signals written (bounces, unsubscribes, spam reports)'),
+  deadLettered: counter('events_dead_lettered', 'Records that could not be decoded, sent to the dead-letter topic'),
+  retries: counter('batch_retries', 'Failed batch attempts that were retried (ClickHouse or campaign service down)'),
+  batchDuration: new prometheus.Histogram({
+    name: 'ingestion_batch_duration_seconds',
+    help: 'Time to write one batch, retries included',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  }),
+  lag: new prometheus.Gauge({
+    name: 'ingestion_consumer_lag',
+    help: 'Records behind the high watermark, per partition, after the last batch',
+    labelNames: ['partition'],
+    registers: [registry],
+  }),
+};

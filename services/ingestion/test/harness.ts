@@ -1,0 +1,175 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
+import { call, createClickHouse, createClient } from '@mail/common';
+import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
+import { campaignV1, eventsV1 } from '@mail/proto';
+
+/**
+ * The real campaign and ingestion processes (started by the launcher from
+ * their dist/main.js) on a private Postgres database, ClickHouse database and
+ * Kafka topics; events go in through a plain producer, results are read from
+ * ClickHouse.
+ */
+export interface Ingestion {
+  stack: Stack;
+  topic: string;
+  deadLetterTopic: string;
+  clickhouse: ClickHouseClient;
+  kafka: Kafka;
+  /** A campaign in a fresh workspace whose provider_category_id is `category`. */
+  createCampaign(category: string): Promise<{ id: string; workspaceId: string }>;
+  setCategory(campaign: { id: string; workspaceId: string }, category: string | null): Promise<void>;
+  /** Records keyed by e-mail; raw buffers are sent as they are. */
+  produce(records: (eventsV1.EngagementEvent | Buffer)[]): Promise<void>;
+  rows<T>(query: string): Promise<T[]>;
+  count(query: string): Promise<number>;
+  /** Resolves once the consumer group has committed everything on the events topic. */
+  waitUntilCaughtUp(timeoutMs?: number): Promise<void>;
+  /** A counter of the ingestion process's /metrics. */
+  metric(name: string): Promise<number>;
+  /** Polls a count query until it equals `expected`; fails with the last count after timeoutMs. */
+  waitForCount(query: string, expected: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface IngestionOptions {
+  label: string;
+  /** Another ClickHouse server (a private one a test stops and starts). */
+  clickhouseUrl?: string;
+}
+
+export async function startIngestion({ label, clickhouseUrl }: IngestionOptions): Promise<Ingestion> {
+  const postgres = await createTestPostgres(label);
+  // On a private server the database goes away with the server; ingestion creates it.
+  const shared = clickhouseUrl ? undefined : await createTestClickHouse(label);
+  const url = clickhouseUrl ?? shared!.url;
+  const databaseName = shared?.database ?? `test_${label.replace(/\W/g, '_')}_${uniqueSuffix()}`.toLowerCase();
+  const topic = `${label}-events-${uniqueSuffix()}`;
+  const deadLetterTopic = `${label}-dlq-${uniqueSuffix()}`;
+  const group = `${label}-${uniqueSuffix()}`;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-stack-`));
+  const cleanUp = async (): Promise<void> => {
+    await shared?.drop();
+    await postgres.drop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  };
+  const stack = await startStack({
+    stateDir,
+    logDir: path.join(stateDir, 'logs'),
+    processes: ['campaign', 'ingestion'],
+    env: {
+      DATABASE_URL: postgres.url,
+      CLICKHOUSE_URL: url,
+      CLICKHOUSE_DATABASE: databaseName,
+      KAFKA_EVENTS_TOPIC: topic,
+      KAFKA_DLQ_TOPIC: deadLetterTopic,
+      KAFKA_CONSUMER_GROUP: group,
+      // Small fetches wait less: tests produce a handful of events at a time.
+      INGESTION_MIN_BATCH_BYTES: '1',
+      INGESTION_MAX_BATCH_WAIT_MS: '100',
+    },
+  }).catch(async (error: unknown) => {
+    await cleanUp();
+    throw error;
+  });
+  const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
+  const clickhouse = createClickHouse(url, databaseName);
+  const kafka = new Kafka({ clientId: label, brokers: infraEnv().kafkaBrokers, logLevel: logLevel.NOTHING });
+  const producer: Producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  const admin = kafka.admin();
+  await Promise.all([producer.connect(), admin.connect()]);
+
+  const rows = async <T>(query: string): Promise<T[]> => (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
+  const count = async (query: string): Promise<number> => Number((await rows<{ n: string }>(query))[0].n);
+
+  return {
+    stack,
+    topic,
+    deadLetterTopic,
+    clickhouse,
+    kafka,
+    createCampaign: async (category) => {
+      const workspaceId = crypto.randomUUID();
+      const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
+        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `campaign for ${category}`, providerCategoryId: category }),
+      });
+      return { id: campaign!.id, workspaceId };
+    },
+    setCategory: async ({ id, workspaceId }, category) => {
+      await call(campaigns.updateCampaign.bind(campaigns), {
+        workspaceId,
+        id,
+        updateMask: ['provider_category_id'],
+        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, providerCategoryId: category ?? undefined }),
+      });
+    },
+    produce: async (records) => {
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: records.map((record) =>
+          Buffer.isBuffer(record)
+            ? { key: 'poison', value: record }
+            : { key: record.email, value: Buffer.from(eventsV1.EngagementEvent.encode(record).finish()) },
+        ),
+      });
+    },
+    rows,
+    count,
+    waitUntilCaughtUp: async (timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const [ends, [committed]] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId: group, topics: [topic] })]);
+        const done = new Map(committed.partitions.map((p) => [p.partition, Math.max(Number(p.offset), 0)]));
+        if (ends.every((end) => done.get(end.partition) === Number(end.high))) return;
+        if (Date.now() > deadline) throw new Error(`consumer group ${group} has not caught up after ${timeoutMs} ms`);
+        await sleep(100);
+      }
+    },
+    metric: async (name) => {
+      const text = await (await fetch(`${stack.urls.ops.ingestion}/metrics`)).text();
+      const line = text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
+      return line ? Number(line.split(' ')[1]) : 0;
+    },
+    waitForCount: async (query, expected, timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs;
+      let last = -1;
+      while (Date.now() < deadline) {
+        last = await count(query).catch(() => -1);
+        if (last === expected) return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`${query}: ${last} after ${timeoutMs} ms, expected ${expected}`);
+    },
+    close: async () => {
+      await stack.stopAll();
+      await Promise.all([producer.disconnect(), admin.disconnect()]);
+      campaigns.close();
+      await clickhouse.close();
+      await cleanUp();
+    },
+  };
+}
+
+const { EventType, BounceType } = eventsV1;
+
+/** An event as the webhook would publish it. */
+export function engagementEvent(fields: Partial<eventsV1.EngagementEvent> & { providerEventId: string }): eventsV1.EngagementEvent {
+  return {
+    provider: 'sendgrid',
+    eventType: EventType.EVENT_TYPE_OPEN,
+    bounceType: BounceType.BOUNCE_TYPE_UNSPECIFIED,
+    email: 'someone@example.com',
+    occurredAt: new Date('2026-11-20T10:00:00Z'),
+    receivedAt: new Date(),
+    categories: [],
+    rawJson: JSON.stringify({ sg_event_id: fields.providerEventId, custom_arg: 'kept' }),
+    ...fields,
+  };
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
