@@ -12,6 +12,37 @@ import {
 /** Binary trailer that carries field violations with INVALID_ARGUMENT. */
 export const VALIDATION_TRAILER = 'common-v1-validation-errors-bin';
 
+/**
+ * Status details and the violations trailer travel as HTTP/2 headers; a peer
+ * refuses a header list much over 64 KiB and stalls the whole connection for
+ * seconds doing so. A failed write echoing a huge input (a 1 MB query) must
+ * not take the channel down, so both stay well below that.
+ */
+const DETAILS_MAX_CHARS = 1_000;
+const TRAILER_BUDGET_BYTES = 32 * 1024;
+
+/** The violations in order while they fit the budget; an input too big to fit is left out (the gateway reads null). */
+function encodeViolations(violations: Violation[]): Uint8Array {
+  const fitting: commonV1Errors.FieldViolation[] = [];
+  // Each entry also costs its field tag and length prefix: at most 4 bytes below 2 MiB.
+  const sizeOf = (entry: commonV1Errors.FieldViolation): number => commonV1Errors.FieldViolation.encode(entry).finish().length + 4;
+  let total = 0;
+  for (const v of violations) {
+    const entry = {
+      loc: v.loc.map(String),
+      type: v.type,
+      msg: v.msg,
+      inputJson: JSON.stringify(v.input ?? null),
+      ctxJson: v.ctx === undefined ? '' : JSON.stringify(v.ctx),
+    };
+    if (total + sizeOf(entry) > TRAILER_BUDGET_BYTES) entry.inputJson = '';
+    if (total + sizeOf(entry) > TRAILER_BUDGET_BYTES) break;
+    total += sizeOf(entry);
+    fitting.push(entry);
+  }
+  return commonV1Errors.ValidationErrors.encode({ violations: fitting }).finish();
+}
+
 const PG_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03']);
 
 /** True for errors that mean "a dependency is down", not "the request is wrong". */
@@ -28,22 +59,16 @@ export function isDependencyFailure(error: unknown): boolean {
 
 export function toServiceError(error: unknown): grpc.ServiceError {
   const metadata = new grpc.Metadata();
-  const make = (code: grpc.status, details: string): grpc.ServiceError =>
-    Object.assign(new Error(details), { code, details, metadata });
+  const make = (code: grpc.status, message: string): grpc.ServiceError => {
+    const details = message.length > DETAILS_MAX_CHARS ? `${message.slice(0, DETAILS_MAX_CHARS)}...` : message;
+    return Object.assign(new Error(details), { code, details, metadata });
+  };
 
   if (error instanceof NotFoundError) return make(grpc.status.NOT_FOUND, error.message);
   if (error instanceof ConflictError) return make(grpc.status.ALREADY_EXISTS, error.message);
   if (error instanceof PermissionDeniedError) return make(grpc.status.PERMISSION_DENIED, error.message);
   if (error instanceof InvalidArgumentError) {
-    const payload = commonV1Errors.ValidationErrors.encode({
-      violations: error.violations.map((v) => ({
-        loc: v.loc.map(String),
-        type: v.type,
-        msg: v.msg,
-        inputJson: JSON.stringify(v.input ?? null),
-        ctxJson: v.ctx === undefined ? '' : JSON.stringify(v.ctx),
-      })),
-    }).finish();
+    const payload = encodeViolations(error.violations);
     metadata.set(VALIDATION_TRAILER, Buffer.from(payload));
     return make(grpc.status.INVALID_ARGUMENT, error.message);
   }

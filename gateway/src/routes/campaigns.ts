@@ -1,0 +1,164 @@
+import type { Request } from 'express';
+import { valueError } from '@mail/common';
+import { campaignV1 } from '@mail/proto';
+import { workspaceIdOf } from '../auth/access';
+import { unprocessable } from '../errors/http-error';
+import type { RouteModule } from './context';
+import { callService, page } from './grpc';
+
+type Json = Record<string, unknown>;
+
+const { RecipientSource, DeliveryMode } = campaignV1;
+
+const SOURCES: Record<string, campaignV1.RecipientSource> = {
+  mssql_query: RecipientSource.RECIPIENT_SOURCE_MSSQL_QUERY,
+  csv_account_ids: RecipientSource.RECIPIENT_SOURCE_CSV_ACCOUNT_IDS,
+};
+const MODES: Record<string, campaignV1.DeliveryMode> = {
+  single_template: DeliveryMode.DELIVERY_MODE_SINGLE_TEMPLATE,
+  variants: DeliveryMode.DELIVERY_MODE_VARIANTS,
+};
+const nameOf = <T>(table: Record<string, T>, value: T): string | undefined =>
+  Object.keys(table).find((name) => table[name] === value);
+
+/** The write shape's fields, and those a null clears (on the others a null leaves the value unchanged). */
+const WRITE_FIELDS = [
+  'workspace_id',
+  'name',
+  'description',
+  'is_active',
+  'send_priority',
+  'schedule_cron',
+  'recipient_source',
+  'mssql_query',
+  'csv_account_ids',
+  'provider_category_id',
+  'from_email',
+  'from_name',
+  'reply_to',
+  'delivery_mode',
+  'template_id',
+  'variants',
+];
+const NOT_NULLABLE = new Set(['workspace_id', 'name', 'is_active', 'send_priority', 'recipient_source', 'delivery_mode']);
+
+/** A JSON null or absent value as an unset proto field. */
+const given = <T>(value: unknown): T | undefined => (value ?? undefined) as T | undefined;
+
+function variantInput(item: Json): campaignV1.VariantInput {
+  return {
+    id: given(item.id),
+    templateId: item.template_id as string,
+    weight: given(item.weight),
+    label: given(item.label),
+    isActive: given(item.is_active),
+  };
+}
+
+function campaignInput(body: Json): campaignV1.CampaignInput {
+  return {
+    workspaceId: given<string>(body.workspace_id) ?? '',
+    name: given(body.name),
+    description: given(body.description),
+    isActive: given(body.is_active),
+    sendPriority: given(body.send_priority),
+    scheduleCron: given(body.schedule_cron),
+    recipientSource: SOURCES[body.recipient_source as string] ?? RecipientSource.RECIPIENT_SOURCE_UNSPECIFIED,
+    mssqlQuery: given(body.mssql_query),
+    csvAccountIds: Array.isArray(body.csv_account_ids) ? { ids: body.csv_account_ids as string[] } : undefined,
+    providerCategoryId: given(body.provider_category_id),
+    fromEmail: given(body.from_email),
+    fromName: given(body.from_name),
+    replyTo: given(body.reply_to),
+    deliveryMode: MODES[body.delivery_mode as string] ?? DeliveryMode.DELIVERY_MODE_UNSPECIFIED,
+    templateId: given(body.template_id),
+    variants: Array.isArray(body.variants) ? { variants: (body.variants as Json[]).map(variantInput) } : undefined,
+  };
+}
+
+/** The fields a PUT writes: present with a value, or present as null where null clears. */
+function updateMask(body: Json): string[] {
+  return WRITE_FIELDS.filter((field) => field in body && (body[field] !== null || !NOT_NULLABLE.has(field)));
+}
+
+function campaignJson(c: campaignV1.Campaign | undefined): Json {
+  if (!c) throw new Error('campaign service answered without a campaign');
+  return {
+    id: c.id,
+    workspace_id: c.workspaceId,
+    name: c.name,
+    description: c.description ?? null,
+    is_active: c.isActive,
+    send_priority: c.sendPriority,
+    schedule_cron: c.scheduleCron ?? null,
+    recipient_source: nameOf(SOURCES, c.recipientSource),
+    mssql_query: c.mssqlQuery ?? null,
+    csv_account_ids: c.csvAccountIds?.ids ?? null,
+    provider_category_id: c.providerCategoryId ?? null,
+    from_email: c.fromEmail ?? null,
+    from_name: c.fromName ?? null,
+    reply_to: c.replyTo ?? null,
+    delivery_mode: nameOf(MODES, c.deliveryMode),
+    template_id: c.templateId ?? null,
+    variants:
+      c.variants?.variants.map((v) => ({
+        id: v.id,
+        template_id: v.templateId,
+        weight: v.weight,
+        label: v.label ?? null,
+        is_active: v.isActive,
+      })) ?? null,
+    created_at: c.createdAt?.toISOString(),
+    updated_at: c.updatedAt?.toISOString(),
+    next_run_at: c.nextRunAt?.toISOString() ?? null,
+  };
+}
+
+const pathId = (req: Request): string => req.params.id as string;
+
+/** /email-campaigns/: HTTP JSON <-> campaign.v1, one call per request. */
+export const campaignRoutes: RouteModule = (router, { clients }) => {
+  const service = clients.campaign;
+
+  router.get('/email-campaigns/', async (req, res) => {
+    const query = req.query as { page?: number; page_size?: number; is_active?: boolean; q?: string };
+    const answer = await callService(service.listCampaigns.bind(service), {
+      workspaceId: workspaceIdOf(res),
+      page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 },
+      isActive: query.is_active,
+      nameQuery: query.q,
+    });
+    res.json(page(answer.campaigns.map(campaignJson), answer.page));
+  });
+
+  router.post('/email-campaigns/', async (req, res) => {
+    const body = req.body as Json;
+    const workspaceId = workspaceIdOf(res);
+    if (String(body.workspace_id).toLowerCase() !== workspaceId) {
+      throw unprocessable([valueError(['body', 'workspace_id'], body.workspace_id, 'workspace_id must match the workspace_id header')]);
+    }
+    const answer = await callService(service.createCampaign.bind(service), { campaign: campaignInput(body) });
+    res.status(201).json(campaignJson(answer.campaign));
+  });
+
+  router.get('/email-campaigns/:id', async (req, res) => {
+    const answer = await callService(service.getCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathId(req) });
+    res.json(campaignJson(answer.campaign));
+  });
+
+  router.put('/email-campaigns/:id', async (req, res) => {
+    const body = req.body as Json;
+    const answer = await callService(service.updateCampaign.bind(service), {
+      workspaceId: workspaceIdOf(res),
+      id: pathId(req),
+      updateMask: updateMask(body),
+      campaign: campaignInput(body),
+    });
+    res.json(campaignJson(answer.campaign));
+  });
+
+  router.delete('/email-campaigns/:id', async (req, res) => {
+    await callService(service.deleteCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathId(req) });
+    res.status(204).end();
+  });
+};

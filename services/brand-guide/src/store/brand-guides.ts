@@ -1,0 +1,84 @@
+import type { Knex } from 'knex';
+import { NotFoundError } from '@mail/common';
+import type { BrandGuide, BrandGuideFields, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
+import { isUuid, type PageWindow } from '../domain/validation';
+
+const COLUMN_OF: Record<keyof NewBrandGuide, string> = {
+  workspaceId: 'workspace_id',
+  name: 'name',
+  description: 'description',
+  promptContent: 'prompt_content',
+  isActive: 'is_active',
+};
+
+const COLUMNS = [
+  'id',
+  ...Object.entries(COLUMN_OF).map(([field, column]) => `${column} as ${field}`),
+  'created_at as createdAt',
+  'updated_at as updatedAt',
+];
+
+const notFound = (): NotFoundError => new NotFoundError('Brand guide');
+
+function toColumns(fields: Partial<NewBrandGuide>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).map(([field, value]) => [COLUMN_OF[field as keyof NewBrandGuide], value]));
+}
+
+export async function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandGuide> {
+  const [created] = await db('brand_guides').insert(toColumns(guide)).returning(COLUMNS);
+  return created;
+}
+
+export async function getBrandGuide(db: Knex, workspaceId: string, id: string): Promise<BrandGuide> {
+  const guide = isUuid(id) ? await db('brand_guides').where({ id, workspace_id: workspaceId }).first(COLUMNS) : undefined;
+  if (!guide) throw notFound();
+  return guide;
+}
+
+export interface BrandGuideFilter {
+  isActive?: boolean;
+  /** Case-insensitive substring of the name. */
+  nameQuery?: string;
+}
+
+/** Newest first; the id breaks ties so pages never overlap. */
+export async function listBrandGuides(
+  db: Knex,
+  workspaceId: string,
+  filter: BrandGuideFilter,
+  window: PageWindow,
+): Promise<Page<BrandGuide>> {
+  // Postgres refuses NUL in a pattern, and no stored name can hold one.
+  if (filter.nameQuery?.includes('\u0000')) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
+  const base = db('brand_guides').where({ workspace_id: workspaceId });
+  if (filter.isActive !== undefined) base.where({ is_active: filter.isActive });
+  if (filter.nameQuery) base.whereILike('name', `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%`);
+  const [counted, items] = await Promise.all([
+    base.clone().count({ total: '*' }),
+    base
+      .clone()
+      .select(COLUMNS)
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(window.pageSize)
+      .offset(window.offset),
+  ]);
+  return { items, total: Number(counted[0].total), page: window.page, pageSize: window.pageSize };
+}
+
+export async function updateBrandGuide(db: Knex, workspaceId: string, id: string, patch: BrandGuidePatch): Promise<BrandGuide> {
+  if (!isUuid(id)) throw notFound();
+  const [updated] = await db('brand_guides')
+    .where({ id, workspace_id: workspaceId })
+    .update({ ...toColumns(patch as Partial<BrandGuideFields>), updated_at: db.raw('clock_timestamp()') })
+    .returning(COLUMNS);
+  if (!updated) throw notFound();
+  return updated;
+}
+
+export async function deleteBrandGuide(db: Knex, workspaceId: string, id: string): Promise<void> {
+  const deleted = isUuid(id) ? await db('brand_guides').where({ id, workspace_id: workspaceId }).delete() : 0;
+  if (deleted === 0) throw notFound();
+}

@@ -1,0 +1,29 @@
+import { runService } from '@mail/common';
+import { campaignV1 } from '@mail/proto';
+import { readConfig } from './config';
+import { campaignHandlers } from './grpc/handlers';
+import { CategoryFeed } from './store/category-feed';
+import { openDatabase } from './store/database';
+
+void runService({
+  name: 'campaign',
+  grpcAddressVariable: 'CAMPAIGN_GRPC_ADDR',
+  defaults: { grpcAddress: '127.0.0.1:50052', opsPort: 9102 },
+  async start({ env, logger, readiness }) {
+    const config = readConfig(env);
+    const db = await openDatabase(config.databaseUrl);
+    const feed = new CategoryFeed(config.databaseUrl, logger);
+    await feed.start();
+    // The gateway's /readyz asks this service for "postgres" by name.
+    readiness.add('postgres', () => db.raw('select 1'));
+    return {
+      grpcServices: [
+        { definition: campaignV1.CampaignServiceService, implementation: campaignHandlers(logger, db, feed) },
+      ],
+      close: [
+        { name: 'close category feed', run: () => feed.close() },
+        { name: 'close postgres', run: () => db.destroy() },
+      ],
+    };
+  },
+});

@@ -1,0 +1,53 @@
+import type { Knex } from 'knex';
+import { openPostgres, type Migration } from '@mail/common';
+
+export const migrations: Migration[] = [
+  {
+    name: '001_campaigns_variants',
+    async up(db) {
+      // provider_category_id is unique across workspaces: webhook events find their campaign through it alone.
+      // has_variant_list tells "variants": [] (true, no rows) from null (false). position keeps the list order.
+      await db.raw(`
+        CREATE TABLE campaigns (
+          id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+          workspace_id uuid NOT NULL,
+          name text NOT NULL,
+          description text,
+          is_active boolean NOT NULL,
+          send_priority integer NOT NULL,
+          schedule_cron text,
+          recipient_source text NOT NULL CHECK (recipient_source IN ('mssql_query', 'csv_account_ids')),
+          mssql_query text,
+          csv_account_ids text[],
+          provider_category_id text UNIQUE,
+          from_email text,
+          from_name text,
+          reply_to text,
+          delivery_mode text NOT NULL CHECK (delivery_mode IN ('single_template', 'variants')),
+          template_id text,
+          has_variant_list boolean NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          updated_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX campaigns_workspace_newest_idx ON campaigns (workspace_id, created_at DESC, id DESC);
+        CREATE TABLE campaign_variants (
+          id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+          campaign_id uuid NOT NULL REFERENCES campaigns (id) ON DELETE CASCADE,
+          position integer NOT NULL,
+          template_id text NOT NULL,
+          weight integer NOT NULL CHECK (weight BETWEEN 0 AND 10000),
+          label text,
+          is_active boolean NOT NULL
+        );
+        CREATE INDEX campaign_variants_campaign_idx ON campaign_variants (campaign_id, position);
+      `);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE campaign_variants; DROP TABLE campaigns;');
+    },
+  },
+];
+
+export function openDatabase(url: string): Promise<Knex> {
+  return openPostgres({ url, schema: 'campaign', migrations });
+}

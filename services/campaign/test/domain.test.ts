@@ -1,0 +1,297 @@
+import { EnvReader, InvalidArgumentError } from '@mail/common';
+import { readConfig } from '../src/config';
+import { emailProblem } from '../src/domain/email';
+import { memoized } from '../src/domain/memo';
+import { readOnlySelectProblem } from '../src/domain/mssql-query';
+import { cronProblem, nextRunAt } from '../src/domain/schedule';
+import { campaignPatch, checkVariantIds, newCampaign, pageWindow } from '../src/domain/validation';
+import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from './queries';
+
+const WORKSPACE = '0b6b5b8e-8a55-4c0e-9d3c-000000000001';
+const VARIANT = '6f1c2a4e-9a1b-4c2d-8e3f-0a1b2c3d4e5f';
+
+function violationsOf(check: () => unknown): unknown[] {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) return error.violations;
+    throw error;
+  }
+  throw new Error('expected a validation failure');
+}
+
+describe('config', () => {
+  it('defaults DATABASE_URL', () => {
+    expect(readConfig(new EnvReader({})).databaseUrl).toBe('postgres://mail:mail@127.0.0.1:55432/mail');
+  });
+});
+
+describe('mssql_query', () => {
+  it.each(LEGITIMATE_SELECTS)('accepts %s', (sql) => {
+    expect(readOnlySelectProblem(sql)).toBeUndefined();
+  });
+
+  it.each(REFUSED_QUERIES)('refuses %j', (sql, reason) => {
+    expect(readOnlySelectProblem(sql)).toBe(reason);
+  });
+});
+
+describe('schedule_cron', () => {
+  it.each(['*/5 * * * *', '0 9 * * MON-FRI', '0 0 1 JAN *', '5,10 1-5/2 * * *', '0 0 L * *', '0 0 * * THU', ' 0  0 * * * '])(
+    'accepts %j',
+    (cron) => expect(cronProblem(cron)).toBeUndefined(),
+  );
+
+  it.each([
+    ['0 0 * * * *', 'expected 5 fields (minute hour day-of-month month day-of-week), got 6'],
+    ['* * * *', 'expected 5 fields (minute hour day-of-month month day-of-week), got 4'],
+    ['@daily', 'expected 5 fields (minute hour day-of-month month day-of-week), got 1'],
+    ['', 'expected 5 fields (minute hour day-of-month month day-of-week), got 0'],
+    ['60 * * * *', 'Constraint error, got value 60 expected range 0-59'],
+    ['0 0 30 2 *', 'Invalid explicit day of month definition'],
+    ['a b c d e', expect.any(String)],
+    ['H * * * *', 'the H (hashed) notation is not supported'],
+  ])('refuses %j', (cron, reason) => {
+    expect(cronProblem(cron)).toEqual(reason);
+  });
+
+  it('computes the next UTC fire time strictly after now', () => {
+    const now = new Date('2026-03-02T09:00:00.000Z');
+    expect(nextRunAt('0 9 * * MON-FRI', now)).toEqual(new Date('2026-03-03T09:00:00.000Z'));
+    expect(nextRunAt('*/15 * * * *', new Date('2026-03-02T09:07:30.000Z'))).toEqual(new Date('2026-03-02T09:15:00.000Z'));
+    expect(nextRunAt(null, now)).toBeNull();
+  });
+
+  it('stays right when asked again later or earlier', () => {
+    expect(nextRunAt('0 * * * *', new Date('2026-03-02T09:30:00.000Z'))).toEqual(new Date('2026-03-02T10:00:00.000Z'));
+    expect(nextRunAt('0 * * * *', new Date('2026-03-02T09:59:59.999Z'))).toEqual(new Date('2026-03-02T10:00:00.000Z'));
+    expect(nextRunAt('0 * * * *', new Date('2026-03-02T10:00:00.000Z'))).toEqual(new Date('2026-03-02T11:00:00.000Z'));
+    expect(nextRunAt('0 * * * *', new Date('2026-03-02T08:10:00.000Z'))).toEqual(new Date('2026-03-02T09:00:00.000Z'));
+  });
+});
+
+describe('e-mail addresses', () => {
+  it.each(['news@example.com', 'first.last+tag@mail.example.co.uk', "o'brien@example.org", 'ünï@exämple.de'])('accepts %s', (email) => {
+    expect(emailProblem(email)).toBeUndefined();
+  });
+
+  it.each([
+    ['no-at-sign', 'An email address must have an @-sign.'],
+    ['@example.com', 'There must be something before the @-sign.'],
+    ['news@', 'There must be something after the @-sign.'],
+    ['news@localhost', 'The part after the @-sign is not valid. It should have a period.'],
+    ['a b@example.com', 'The email address contains invalid characters before the @-sign: SPACE.'],
+    ['a@b@example.com', "The email address contains invalid characters before the @-sign: '@'."],
+    ['.a@example.com', 'An email address cannot start with a period.'],
+    ['a..b@example.com', 'An email address cannot have two periods in a row.'],
+    ['a@exam_ple.com', "The part after the @-sign contains invalid characters: '_'."],
+    ['a@-example.com', 'The part after the @-sign is not valid. A label cannot start or end with a hyphen.'],
+    [`${'a'.repeat(65)}@example.com`, 'The email address is too long before the @-sign (1 characters too many).'],
+  ])('refuses %j', (email, reason) => {
+    expect(emailProblem(email)).toBe(reason);
+  });
+});
+
+describe('create', () => {
+  it('fills every default', () => {
+    expect(newCampaign({ workspaceId: WORKSPACE.toUpperCase(), name: 'Spring' })).toEqual({
+      workspaceId: WORKSPACE,
+      name: 'Spring',
+      description: null,
+      isActive: true,
+      sendPriority: 100,
+      scheduleCron: null,
+      recipientSource: 'mssql_query',
+      mssqlQuery: null,
+      csvAccountIds: null,
+      providerCategoryId: null,
+      fromEmail: null,
+      fromName: null,
+      replyTo: null,
+      deliveryMode: 'single_template',
+      templateId: null,
+      variants: null,
+    });
+  });
+
+  it('defaults variant fields (weight 1, no label, active) and ignores ids', () => {
+    const campaign = newCampaign({ workspaceId: WORKSPACE, name: 'A/B', variants: [{ id: VARIANT, templateId: 't-1' }] });
+    expect(campaign.variants).toEqual([{ templateId: 't-1', weight: 1, label: null, isActive: true }]);
+    expect(newCampaign({ workspaceId: WORKSPACE, name: 'None', variants: [] }).variants).toEqual([]);
+  });
+
+  it('reports every failing field at once, in the order of the write shape', () => {
+    expect(
+      violationsOf(() =>
+        newCampaign({
+          workspaceId: 'nope',
+          sendPriority: 1001,
+          scheduleCron: '* * * * * *',
+          mssqlQuery: 'DROP TABLE x',
+          fromEmail: 'nobody',
+          replyTo: 'a@b',
+          variants: [{ templateId: '', weight: -1 }],
+        }),
+      ),
+    ).toEqual([
+      { loc: ['workspace_id'], type: 'uuid_parsing', msg: 'Input should be a valid UUID', input: 'nope' },
+      { loc: ['name'], type: 'missing', msg: 'Field required', input: null },
+      { loc: ['send_priority'], type: 'less_than_equal', msg: 'Input should be less than or equal to 1000', input: 1001, ctx: { le: 1000 } },
+      {
+        loc: ['schedule_cron'],
+        type: 'value_error',
+        msg: 'Value error, invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 6',
+        input: '* * * * * *',
+        ctx: { error: {} },
+      },
+      {
+        loc: ['mssql_query'],
+        type: 'value_error',
+        msg: 'Value error, mssql_query must be a single read-only SELECT statement; DROP is not allowed',
+        input: 'DROP TABLE x',
+        ctx: { error: {} },
+      },
+      {
+        loc: ['from_email'],
+        type: 'value_error',
+        msg: 'value is not a valid email address: An email address must have an @-sign.',
+        input: 'nobody',
+        ctx: { reason: 'An email address must have an @-sign.' },
+      },
+      {
+        loc: ['reply_to'],
+        type: 'value_error',
+        msg: 'value is not a valid email address: The part after the @-sign is not valid. It should have a period.',
+        input: 'a@b',
+        ctx: { reason: 'The part after the @-sign is not valid. It should have a period.' },
+      },
+      {
+        loc: ['variants', 0, 'template_id'],
+        type: 'string_too_short',
+        msg: 'String should have at least 1 character',
+        input: '',
+        ctx: { min_length: 1 },
+      },
+      {
+        loc: ['variants', 0, 'weight'],
+        type: 'greater_than_equal',
+        msg: 'Input should be greater than or equal to 0',
+        input: -1,
+        ctx: { ge: 0 },
+      },
+    ]);
+  });
+
+  it('bounds the name at 1-200 characters, counting characters not UTF-16 units', () => {
+    expect(newCampaign({ workspaceId: WORKSPACE, name: '😀'.repeat(200) }).name).toHaveLength(400);
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: '' }))).toEqual([
+      { loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+    ]);
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n'.repeat(201) }))).toEqual([
+      { loc: ['name'], type: 'string_too_long', msg: 'String should have at most 200 characters', input: 'n'.repeat(201), ctx: { max_length: 200 } },
+    ]);
+  });
+  it('refuses NUL characters anywhere, which Postgres text cannot hold', () => {
+    const nul = (loc: (string | number)[], input: string) => ({
+      loc,
+      type: 'value_error',
+      msg: 'Value error, text must not contain NUL (\\u0000) characters',
+      input,
+      ctx: { error: {} },
+    });
+    expect(
+      violationsOf(() =>
+        newCampaign({
+          workspaceId: WORKSPACE,
+          name: 'a\u0000',
+          fromName: '\u0000',
+          csvAccountIds: ['ok', 'b\u0000'],
+          variants: [{ templateId: 't', label: 'l\u0000' }],
+        }),
+      ),
+    ).toEqual([nul(['name'], 'a\u0000'), nul(['csv_account_ids', 1], 'b\u0000'), nul(['from_name'], '\u0000'), nul(['variants', 0, 'label'], 'l\u0000')]);
+  });
+
+  it('bounds mssql_query at 20 000 and provider_category_id at 255 characters', () => {
+    const query = `SELECT id FROM t WHERE note = '${'x'.repeat(19_968)}'`;
+    expect(newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: query, providerCategoryId: 'c'.repeat(255) }).mssqlQuery).toBe(query);
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: `${query} `, providerCategoryId: 'c'.repeat(256) }))).toEqual([
+      { loc: ['mssql_query'], type: 'string_too_long', msg: 'String should have at most 20000 characters', input: `${query} `, ctx: { max_length: 20_000 } },
+      {
+        loc: ['provider_category_id'],
+        type: 'string_too_long',
+        msg: 'String should have at most 255 characters',
+        input: 'c'.repeat(256),
+        ctx: { max_length: 255 },
+      },
+    ]);
+  });
+});
+
+describe('update', () => {
+  it('leaves omitted fields and nulls on fields that cannot be null out, and keeps nulls that clear', () => {
+    expect(
+      campaignPatch(
+        { name: null, isActive: null, sendPriority: null, recipientSource: null, deliveryMode: null, description: null, csvAccountIds: null, variants: null },
+        WORKSPACE,
+      ),
+    ).toEqual({ description: null, csvAccountIds: null, variants: null });
+    expect(campaignPatch({}, WORKSPACE)).toEqual({});
+  });
+
+  it('keeps variant ids and fills variant defaults', () => {
+    expect(campaignPatch({ variants: [{ id: VARIANT, templateId: 't', label: null }, { templateId: 'u', weight: 0, isActive: false }] }, WORKSPACE))
+      .toEqual({
+        variants: [
+          { id: VARIANT, templateId: 't', weight: 1, label: null, isActive: true },
+          { templateId: 'u', weight: 0, label: null, isActive: false },
+        ],
+      });
+  });
+
+  it('accepts the workspace acted in, in any case, and refuses another', () => {
+    expect(campaignPatch({ workspaceId: WORKSPACE.toUpperCase(), name: 'x' }, WORKSPACE)).toEqual({ name: 'x' });
+    expect(violationsOf(() => campaignPatch({ workspaceId: VARIANT }, WORKSPACE))).toEqual([
+      { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: VARIANT, ctx: { error: {} } },
+    ]);
+  });
+
+  it('refuses variant ids of other campaigns and ids listed twice', () => {
+    const draft = { templateId: 't', weight: 1, label: null, isActive: true };
+    expect(() => checkVariantIds([{ ...draft, id: VARIANT }, draft], new Set([VARIANT]))).not.toThrow();
+    expect(
+      violationsOf(() => checkVariantIds([{ ...draft, id: VARIANT.toUpperCase() }, { ...draft, id: 'x' }, { ...draft, id: VARIANT }], new Set([VARIANT]))),
+    ).toEqual([
+      { loc: ['variants', 1, 'id'], type: 'value_error', msg: 'Value error, variant x does not belong to this campaign', input: 'x', ctx: { error: {} } },
+      {
+        loc: ['variants', 2, 'id'],
+        type: 'value_error',
+        msg: `Value error, variant ${VARIANT} is listed more than once`,
+        input: VARIANT,
+        ctx: { error: {} },
+      },
+    ]);
+  });
+});
+
+describe('memoized checks', () => {
+  it('answers a repeated input from memory, and forgets everything once full', () => {
+    const seen: string[] = [];
+    const check = memoized((input: string) => {
+      seen.push(input);
+      return input.length;
+    }, 2);
+    expect([check('a'), check('bb'), check('a'), check('bb')]).toEqual([1, 2, 1, 2]);
+    expect(seen).toEqual(['a', 'bb']);
+    expect(check('ccc')).toBe(3);
+    expect(check('a')).toBe(1);
+    expect(seen).toEqual(['a', 'bb', 'ccc', 'a']);
+  });
+});
+
+describe('paging', () => {
+  it('defaults and caps the window', () => {
+    expect(pageWindow(undefined)).toEqual({ page: 1, pageSize: 50, offset: 0 });
+    expect(pageWindow({ page: 3, pageSize: 1000 })).toEqual({ page: 3, pageSize: 500, offset: 1000 });
+  });
+});
