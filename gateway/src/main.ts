@@ -4,6 +4,7 @@ import { createJwtAuthenticator } from './auth/jwt';
 import { devAuthenticator } from './auth/principal';
 import { closeServiceClients, createServiceClients } from './clients';
 import { readGatewayConfig, type GatewayConfig } from './config';
+import { answerClientError } from './errors/client-error';
 import { gatewayReadiness } from './health';
 import { loadOpenApiDocument } from './openapi/document';
 import { createWebhook } from './webhook';
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   });
   const server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
 
   onShutdown(logger, config.shutdownTimeoutMs, [
     { name: 'mark not ready', run: async () => health.readiness.markDraining() },

@@ -11,6 +11,7 @@ import {
   signedHeaders,
   startWebhookApp,
   topicSize,
+  WEBHOOK,
   type TopicReader,
   type WebhookApp,
 } from './webhook-support';
@@ -196,6 +197,49 @@ describe('body validation', () => {
     expect(await post(open.url, '[]')).toMatchObject({ status: 202, body: { accepted: 0 } });
   });
 
+  it('reports only the first 1,000 entries, and stops checking there, for a body of 666,000 empty objects', async () => {
+    const body = `[${Array(666_000).fill('{}').join(',')}]`;
+    expect(body.length).toBeGreaterThan(1.9 * 1024 * 1024);
+    const started = Date.now();
+    const response = await fetch(`${open.url}${WEBHOOK}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const text = await response.text();
+    const ms = Date.now() - started;
+
+    expect(response.status).toBe(422);
+    const detail = (JSON.parse(text) as { detail: unknown[] }).detail;
+    expect(detail).toHaveLength(1_000);
+    expect(detail.slice(0, 4)).toEqual(
+      ['sg_event_id', 'email', 'event', 'timestamp'].map((field) => ({ type: 'missing', loc: ['body', 0, field], msg: 'Field required', input: {} })),
+    );
+    expect(detail[999]).toEqual({ type: 'missing', loc: ['body', 249, 'timestamp'], msg: 'Field required', input: {} });
+    // Without the cap: 2.66 million entries, about 270 MB, many seconds.
+    expect(text.length).toBeLessThan(150_000);
+    expect(ms).toBeLessThan(2_000);
+  });
+
+  it('answers 422 at the index of a kept event too large for one Kafka record, and publishes none of the call', async () => {
+    const prefix = `too-large-${uniqueSuffix()}`;
+    const big = sendgridEvent({ event: 'open', sg_event_id: `${prefix}-big`, pad: 'x'.repeat(1_100_000) });
+    const body = [sendgridEvent({ event: 'open', sg_event_id: `${prefix}-small` }), big];
+    const topicBefore = await topicSize(brokers, topics.open);
+    const response = await post(open.url, JSON.stringify(body));
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({
+      detail: [
+        {
+          type: 'value_error',
+          loc: ['body', 1],
+          msg: expect.stringMatching(/^Value error, event too large: \d+ bytes as a Kafka record, at most 900000$/),
+          input: big,
+          ctx: { error: {} },
+        },
+      ],
+    });
+    // The same event with a type that is not kept is accepted: it never goes to Kafka.
+    expect(await post(open.url, JSON.stringify([{ ...big, event: 'delivered' }]))).toMatchObject({ status: 202, body: { accepted: 1 } });
+    expect(await topicSize(brokers, topics.open)).toBe(topicBefore);
+  });
+
   it('answers 413 above 5 MB and takes a body just below', async () => {
     const item = JSON.stringify(sendgridEvent({ event: 'processed', sg_event_id: 'big', padding: 'x'.repeat(1_000) }));
     const count = Math.floor((5 * 1024 * 1024 - 2) / (item.length + 1));
@@ -278,6 +322,15 @@ describe('normalization and delivery', () => {
       // Read right after the answer, from another client: already on the broker.
       expect(await topicSize(brokers, topics.open)).toBe(topicBefore + 40 * (round + 1));
     }
+  });
+
+  it('splits a call larger than one Kafka request over several, and accepts it', async () => {
+    const prefix = `split-${uniqueSuffix()}`;
+    // Four records of 600 KB: no two fit one 900 KB produce request.
+    const body = Array.from({ length: 4 }, (_, i) => sendgridEvent({ event: 'click', sg_event_id: `${prefix}-${i}`, pad: 'x'.repeat(600_000) }));
+    expect(await post(open.url, JSON.stringify(body))).toMatchObject({ status: 202, body: { accepted: 4 } });
+    const published = await openTopic.waitFor(prefix, 4);
+    expect(published.map((record) => record.event.providerEventId).sort()).toEqual(body.map((event) => event.sg_event_id).sort());
   });
 
   it('publishes concurrent calls together without losing any', async () => {

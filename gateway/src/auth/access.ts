@@ -2,6 +2,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { call } from '@mail/common';
 import type { identityV1 } from '@mail/proto';
 import { HttpError, forbidden, fromGrpcError, notFound, unauthorized } from '../errors/http-error';
+import { parseUuid } from '../errors/pydantic-types';
 import type { MatchedOperation, OperationObject } from '../openapi/document';
 import { ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';
 import { roleFromProto } from './roles';
@@ -52,6 +53,7 @@ export function authenticate(
       email: token.email,
       displayName: token.displayName,
       grantPlatformAdmin: authenticator.grantsPlatformAdmin,
+      workspaceId: workspaceToAuthorize(match, req.path, req.headers.workspace_id),
     }).catch((error: unknown) => {
       const httpError = fromGrpcError(error);
       // The service rejects claims it cannot provision from (a first sign-in without a valid e-mail):
@@ -68,6 +70,28 @@ export function authenticate(
     };
     next();
   };
+}
+
+/**
+ * The workspace `authorize` will look up, so that ResolvePrincipal returns
+ * only its membership instead of every one (a platform admin's list grows
+ * with every workspace); undefined for operations without a workspace scope,
+ * which get the full list (/auth/me shows it). This runs before validation:
+ * only a valid UUID is passed, in the canonical form validation turns it into
+ * and `authorize` looks up; anything else stays unset, and validation answers.
+ */
+export function workspaceToAuthorize(
+  match: MatchedOperation,
+  urlPath: string,
+  workspaceHeader: string | string[] | undefined,
+): string | undefined {
+  const level = match.operation['x-required-role'];
+  const scope = match.operation['x-workspace-from'] ?? 'header';
+  if (level === undefined || level === 'public' || level === 'authenticated' || scope === 'none') return undefined;
+  const given = scope === 'path' ? urlPath.split('/')[match.path.split('/').indexOf('{id}')] : workspaceHeader;
+  if (typeof given !== 'string') return undefined;
+  const parsed = parseUuid(given);
+  return 'uuid' in parsed ? parsed.uuid : undefined;
 }
 
 /** express-openapi-validator's view of the matched route (app-level middleware has no req.params). */

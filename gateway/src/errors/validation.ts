@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler } from 'express';
-import type { Violation } from '@mail/common';
+import { invalidEmail, parseEmail, type Violation } from '@mail/common';
 import { operationMatcher, type OpenApiDocument } from '../openapi/document';
 import { assertReadableJson } from './json-body';
 import { pythonJsonError } from './python-json';
-import { boolFromString, floatFromString, intFromString, parseEmail, parseUuid } from './pydantic-types';
+import { boolFromString, floatFromString, intFromString, parseUuid } from './pydantic-types';
 
 /**
  * Validation that answers exactly like FastAPI with Pydantic v2: the
@@ -388,8 +388,8 @@ function keywordDetail(keyword: string, schema: Schema, value: unknown, message:
       }
       if (schema.format === 'email' && typeof value === 'string') {
         const parsed = parseEmail(value);
-        const reason = 'reason' in parsed ? parsed.reason : '';
-        return { type: 'value_error', msg: `value is not a valid email address: ${reason}`, ctx: { reason } };
+        const { type, msg, ctx } = invalidEmail([], value, 'reason' in parsed ? parsed.reason : '');
+        return { type, msg, ctx };
       }
       break;
     case 'multipleOf':
@@ -433,45 +433,136 @@ function keywordDetail(keyword: string, schema: Schema, value: unknown, message:
   return { type: 'value_error', msg: `Value error, ${message}`, ctx: { error: {} } };
 }
 
-interface Located {
-  violation: Violation;
+/**
+ * At most this many `detail` entries, the first ones in FastAPI's order. A
+ * body can fail in far more places (a 1 MB list of wrong items) than any
+ * client reads, and answering each would make the 422 far larger and slower
+ * than the request; FastAPI users never see this many.
+ */
+export const MAX_DETAIL_ENTRIES = 1_000;
+
+/** Where one JSON pointer of the validator's errors leads: its `loc`, its sort key, and the schema and value found there. */
+interface Location {
+  where: ParameterLocation | 'body';
+  loc: (string | number)[];
   order: number[];
+  schema: Schema | undefined;
+  value: unknown;
+  parent: unknown;
+  /** How deep below the body or the parameter; 0 for the body or parameter itself. */
+  depth: number;
 }
 
-/** One Pydantic entry for all the validator's errors at one JSON pointer (Pydantic reports one per field). */
-function violationAt(context: RequestContext, pointer: string, errors: ValidatorError[]): Located {
-  const [area = 'body', ...path] = pointer
-    .split('/')
-    .slice(1)
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+/** A location with failing children, worked out once for all of them (a body can fail at 100,000s of items of one list). */
+interface Parent {
+  location: Location;
+  schema: Schema | undefined;
+  /** Rank among the children: declared properties in schema order, list items by index, other keys after them as met. */
+  ranks: Map<string, number>;
+}
+
+/** A failing pointer while the entries to report are picked: its place in the order, its Location not built yet. */
+interface Candidate {
+  pointer: string;
+  /** Below a parent: the parent's order and the rank under it. The body or a parameter itself: its order, no rank. */
+  parent: Parent | undefined;
+  prefix: number[];
+  rank: number;
+  key: string;
+  errors: ValidatorError[];
+}
+
+const unescapePointer = (part: string): string => (part.includes('~') ? part.replace(/~1/g, '/').replace(/~0/g, '~') : part);
+
+/** The body or a parameter itself: `/body`, `/query/page`, `/headers/workspace_id`, `/params/id`. */
+function rootLocation(context: RequestContext, pointer: string): Location {
+  const [area = 'body', name = ''] = pointer.split('/').slice(1).map(unescapePointer);
   const where = LOCATION_NAMES[area] ?? 'body';
-  const order = [LOCATION_ORDER.indexOf(where)];
-  const loc: (string | number)[] = [where];
-  let schema: Schema | undefined;
-  let value: unknown;
-  let segments = path;
   if (where === 'body') {
-    [schema, value] = [context.body, context.rawBody];
-  } else {
-    const [name = '', ...rest] = path;
-    const index = context.parameters.findIndex((p) => p.in === where && p.name.toLowerCase() === name.toLowerCase());
-    const parameter = context.parameters[index];
-    [schema, value, segments] = [parameter?.schema, context.rawParameters[where][parameter?.name ?? name], rest];
-    order.push(index);
-    loc.push(parameter?.name ?? name);
+    return { where, loc: [where], order: [LOCATION_ORDER.indexOf(where)], schema: context.body, value: context.rawBody, parent: undefined, depth: 0 };
   }
+  const index = context.parameters.findIndex((p) => p.in === where && p.name.toLowerCase() === name.toLowerCase());
+  const parameter = context.parameters[index];
+  return {
+    where,
+    loc: [where, parameter?.name ?? name],
+    order: [LOCATION_ORDER.indexOf(where), index],
+    schema: parameter?.schema,
+    value: context.rawParameters[where][parameter?.name ?? name],
+    parent: undefined,
+    depth: 0,
+  };
+}
 
-  let parent: unknown;
-  for (const key of segments) {
-    const resolved = schema && resolve(context.document, schema);
-    const propertyIndex = Object.keys(resolved?.properties ?? {}).indexOf(key);
-    order.push(propertyIndex >= 0 ? propertyIndex : Array.isArray(value) ? Number(key) : Number.MAX_SAFE_INTEGER);
-    loc.push(Array.isArray(value) ? Number(key) : key);
-    parent = value;
-    schema = resolved && childSchema(context.document, resolved, key);
-    value = Array.isArray(value) ? value[Number(key)] : isRecord(value) ? value[key] : undefined;
+function isRootPointer(pointer: string): boolean {
+  const afterArea = pointer.indexOf('/', 1);
+  const area = afterArea < 0 ? pointer.slice(1) : pointer.slice(1, afterArea);
+  return (LOCATION_NAMES[area] ?? 'body') === 'body' ? afterArea < 0 : pointer.indexOf('/', afterArea + 1) < 0;
+}
+
+function rankUnder({ location, ranks }: Parent, key: string): number {
+  let rank = ranks.get(key);
+  if (rank === undefined && Array.isArray(location.value)) return Number(key);
+  if (rank === undefined) ranks.set(key, (rank = ranks.size));
+  return rank;
+}
+
+function childLocation(context: RequestContext, parent: Parent, key: string): Location {
+  const { location, schema } = parent;
+  const isList = Array.isArray(location.value);
+  return {
+    where: location.where,
+    loc: [...location.loc, isList ? Number(key) : key],
+    order: [...location.order, rankUnder(parent, key)],
+    schema: schema && childSchema(context.document, schema, key),
+    value: isList ? (location.value as unknown[])[Number(key)] : isRecord(location.value) ? location.value[key] : undefined,
+    parent: location.value,
+    depth: location.depth + 1,
+  };
+}
+
+/** Candidates for pointers, each parent worked out once. */
+function candidates(context: RequestContext): (pointer: string, errors: ValidatorError[]) => Candidate {
+  const parents = new Map<string, Parent>();
+  const parentAt = (pointer: string): Parent => {
+    let parent = parents.get(pointer);
+    if (!parent) {
+      const location = isRootPointer(pointer) ? rootLocation(context, pointer) : locationOf(pointer);
+      const schema = location.schema && resolve(context.document, location.schema);
+      parent = { location, schema, ranks: new Map(Object.keys(schema?.properties ?? {}).map((key, rank) => [key, rank])) };
+      parents.set(pointer, parent);
+    }
+    return parent;
+  };
+  const split = (pointer: string): [Parent, string] => {
+    const cut = pointer.lastIndexOf('/');
+    return [parentAt(pointer.slice(0, cut)), unescapePointer(pointer.slice(cut + 1))];
+  };
+  const locationOf = (pointer: string): Location => childLocation(context, ...split(pointer));
+  return (pointer, errors) => {
+    if (isRootPointer(pointer)) {
+      return { pointer, parent: undefined, prefix: rootLocation(context, pointer).order, rank: 0, key: '', errors };
+    }
+    const [parent, key] = split(pointer);
+    return { pointer, parent, prefix: parent.location.order, rank: rankUnder(parent, key), key, errors };
+  };
+}
+
+/** FastAPI's order: path, query, header, then the body in field order; each list in index order. */
+function compareCandidates(a: Candidate, b: Candidate): number {
+  if (a.parent !== undefined && a.parent === b.parent) return a.rank - b.rank;
+  const aLength = a.prefix.length + (a.parent ? 1 : 0);
+  const bLength = b.prefix.length + (b.parent ? 1 : 0);
+  for (let i = 0; i < Math.min(aLength, bLength); i++) {
+    const x = i < a.prefix.length ? a.prefix[i] : a.rank;
+    const y = i < b.prefix.length ? b.prefix[i] : b.rank;
+    if (x !== y) return x - y;
   }
+  return aLength - bLength;
+}
 
+/** One Pydantic entry for all the validator's errors at one location (Pydantic reports one per field). */
+function violationAt(context: RequestContext, { where, loc, schema, value, parent, depth }: Location, errors: ValidatorError[]): Violation {
   const keywordOf = (error: ValidatorError) => error.errorCode?.replace(/\.openapi\.validation$/, '') ?? '';
   const rank = (error: ValidatorError) => {
     const position = KEYWORD_PRIORITY.indexOf(keywordOf(error));
@@ -482,40 +573,55 @@ function violationAt(context: RequestContext, pointer: string, errors: Validator
   const resolved = resolve(context.document, schema);
 
   // FastAPI treats a JSON null body like no body at all.
-  const bodyAbsent = where === 'body' && segments.length === 0 && (keyword === 'required' || value === null);
+  const bodyAbsent = where === 'body' && depth === 0 && (keyword === 'required' || value === null);
   if (keyword === 'required' || bodyAbsent) {
-    const input = bodyAbsent || segments.length === 0 ? null : parent;
-    return { violation: { type: 'missing', loc, msg: 'Field required', input }, order };
+    const input = bodyAbsent || depth === 0 ? null : parent;
+    return { type: 'missing', loc, msg: 'Field required', input };
   }
   if (keyword === 'additionalProperties') {
-    return { violation: { type: 'extra_forbidden', loc, msg: 'Extra inputs are not permitted', input: value }, order };
+    return { type: 'extra_forbidden', loc, msg: 'Extra inputs are not permitted', input: value };
   }
   const detail = keywordDetail(resolved.enum ? 'enum' : keyword, resolved, value, chosen.message);
   const violation: Violation = { type: detail.type, loc, msg: detail.msg, input: value };
   if (detail.ctx) violation.ctx = detail.ctx;
-  return { violation, order };
-}
-
-function compareOrder(a: number[], b: number[]): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] - b[i];
-  return a.length - b.length;
+  return violation;
 }
 
 /**
  * The `detail` entries FastAPI would give for an express-openapi-validator
  * 400 (validated with allErrors): one per failing field, ordered like
- * FastAPI's (path, query, header, then the body in field order).
+ * FastAPI's, the first MAX_DETAIL_ENTRIES of them. One pass over the
+ * validator's errors keeps the first ones in order (a pointer after the last
+ * one kept costs one comparison), and only those are turned into entries.
  */
 export function openApiViolations(error: { errors: ValidatorError[] }, req: Request): Violation[] {
   const context = contexts.get(req);
   // app.ts makes Express, the validator and pydanticRequests match paths identically, so this cannot happen.
   if (!context) throw new Error(`no validation context for ${req.method} ${req.path}`);
-  const byPointer = new Map<string, ValidatorError[]>();
-  for (const item of error.errors) byPointer.set(item.path, [...(byPointer.get(item.path) ?? []), item]);
-  return [...byPointer]
-    .map(([pointer, errors]) => violationAt(context, pointer, errors))
-    .sort((a, b) => compareOrder(a.order, b.order))
-    .map((located) => located.violation);
+  const candidateFor = candidates(context);
+  const kept: Candidate[] = [];
+  for (const item of error.errors) {
+    // Distinct pointers never compare equal (ranks are unique under a parent), so equal means another error at the same pointer.
+    const candidate = candidateFor(item.path, [item]);
+    if (kept.length === MAX_DETAIL_ENTRIES && compareCandidates(candidate, kept[kept.length - 1]) > 0) continue;
+    let low = 0;
+    let high = kept.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (compareCandidates(candidate, kept[middle]) <= 0) high = middle;
+      else low = middle + 1;
+    }
+    if (low < kept.length && compareCandidates(candidate, kept[low]) === 0) {
+      kept[low].errors.push(item);
+      continue;
+    }
+    kept.splice(low, 0, candidate);
+    if (kept.length > MAX_DETAIL_ENTRIES) kept.pop();
+  }
+  return kept.map((candidate) => {
+    const location = candidate.parent ? childLocation(context, candidate.parent, candidate.key) : rootLocation(context, candidate.pointer);
+    return violationAt(context, location, candidate.errors);
+  });
 }
 
 /** FastAPI's single entry for a body that is not JSON, positioned as Python's decoder reports it. */

@@ -1,6 +1,7 @@
 import type { Violation } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { intFromString } from '../errors/pydantic-types';
+import { MAX_DETAIL_ENTRIES } from '../errors/validation';
 
 const { EventType, BounceType } = eventsV1;
 
@@ -74,20 +75,28 @@ const REQUIRED: [keyof SendgridEvent & string, Check][] = [
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The body's violations, all at once, with `loc` from "body"; an empty list means every item is a SendgridEvent. */
+/**
+ * The body's violations in order, with `loc` from "body": all of them, up to
+ * MAX_DETAIL_ENTRIES (checking stops there, so a body of a million bad items
+ * costs no more than one of a thousand); an empty list means every item is a SendgridEvent.
+ */
 export function bodyViolations(body: unknown): Violation[] {
   if (body === null) return [violation('missing', ['body'], 'Field required', null)];
   if (!Array.isArray(body)) return [violation('list_type', ['body'], 'Input should be a valid list', body)];
-  return body.flatMap((item, index): Violation[] => {
+  const violations: Violation[] = [];
+  for (let index = 0; index < body.length && violations.length < MAX_DETAIL_ENTRIES; index++) {
+    const item: unknown = body[index];
     if (!isObject(item)) {
-      return [violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item)];
+      violations.push(violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item));
+      continue;
     }
-    return REQUIRED.flatMap(([field, check]) => {
+    for (const [field, check] of REQUIRED) {
       const loc = ['body', index, field];
-      if (!Object.hasOwn(item, field)) return [violation('missing', loc, 'Field required', item)];
-      return check(item[field], loc) ?? [];
-    });
-  });
+      const found = Object.hasOwn(item, field) ? check(item[field], loc) : violation('missing', loc, 'Field required', item);
+      if (found) violations.push(found);
+    }
+  }
+  return violations.slice(0, MAX_DETAIL_ENTRIES);
 }
 
 /** SendGrid event name → what is stored; names not listed (processed, delivered, deferred, dropped, ...) are dropped. */

@@ -1,9 +1,9 @@
 import type { Router } from 'express';
-import type { Logger } from '@mail/common';
+import { createKafka, type Logger } from '@mail/common';
 import type { WebhookConfig } from '../config';
-import { createKafka, ensureTopicsInBackground } from './kafka';
 import { EventPublisher } from './publisher';
 import { webhookRouter } from './router';
+import { ensureTopicsInBackground } from './topics';
 
 export interface Webhook {
   router: Router;

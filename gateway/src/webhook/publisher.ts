@@ -1,5 +1,5 @@
-import { Partitioners, type Kafka, type Message, type Producer } from 'kafkajs';
-import type { Logger } from '@mail/common';
+import type { Kafka, Message, Producer } from 'kafkajs';
+import { createIdempotentProducer, type Logger } from '@mail/common';
 
 /** Kafka could not take the events in time; the webhook answers 503 so the provider retries. */
 export class PublishError extends Error {}
@@ -11,6 +11,17 @@ export class PublishError extends Error {}
  * requests stay below both limits whatever the key distribution.
  */
 const MAX_REQUEST_BYTES = 900_000;
+
+/**
+ * The largest record the publisher takes: one that fills a produce request on
+ * its own. The broker would refuse a larger one however often it is retried.
+ */
+export const MAX_MESSAGE_BYTES = MAX_REQUEST_BYTES;
+
+/** What a record counts towards MAX_REQUEST_BYTES. */
+export function messageBytes(message: Message): number {
+  return (message.value as Buffer).length + Buffer.byteLength(message.key as Buffer | string);
+}
 
 interface Chunk {
   request: PendingRequest;
@@ -124,13 +135,8 @@ export class EventPublisher {
 
   private connectedProducer(): Promise<Producer> {
     if (!this.producer) {
-      const producer = this.kafka.producer({
-        idempotent: true,
-        maxInFlightRequests: 1,
-        createPartitioner: Partitioners.DefaultPartitioner,
-        // Unlimited retries (kafkajs's default for idempotence) keep sequence numbers valid; callers stop waiting at timeoutMs.
-        retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
-      });
+      // Its retries are unlimited; callers stop waiting at timeoutMs.
+      const producer = createIdempotentProducer(this.kafka);
       const connected = producer.connect().then(() => producer);
       connected.catch(() => this.retire(connected));
       this.producer = connected;
@@ -170,7 +176,7 @@ function chunksOf(messages: Message[]): { messages: Message[]; bytes: number }[]
   const chunks: { messages: Message[]; bytes: number }[] = [];
   let current: { messages: Message[]; bytes: number } = { messages: [], bytes: 0 };
   for (const message of messages) {
-    const bytes = (message.value as Buffer).length + (message.key as Buffer | string).length;
+    const bytes = messageBytes(message);
     if (current.messages.length > 0 && current.bytes + bytes > MAX_REQUEST_BYTES) {
       chunks.push(current);
       current = { messages: [], bytes: 0 };

@@ -1,13 +1,13 @@
 import type { KeyObject } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Router } from 'express';
 import type { Message } from 'kafkajs';
-import { prometheus, registry } from '@mail/common';
+import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, unprocessable } from '../errors/http-error';
 import { assertReadableJson } from '../errors/json-body';
 import { jsonSyntaxViolations } from '../errors/validation';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from './auth';
 import { bodyViolations, encodeEvents, toEngagementEvent, type SendgridEvent } from './events';
-import { PublishError, type EventPublisher } from './publisher';
+import { MAX_MESSAGE_BYTES, PublishError, messageBytes, type EventPublisher } from './publisher';
 
 export const WEBHOOK_PATH = '/campaign-events/webhook';
 /** SendGrid posts up to 768 KB; the contract takes up to 5 MB. */
@@ -70,14 +70,26 @@ export function webhookRouter(options: WebhookOptions): Router {
 /**
  * The Kafka records for a body, and how many events it held. Nothing else of
  * the parsed body outlives this call, so it does not stay on the heap while
- * the records wait for Kafka's acknowledgement.
+ * the records wait for Kafka's acknowledgement. A kept event too large for
+ * one Kafka record is a 422 at its index: a 503 would be retried forever.
  */
 function toMessages(raw: Buffer): { accepted: number; messages: Message[] } {
   const events = parseEvents(raw);
   const receivedAt = new Date();
-  const kept = events.flatMap((event) => toEngagementEvent(event, receivedAt) ?? []);
-  const values = encodeEvents(kept);
-  return { accepted: events.length, messages: kept.map((event, i) => ({ key: event.email, value: values[i] })) };
+  const kept = events.flatMap((event, index) => {
+    const normalized = toEngagementEvent(event, receivedAt);
+    return normalized ? [{ index, normalized }] : [];
+  });
+  const values = encodeEvents(kept.map(({ normalized }) => normalized));
+  const messages = kept.map(({ normalized }, i) => ({ key: normalized.email, value: values[i] }));
+  const tooLarge = messages.flatMap((message, i): Violation[] => {
+    const bytes = messageBytes(message);
+    if (bytes <= MAX_MESSAGE_BYTES) return [];
+    const index = kept[i].index;
+    return [valueError(['body', index], events[index], `event too large: ${bytes} bytes as a Kafka record, at most ${MAX_MESSAGE_BYTES}`)];
+  });
+  if (tooLarge.length > 0) throw unprocessable(tooLarge);
+  return { accepted: events.length, messages };
 }
 
 /**

@@ -2,9 +2,15 @@ import * as grpc from '@grpc/grpc-js';
 
 type ClientConstructor<C> = new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions) => C;
 
-/** One long-lived channel per downstream service. */
+/**
+ * One long-lived channel per downstream service, spreading its calls over
+ * every address the name resolves to. Behind a headless Kubernetes Service
+ * that is one address per ready pod; with the default pick_first, every call
+ * of the channel's life would go to the one pod it connected to first.
+ */
 export function createClient<C extends grpc.Client>(Ctor: ClientConstructor<C>, address: string): C {
   return new Ctor(address, grpc.credentials.createInsecure(), {
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,

@@ -79,6 +79,9 @@ export interface RunningGrpcServer {
   drain(timeoutMs: number): Promise<void>;
 }
 
+/** How long a client connection is kept before the server asks the client to reconnect (grpc-js adds ±10% jitter). */
+const MAX_CONNECTION_AGE_MS = 5 * 60_000;
+
 export async function startGrpcServer(
   address: string,
   services: GrpcService[],
@@ -87,6 +90,9 @@ export async function startGrpcServer(
   const server = new grpc.Server({
     'grpc.keepalive_time_ms': 30_000,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    // Clients resolve a headless Service's pods again only when a connection closes: closing each one
+    // after a while (calls in flight finish first) lets them find pods added since.
+    'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS,
   });
   for (const service of [...services, healthService(readiness)]) {
     server.addService(service.definition, service.implementation);

@@ -22,7 +22,8 @@ export interface ServiceDefinition {
 /**
  * The life of every gRPC service process: read config, connect, serve gRPC
  * with grpc.health.v1, serve /metrics, /healthz and /readyz, and on SIGTERM
- * report not-ready, drain calls, then close.
+ * report not-ready, drain calls, then close. With MIGRATE_ONLY=1 it only
+ * connects (which migrates), closes and exits.
  */
 export async function runService(definition: ServiceDefinition, env = new EnvReader()): Promise<void> {
   const config = readProcessConfig(env, definition.name, definition.grpcAddressVariable, definition.defaults);
@@ -30,6 +31,12 @@ export async function runService(definition: ServiceDefinition, env = new EnvRea
   try {
     const readiness = new Readiness();
     const parts = await definition.start({ env, logger, readiness, config });
+    if (env.bool('MIGRATE_ONLY')) {
+      // start() brought the schema up to date; a deploy Job runs this once before rolling out.
+      for (const step of parts.close) await step.run();
+      logger.info(`${definition.name} schema is up to date (MIGRATE_ONLY=1), exiting`);
+      process.exit(0);
+    }
     const grpcServer = await startGrpcServer(config.grpcAddress, parts.grpcServices, readiness);
     const opsServer = await startOpsServer(config.opsPort, readiness);
     onShutdown(logger, config.shutdownTimeoutMs, [

@@ -57,8 +57,9 @@ describe('roles', () => {
 });
 
 describe('e-mail', () => {
-  it('trims and lower-cases', () => {
+  it('trims and lower-cases, and reads the `Name <address>` form as Pydantic does', () => {
     expect(validEmail(['email'], '  Ann.Lee@Example.COM ')).toBe('ann.lee@example.com');
+    expect(validEmail(['email'], 'Ann Lee <Ann.Lee@Example.COM>')).toBe('ann.lee@example.com');
   });
 
   it.each([
@@ -66,8 +67,10 @@ describe('e-mail', () => {
     ['There must be something before the @-sign.', '@example.com'],
     ['There must be something after the @-sign.', 'ann@'],
     ['The part after the @-sign is not valid. It should have a period.', 'ann@localhost'],
-    ['The email address is not valid.', 'ann lee@example.com'],
-    ['The email address is too long (8 characters too many).', `${'a'.repeat(250)}@example.com`],
+    ['The email address contains invalid characters before the @-sign: SPACE.', 'ann lee@example.com'],
+    ['The email address contains invalid characters before the @-sign: U+0000.', 'ann\u0000@example.com'],
+    ['The email address is too long before the @-sign (186 characters too many).', `${'a'.repeat(250)}@example.com`],
+    ['The email address is too long (6 characters too many).', `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`],
   ])('rejects an address: %s', (reason, input) => {
     expect(violationsOf(() => validEmail(['email'], input))).toEqual([
       { loc: ['email'], type: 'value_error', msg: `value is not a valid email address: ${reason}`, input, ctx: { reason } },
@@ -94,6 +97,18 @@ describe('names', () => {
         ctx: { max_length: 200 },
       },
     ]);
+  });
+
+  it('refuses NUL characters, which PostgreSQL text cannot hold', () => {
+    const nul = (loc: string, input: string) => ({
+      loc: [loc],
+      type: 'value_error',
+      msg: 'Value error, text must not contain NUL (\\u0000) characters',
+      input,
+      ctx: { error: {} },
+    });
+    expect(violationsOf(() => validWorkspaceName('w\u0000'))).toEqual([nul('name', 'w\u0000')]);
+    expect(violationsOf(() => displayNameOrDefault(' Ann\u0000 ', 'ann@example.com'))).toEqual([nul('display_name', 'Ann\u0000')]);
   });
 
   it('falls back to the e-mail local part for a blank display name', () => {
@@ -137,10 +152,18 @@ describe('principal claims', () => {
     expect(principalClaims({ ...token, displayName: '  ' }, new Set()).displayName).toBeUndefined();
   });
 
-  it('requires issuer and subject', () => {
+  it('requires issuer and subject, without NUL', () => {
     expect(violationsOf(() => principalClaims({ ...token, subject: ' ' }, new Set()))).toEqual([
       { loc: ['subject'], type: 'missing', msg: 'Field required', input: null },
     ]);
+    expect(violationsOf(() => principalClaims({ ...token, subject: 's\u0000' }, new Set()))).toMatchObject([
+      { loc: ['subject'], type: 'value_error', input: 's\u0000' },
+    ]);
+  });
+
+  it('drops NUL from the name the identity provider sends rather than refusing the sign-in', () => {
+    expect(principalClaims({ ...token, displayName: 'A\u0000nn\u0000' }, new Set()).displayName).toBe('Ann');
+    expect(principalClaims({ ...token, displayName: '\u0000' }, new Set()).displayName).toBeUndefined();
   });
 
   it('patches only what changed and never revokes platform admin', () => {

@@ -1,4 +1,4 @@
-import { failure, principal, Role, startIdentity, status, type Identity } from './harness';
+import { failure, MISSING_UUID, principal, Role, startIdentity, status, type Identity } from './harness';
 
 let identity: Identity;
 
@@ -127,6 +127,27 @@ describe('ResolvePrincipal', () => {
       everyWorkspace.map((w) => ({ workspaceId: w.id, workspaceName: w.name, role: Role.ROLE_PLATFORM_ADMIN })),
     );
     expect(admin.memberships.map((m) => m.workspaceName)).toEqual(['Alpha', 'beta', 'gamma', 'Invited', 'Race']);
+  });
+
+  it('limits memberships to the workspace asked for, for members and platform admins alike', async () => {
+    const { workspace: team } = await identity.rpc('createWorkspace', { name: 'Scoped' });
+    const { workspace: other } = await identity.rpc('createWorkspace', { name: 'Elsewhere' });
+    await identity.rpc('addMember', { workspaceId: team!.id, email: 'scoped@example.com', role: Role.ROLE_EDITOR });
+    await identity.rpc('addMember', { workspaceId: other!.id, email: 'scoped@example.com', role: Role.ROLE_VIEWER });
+    const member = (workspaceId?: string) => identity.rpc('resolvePrincipal', principal({ subject: 'scoped', email: 'scoped@example.com', workspaceId }));
+    const admin = (workspaceId?: string) => identity.rpc('resolvePrincipal', principal({ subject: 'boss', email: 'boss@example.com', workspaceId }));
+
+    expect((await member(team!.id)).memberships).toEqual([{ workspaceId: team!.id, workspaceName: 'Scoped', role: Role.ROLE_EDITOR }]);
+    expect((await member()).memberships).toHaveLength(2);
+    expect((await admin(team!.id)).memberships).toEqual([{ workspaceId: team!.id, workspaceName: 'Scoped', role: Role.ROLE_PLATFORM_ADMIN }]);
+    expect((await admin()).memberships.length).toBeGreaterThan(2);
+
+    // A workspace that does not exist, one the member is not in, or a value that is not a UUID: no membership.
+    const { workspace: foreign } = await identity.rpc('createWorkspace', { name: 'Foreign' });
+    expect((await member(foreign!.id)).memberships).toEqual([]);
+    expect((await admin(MISSING_UUID)).memberships).toEqual([]);
+    expect((await admin('not-a-uuid')).memberships).toEqual([]);
+    expect((await admin('')).memberships).toEqual([]);
   });
 
   it('rejects a token without subject, and a first sign-in without e-mail', async () => {

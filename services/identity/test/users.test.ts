@@ -82,6 +82,31 @@ describe('users', () => {
     expect((await identity.rpc('listUsers', { emailContains: 'x_' })).users.map((u) => u.email)).toEqual(['max_1@example.com']);
   });
 
+  it('refuses NUL in an e-mail or display name, on create, add and update, and finds nothing for NUL in the filter', async () => {
+    const badEmail = {
+      loc: ['email'],
+      type: 'value_error',
+      msg: 'value is not a valid email address: The email address contains invalid characters before the @-sign: U+0000.',
+    };
+    const badName = { loc: ['display_name'], type: 'value_error', msg: 'Value error, text must not contain NUL (\\u0000) characters', input: 'N\u0000' };
+    const refused = (violation: object) => ({ code: status.INVALID_ARGUMENT, violations: [violation] });
+    expect(await failure(identity.rpc('createUser', { email: 'n\u0000@example.com', displayName: '', isPlatformAdmin: false }))).toMatchObject(
+      refused(badEmail),
+    );
+    expect(await failure(identity.rpc('createUser', { email: 'nul@example.com', displayName: 'N\u0000', isPlatformAdmin: false }))).toMatchObject(
+      refused(badName),
+    );
+    const { workspace } = await identity.rpc('createWorkspace', { name: 'Nul' });
+    expect(
+      await failure(identity.rpc('addMember', { workspaceId: workspace!.id, email: 'nul@example.com', displayName: 'N\u0000', role: Role.ROLE_VIEWER })),
+    ).toMatchObject(refused(badName));
+    const id = await newUser('nul@example.com');
+    const values = { id: '', email: 'n\u0000@example.com', displayName: 'N\u0000', isPlatformAdmin: false };
+    expect(await failure(identity.rpc('updateUser', { id, updateMask: ['email'], user: values }))).toMatchObject(refused(badEmail));
+    expect(await failure(identity.rpc('updateUser', { id, updateMask: ['display_name'], user: values }))).toMatchObject(refused(badName));
+    expect(await identity.rpc('listUsers', { emailContains: 'nul\u0000' })).toEqual({ users: [], page: { total: 0, page: 1, pageSize: 50 } });
+  });
+
   it('updates only the fields named in the mask', async () => {
     const id = await newUser('nora@example.com', 'Nora');
     const values = { id: '', email: 'Nora.New@Example.com', displayName: 'Nora N', isPlatformAdmin: true };

@@ -81,6 +81,17 @@ describe('workspaces', () => {
     expect((await identity.rpc('listWorkspaces', { nameContains: '0%' })).workspaces.map((w) => w.name)).toEqual(['50% off']);
   });
 
+  it('refuses NUL in a name (PostgreSQL text cannot hold it) and finds nothing for NUL in the filter', async () => {
+    const nul = (input: string) => ({
+      code: status.INVALID_ARGUMENT,
+      violations: [{ loc: ['name'], type: 'value_error', msg: 'Value error, text must not contain NUL (\\u0000) characters', input, ctx: { error: {} } }],
+    });
+    expect(await failure(identity.rpc('createWorkspace', { name: 'a\u0000b' }))).toMatchObject(nul('a\u0000b'));
+    const id = await newWorkspace('Clean');
+    expect(await failure(identity.rpc('updateWorkspace', { id, name: '\u0000' }))).toMatchObject(nul('\u0000'));
+    expect(await identity.rpc('listWorkspaces', { nameContains: 'Cl\u0000' })).toEqual({ workspaces: [], page: { total: 0, page: 1, pageSize: 50 } });
+  });
+
   it('deletes a workspace with its memberships but not its users', async () => {
     const id = await newWorkspace('Doomed');
     const { member } = await identity.rpc('addMember', { workspaceId: id, email: 'survivor@example.com', role: Role.ROLE_ADMIN });

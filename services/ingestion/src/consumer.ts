@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Partitioners, type EachBatchPayload, type Kafka, type KafkaMessage } from 'kafkajs';
-import type { Logger } from '@mail/common';
+import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import { createIdempotentProducer, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from './config';
 import { decodeEvent } from './domain/events';
@@ -50,13 +50,7 @@ export async function startConsumer(
     maxBytesPerPartition: config.maxBatchBytes,
     maxWaitTimeInMs: config.maxBatchWaitMs,
   });
-  const deadLetters = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    createPartitioner: Partitioners.DefaultPartitioner,
-    // Unlimited (kafkajs's default for idempotence, which the client-wide retry setting would replace) keeps sequence numbers valid.
-    retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
-  });
+  const deadLetters = createIdempotentProducer(kafka);
   let joined = false;
   consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
   consumer.on(consumer.events.CRASH, ({ payload }) => {

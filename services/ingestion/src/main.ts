@@ -1,9 +1,8 @@
-import { createClickHouse, createClient, ensureEventSchema, runService } from '@mail/common';
+import { createClickHouse, createClient, createKafka, ensureEventSchema, ensureTopics, runService } from '@mail/common';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { CategoryResolver } from './categories';
 import { readConfig } from './config';
 import { startConsumer } from './consumer';
-import { createKafka, ensureTopics } from './kafka';
 import { ingest } from './pipeline';
 import { EventStore } from './store/events';
 

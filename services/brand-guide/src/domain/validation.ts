@@ -1,4 +1,4 @@
-import { InvalidArgumentError, valueError, type Violation } from '@mail/common';
+import { InvalidArgumentError, nulViolation, type Violation } from '@mail/common';
 import type { BrandGuideFields, BrandGuidePatch, NewBrandGuide } from './model';
 
 export const NAME_MAX_LENGTH = 200;
@@ -31,20 +31,15 @@ function lengthViolation(loc: string, input: string, min: number, max: number): 
   return undefined;
 }
 
-/** Postgres text cannot hold NUL: a string with one is refused here instead of failing the write. */
-function nulViolation(loc: string, input: string | null | undefined): Violation | undefined {
-  return input?.includes('\u0000') ? valueError([loc], input, 'text must not contain NUL (\\u0000) characters') : undefined;
-}
-
 /** In the order of the write shape, as Pydantic reports them. */
 function fieldViolations(write: BrandGuideWrite): Violation[] {
   return [
-    write.name == null ? undefined : (lengthViolation('name', write.name, 1, NAME_MAX_LENGTH) ?? nulViolation('name', write.name)),
-    nulViolation('description', write.description),
+    write.name == null ? undefined : (lengthViolation('name', write.name, 1, NAME_MAX_LENGTH) ?? nulViolation(['name'], write.name)),
+    nulViolation(['description'], write.description),
     write.promptContent == null
       ? undefined
       : (lengthViolation('prompt_content', write.promptContent, 0, PROMPT_CONTENT_MAX_LENGTH) ??
-        nulViolation('prompt_content', write.promptContent)),
+        nulViolation(['prompt_content'], write.promptContent)),
   ].filter((v): v is Violation => v !== undefined);
 }
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { NotFoundError } from '@mail/common';
+import { NotFoundError, containsNul } from '@mail/common';
 import type { BrandGuide, BrandGuideFields, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 
@@ -49,7 +49,7 @@ export async function listBrandGuides(
   window: PageWindow,
 ): Promise<Page<BrandGuide>> {
   // Postgres refuses NUL in a pattern, and no stored name can hold one.
-  if (filter.nameQuery?.includes('\u0000')) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
+  if (containsNul(filter.nameQuery)) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
   const base = db('brand_guides').where({ workspace_id: workspaceId });
   if (filter.isActive !== undefined) base.where({ is_active: filter.isActive });
   if (filter.nameQuery) base.whereILike('name', `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%`);

@@ -1,5 +1,4 @@
-import { InvalidArgumentError, valueError, type Violation } from '@mail/common';
-import { emailProblem } from './email';
+import { InvalidArgumentError, invalidEmail, nulViolations, parseEmail, valueError, type Violation } from '@mail/common';
 import type { CampaignFields, CampaignPatch, NewCampaign, VariantDraft } from './model';
 import { readOnlySelectProblem } from './mssql-query';
 import { cronProblem } from './schedule';
@@ -80,10 +79,8 @@ function rangeViolation(loc: (string | number)[], input: number, { min, max }: {
 }
 
 function emailViolation(loc: string[], input: string): Violation | undefined {
-  const reason = emailProblem(input);
-  return reason === undefined
-    ? undefined
-    : { loc, type: 'value_error', msg: `value is not a valid email address: ${reason}`, input, ctx: { reason } };
+  const parsed = parseEmail(input);
+  return 'reason' in parsed ? invalidEmail(loc, input, parsed.reason) : undefined;
 }
 
 function variantViolations(variants: VariantWrite[]): (Violation | undefined)[] {
@@ -106,18 +103,6 @@ function semanticViolation(
 
 const snakeCase = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** Postgres text cannot hold NUL: a string with one is refused here instead of failing the write. */
-function nulViolations(value: unknown, loc: (string | number)[] = []): Violation[] {
-  if (typeof value === 'string') {
-    return value.includes('\u0000') ? [valueError(loc, value, 'text must not contain NUL (\\u0000) characters')] : [];
-  }
-  if (Array.isArray(value)) return value.flatMap((item, i) => nulViolations(item, [...loc, i]));
-  if (value !== null && typeof value === 'object') {
-    return Object.entries(value).flatMap(([key, item]) => nulViolations(item, [...loc, snakeCase(key)]));
-  }
-  return [];
-}
-
 /** Every rule beyond types, on the values present; all failures at once. */
 function fieldViolations(write: CampaignWrite): Violation[] {
   const violations = [
@@ -139,7 +124,7 @@ function fieldViolations(write: CampaignWrite): Violation[] {
     write.fromEmail == null ? undefined : emailViolation(['from_email'], write.fromEmail),
     write.replyTo == null ? undefined : emailViolation(['reply_to'], write.replyTo),
     ...(write.variants == null ? [] : variantViolations(write.variants)),
-    ...nulViolations(write),
+    ...nulViolations(write, [], snakeCase),
   ];
   return violations.filter((v): v is Violation => v !== undefined);
 }

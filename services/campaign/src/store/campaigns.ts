@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ConflictError, NotFoundError } from '@mail/common';
+import { ConflictError, NotFoundError, containsNul } from '@mail/common';
 import type { Campaign, CampaignFields, CampaignPatch, CategoryMatch, NewCampaign, Page, VariantDraft } from '../domain/model';
 import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
 
@@ -128,7 +128,7 @@ export async function listCampaigns(
   window: PageWindow,
 ): Promise<Page<Campaign>> {
   // Postgres refuses NUL in a pattern, and no stored name can hold one.
-  if (filter.nameQuery?.includes('\u0000')) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
+  if (containsNul(filter.nameQuery)) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
   const base = db('campaigns as c').where({ 'c.workspace_id': workspaceId });
   if (filter.isActive !== undefined) base.where({ 'c.is_active': filter.isActive });
   if (filter.nameQuery) base.whereILike('c.name', `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%`);

@@ -21,8 +21,9 @@ export interface PrincipalClaims {
 
 export function principalClaims(token: TokenClaims, bootstrapAdmins: ReadonlySet<string>): PrincipalClaims {
   const email = token.email.trim() === '' ? undefined : validEmail(['email'], token.email);
-  // The identity provider owns the name, so an over-long one is cut rather than locking the user out.
-  const displayName = [...token.displayName.trim()].slice(0, NAME_MAX_LENGTH).join('');
+  // The identity provider owns the name, so an over-long one is cut, and NULs (which PostgreSQL
+  // text cannot hold) are dropped, rather than locking the user out.
+  const displayName = [...token.displayName.replaceAll('\u0000', '').trim()].slice(0, NAME_MAX_LENGTH).join('');
   return {
     issuer: requireText('issuer', token.issuer),
     subject: requireText('subject', token.subject),

@@ -1,10 +1,8 @@
-import { InvalidArgumentError, type Violation } from '@mail/common';
+import { InvalidArgumentError, invalidEmail, nulViolation, parseEmail, type Violation } from '@mail/common';
 
 export const NAME_MAX_LENGTH = 200;
 const DEFAULT_PAGE_SIZE = 50;
 const MAX_PAGE_SIZE = 500;
-// RFC 5321 limits a forward path to 256 octets, of which 254 are the address.
-const EMAIL_MAX_LENGTH = 254;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -17,29 +15,16 @@ function length(value: string): number {
   return [...value].length;
 }
 
+/** Users are found by e-mail, so it is stored trimmed and entirely lower-cased. */
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-function emailProblem(email: string): string | undefined {
-  const at = email.lastIndexOf('@');
-  if (at < 0) return 'An email address must have an @-sign.';
-  if (at === 0) return 'There must be something before the @-sign.';
-  if (at === email.length - 1) return 'There must be something after the @-sign.';
-  if (length(email) > EMAIL_MAX_LENGTH) return `The email address is too long (${length(email) - EMAIL_MAX_LENGTH} characters too many).`;
-  if (/\s/.test(email) || email.indexOf('@') !== at) return 'The email address is not valid.';
-  if (!email.slice(at + 1).includes('.')) return 'The part after the @-sign is not valid. It should have a period.';
-  return undefined;
-}
-
-/** Normalized e-mail, or a violation worded like Pydantic's EmailStr. */
+/** The address as Pydantic's EmailStr reads it, normalized; or its violation (which also covers NUL). */
 export function validEmail(loc: string[], input: string): string {
-  const email = normalizeEmail(input);
-  const reason = emailProblem(email);
-  if (reason === undefined) return email;
-  throw new InvalidArgumentError([
-    { loc, type: 'value_error', msg: `value is not a valid email address: ${reason}`, input, ctx: { reason } },
-  ]);
+  const parsed = parseEmail(input);
+  if ('reason' in parsed) throw new InvalidArgumentError([invalidEmail(loc, input, parsed.reason)]);
+  return normalizeEmail(parsed.email);
 }
 
 function lengthViolation(loc: string[], input: string, min: number): Violation | undefined {
@@ -65,7 +50,7 @@ function lengthViolation(loc: string[], input: string, min: number): Violation |
 }
 
 export function validWorkspaceName(name: string): string {
-  const violation = lengthViolation(['name'], name, 1);
+  const violation = lengthViolation(['name'], name, 1) ?? nulViolation(['name'], name);
   if (violation) throw new InvalidArgumentError([violation]);
   return name;
 }
@@ -74,14 +59,16 @@ export function validWorkspaceName(name: string): string {
 export function displayNameOrDefault(displayName: string | undefined, email: string): string {
   const given = displayName?.trim() ?? '';
   if (given === '') return email.slice(0, email.lastIndexOf('@'));
-  const violation = lengthViolation(['display_name'], given, 0);
+  const violation = lengthViolation(['display_name'], given, 0) ?? nulViolation(['display_name'], given);
   if (violation) throw new InvalidArgumentError([violation]);
   return given;
 }
 
 export function requireText(loc: string, value: string): string {
-  if (value.trim() !== '') return value;
-  throw new InvalidArgumentError([{ loc: [loc], type: 'missing', msg: 'Field required', input: null }]);
+  const violation =
+    value.trim() === '' ? { loc: [loc], type: 'missing', msg: 'Field required', input: null } : nulViolation([loc], value);
+  if (violation) throw new InvalidArgumentError([violation]);
+  return value;
 }
 
 export interface PageWindow {

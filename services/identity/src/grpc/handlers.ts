@@ -28,7 +28,7 @@ export function identityHandlers(
   return {
     resolvePrincipal: unary(logger, 'ResolvePrincipal', async (request) => {
       const user = await resolveUser(db, principalClaims(request, config.bootstrapPlatformAdmins));
-      const memberships = await membershipsOf(db, user);
+      const memberships = await membershipsOf(db, user, request.workspaceId);
       return { user, memberships: memberships.map((m) => ({ ...m, role: roleToProto(m.role) })) };
     }),
 

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ConflictError } from '@mail/common';
 import type { Membership, User } from '../domain/model';
 import { newUserProfile, profilePatch, type PrincipalClaims } from '../domain/principal';
+import { isUuid } from '../domain/validation';
 import { newUserColumns, updateUser } from './users';
 import { userColumns } from './sql';
 
@@ -45,16 +46,23 @@ export async function resolveUser(db: Knex, claims: PrincipalClaims): Promise<Us
   return Object.keys(patch).length === 0 ? user : updateUser(db, user.id, patch);
 }
 
-/** A platform admin acts in every workspace; everyone else in their memberships. */
-export function membershipsOf(db: Knex, user: User): Promise<Membership[]> {
+/**
+ * A platform admin acts in every workspace; everyone else in their memberships.
+ * With `onlyWorkspaceId`, just that workspace's entry (if any): a request acts
+ * in one workspace, and a platform admin's full list grows with every workspace.
+ */
+export async function membershipsOf(db: Knex, user: User, onlyWorkspaceId?: string): Promise<Membership[]> {
+  if (onlyWorkspaceId !== undefined && !isUuid(onlyWorkspaceId)) return [];
   if (user.isPlatformAdmin) {
-    return db('workspaces')
+    const workspaces = db('workspaces')
       .select('id as workspaceId', 'name as workspaceName', db.raw("'platform_admin' as role"))
       .orderByRaw('lower(name), id');
+    return onlyWorkspaceId === undefined ? workspaces : workspaces.where('id', onlyWorkspaceId);
   }
-  return db('memberships as m')
+  const memberships = db('memberships as m')
     .join('workspaces as w', 'w.id', 'm.workspace_id')
     .where('m.user_id', user.id)
     .select('m.workspace_id as workspaceId', 'w.name as workspaceName', 'm.role')
     .orderByRaw('lower(w.name), w.id');
+  return onlyWorkspaceId === undefined ? memberships : memberships.where('m.workspace_id', onlyWorkspaceId);
 }

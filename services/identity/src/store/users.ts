@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ConflictError, NotFoundError } from '@mail/common';
+import { ConflictError, NotFoundError, containsNul } from '@mail/common';
 import type { NewUser, Page, User, UserPatch } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 import { containsPattern, fetchPage, isUniqueViolation, userColumns } from './sql';
@@ -23,7 +23,9 @@ export async function getUser(db: Knex, id: string): Promise<User> {
   return user;
 }
 
-export function listUsers(db: Knex, window: PageWindow, emailContains: string | undefined): Promise<Page<User>> {
+export async function listUsers(db: Knex, window: PageWindow, emailContains: string | undefined): Promise<Page<User>> {
+  // PostgreSQL refuses NUL in a pattern, and no stored value can hold one.
+  if (containsNul(emailContains)) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
   const base = db('users');
   if (emailContains) base.whereILike('email', containsPattern(emailContains));
   return fetchPage(base, window, (query) => query.select(userColumns()).orderBy('email'));

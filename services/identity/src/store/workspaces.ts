@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { NotFoundError } from '@mail/common';
+import { NotFoundError, containsNul } from '@mail/common';
 import type { Page, Workspace } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 import { WORKSPACE_COLUMNS, containsPattern, fetchPage } from './sql';
@@ -17,7 +17,9 @@ export async function getWorkspace(db: Knex, id: string): Promise<Workspace> {
   return workspace;
 }
 
-export function listWorkspaces(db: Knex, window: PageWindow, nameContains: string | undefined): Promise<Page<Workspace>> {
+export async function listWorkspaces(db: Knex, window: PageWindow, nameContains: string | undefined): Promise<Page<Workspace>> {
+  // PostgreSQL refuses NUL in a pattern, and no stored value can hold one.
+  if (containsNul(nameContains)) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
   const base = db('workspaces');
   if (nameContains) base.whereILike('name', containsPattern(nameContains));
   return fetchPage(base, window, (query) => query.select(WORKSPACE_COLUMNS).orderByRaw('lower(name), id'));

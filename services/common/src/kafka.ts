@@ -1,5 +1,5 @@
-import { Kafka, logLevel, type Admin, type ITopicConfig, type logCreator } from 'kafkajs';
-import type { Logger } from '@mail/common';
+import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Producer, type logCreator } from 'kafkajs';
+import type { Logger } from './logger';
 
 const PINO_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -26,9 +26,25 @@ export function createKafka(clientId: string, brokers: string[], logger: Logger)
   });
 }
 
-/** Creates the topics that are missing; existing ones are left as they are. */
-export async function ensureTopics(admin: Admin, topics: ITopicConfig[]): Promise<void> {
+/**
+ * A producer whose acknowledged records are written exactly once per producer
+ * session. Its retries are unlimited (kafkajs's default for idempotence, which
+ * the client-wide retry setting would replace) so sequence numbers stay valid;
+ * callers bound their own waits.
+ */
+export function createIdempotentProducer(kafka: Kafka): Producer {
+  return kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
+  });
+}
+
+/** Creates the topics that are missing (existing ones are left as they are) and returns the names it created. */
+export async function ensureTopics(admin: Admin, topics: ITopicConfig[]): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((topic) => !existing.has(topic.topic));
   if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
+  return missing.map((topic) => topic.topic);
 }
