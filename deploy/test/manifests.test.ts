@@ -320,6 +320,25 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
     }
   });
 
+  test.each(OVERLAYS)("%s: the Services dialled over gRPC are headless, so clients balance over the pods; the gateway's is not", (overlay) => {
+    const objects = objectsOf(overlay);
+    const addressVariable = (service: ServiceName): string => `${service.toUpperCase().replace('-', '_')}_GRPC_ADDR`;
+    const dialled = SERVICES.filter((service) =>
+      PROCESSES.some((process) => process !== service && envValue(deployment(objects, process).spec.template.spec.containers[0], objects, addressVariable(service))),
+    );
+    expect([...dialled].sort()).toEqual(['analytics', 'brand-guide', 'campaign', 'identity']);
+    type ServiceSpec = { clusterIP?: string; ports: { port: number; targetPort: string | number }[] };
+    for (const service of dialled) {
+      const { spec } = find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', service)!;
+      expect(`${service} clusterIP: ${spec.clusterIP}`).toBe(`${service} clusterIP: None`);
+      // A headless Service maps no ports: clients reach the container's port under the Service's number.
+      const container = deployment(objects, service).spec.template.spec.containers[0];
+      for (const port of spec.ports) expect(port.port).toBe(container.ports?.find((p) => p.name === port.targetPort)?.containerPort);
+    }
+    // The gateway's Service keeps its virtual IP, which maps port 80 to the container's 8080.
+    expect(find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', 'gateway')!.spec.clusterIP).toBeUndefined();
+  });
+
   test.each(OVERLAYS)('%s: autoscalers, disruption budgets and replica counts', (overlay) => {
     const objects = objectsOf(overlay);
     for (const process of PROCESSES) {
