@@ -1,4 +1,15 @@
+import { brandGuideRoutes } from './brand-guides';
+import { campaignRoutes } from './campaigns';
+import { eventRoutes } from './events';
+import { identityRoutes } from './identity';
+import { suppressionRoutes } from './suppressions';
 import type { RouteModule } from './context';
 
 /** Every area of the API; the OpenAPI fragments in gateway/openapi/ describe them. */
-export const routeModules: RouteModule[] = [];
+export const routeModules: RouteModule[] = [
+  campaignRoutes,
+  brandGuideRoutes,
+  identityRoutes,
+  eventRoutes,
+  suppressionRoutes,
+];

@@ -1,0 +1,347 @@
+/**
+ * Analytics read latency on a large workspace.
+ *
+ * 1. Generates (once; reused while the row count matches) 10 M engagement
+ *    events for one workspace over a year, 2 M more for 20 other workspaces
+ *    in the same partitions, 0.1 % of the big workspace's events stored a
+ *    second time by a separate insert (redeliveries ReplacingMergeTree has not
+ *    merged yet), and the suppression signals those events imply, all with
+ *    INSERT ... SELECT FROM numbers() on the server.
+ * 2. Starts the analytics service (startStack) on that database and measures,
+ *    through gRPC, one request at a time: ListEvents page 1 with each filter,
+ *    GetStats over typical dashboard ranges, and ListSuppressions.
+ * 3. Times SQL shapes straight on ClickHouse: the candidates for an exact
+ *    total (why the service counts as it does), and the slow reads on copies
+ *    of the table sorted by campaign and by address (what a schema change buys).
+ * Prints p50/p95/max per scenario (RUNS runs, fewer for slow ones: at least
+ * MIN_RUNS, then until SCENARIO_BUDGET_MS); the figures also go to
+ * bench/results/query-analytics-<time>.json.
+ *
+ * Run (infra up, `npx tsc -b services/analytics deploy/local`):
+ *   npx tsc -p bench/query-analytics.tsconfig.json && node bench/dist/query-analytics.js
+ * Settings: CLICKHOUSE_URL (default the infra's), BENCH_DATABASE (bench_analytics),
+ * BENCH_EVENTS (10000000), BENCH_RUNS (timed runs per scenario, 40), BENCH_REGENERATE=1.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createClient as createClickHouseClient } from '@clickhouse/client';
+import { call, chsql, createClickHouse, createClient, ensureEventSchema } from '@mail/common';
+import { infraEnv, startStack } from '@mail/local';
+import { analyticsV1, eventsV1 } from '@mail/proto';
+
+const { int, sql, uuid, dateTime } = chsql;
+
+const CLICKHOUSE_URL = infraEnv().clickhouseUrl;
+const DATABASE = process.env.BENCH_DATABASE ?? 'bench_analytics';
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000_000);
+const NOISE_EVENTS = EVENTS / 5;
+const RUNS = Number(process.env.BENCH_RUNS ?? 40);
+const WARM_UP_RUNS = 3;
+/** A slow scenario stops after this long, with at least MIN_RUNS runs. */
+const SCENARIO_BUDGET_MS = 30_000;
+const MIN_RUNS = 10;
+const RESULTS_DIR = path.join(__dirname, '..', 'results');
+
+const WORKSPACE = '0b0b0b0b-0000-4000-8000-000000000001';
+const CAMPAIGNS = 200;
+const ADDRESSES = 1_000_000;
+const LINKS_PER_CAMPAIGN = 20;
+const DAY_MS = 86_400_000;
+/** The generated year ends here; ranges are relative to it, so a reused data set measures the same. */
+const END = new Date('2026-11-01T00:00:00Z');
+const START = new Date(END.getTime() - 365 * DAY_MS);
+
+const campaignId = (index: number) => `0c0c0c0c-0000-4000-8000-${String(index).padStart(12, '0')}`;
+
+// ---------------------------------------------------------------------------
+// Data
+// ---------------------------------------------------------------------------
+
+/**
+ * count events of `workspace`, evenly over the year, with the mix of a busy
+ * sender: 62 % opens, 30 % clicks, 2 % hard and 4 % soft bounces, 2 % unsubscribes.
+ */
+function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: number): chsql.SqlFragment {
+  const span = int(Math.floor((END.getTime() - START.getTime()) / 1000));
+  return sql`
+    SELECT generateUUIDv4(), ${workspace},
+      toUUID(concat('0c0c0c0c-0000-4000-8000-', substring(toString(1000000000000 + cityHash64(number, ${int(seed)}, 1) % ${int(CAMPAIGNS)}), 2, 12))) AS campaign,
+      CAST(multiIf(r < 620, 'open', r < 920, 'click', r < 980, 'bounce', 'unsubscribe') AS Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4)),
+      CAST(multiIf(r >= 920 AND r < 940, 'hard', r >= 940 AND r < 980, 'soft', 'none') AS Enum8('none' = 0, 'hard' = 1, 'soft' = 2)),
+      concat('user', toString(cityHash64(number, ${int(seed)}, 2) % ${int(ADDRESSES)}), '@example.com'),
+      toDateTime(toUInt32(${dateTime(START)}) + intDiv(number * ${span}, ${int(count)}), 'UTC') AS occurred,
+      occurred + 2,
+      if(r >= 620 AND r < 920, concat('https://example.com/c/', toString(campaign), '/', toString(cityHash64(number, 3) % ${int(LINKS_PER_CAMPAIGN)})), NULL),
+      if(r >= 920 AND r < 980, '550 5.1.1 The email account that you tried to reach does not exist', NULL),
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36',
+      '203.0.113.7', 'sendgrid',
+      concat('sg', hex(cityHash64(number, ${int(seed)}, 4)), hex(cityHash64(number, ${int(seed)}, 5))),
+      concat('msg', hex(cityHash64(number, ${int(seed)}, 6))),
+      '{"event":"open","category":["campaign"],"sg_event_id":"x","sg_message_id":"y","useragent":"Mozilla/5.0"}',
+      now()
+    FROM (SELECT number, cityHash64(number, ${int(seed)}) % 1000 AS r FROM numbers(${int(count)}))`;
+}
+
+async function ensureData(): Promise<void> {
+  const bootstrap = createClickHouse(CLICKHOUSE_URL, 'default');
+  await ensureEventSchema(bootstrap, DATABASE);
+  await bootstrap.close();
+  // Inserting millions of rows takes longer than the services' 30 s request timeout.
+  const client = createClickHouseClient({ url: CLICKHOUSE_URL, database: DATABASE, request_timeout: 600_000 });
+  const count = async () => {
+    const result = await client.query({ query: sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(WORKSPACE)}`.text, format: 'JSONEachRow' });
+    return Number((await result.json<{ n: string }>())[0].n);
+  };
+  const expected = EVENTS + EVENTS / 1000;
+  if (process.env.BENCH_REGENERATE !== '1' && Math.abs((await count()) - expected) < EVENTS / 100) {
+    console.log(`reusing ${DATABASE}: ${await count()} events in the big workspace`);
+    await client.close();
+    return;
+  }
+  const command = async (label: string, query: chsql.SqlFragment) => {
+    const started = performance.now();
+    await client.command({ query: query.text, clickhouse_settings: { max_insert_block_size: '1000000' } });
+    console.log(`  ${label}: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  };
+  console.log(`generating ${EVENTS} events in ${DATABASE} ...`);
+  for (const table of ['engagement_events', 'suppression_signals', 'suppression_lifts']) {
+    await client.command({ query: sql`TRUNCATE TABLE ${chsql.identifier(table)}`.text });
+  }
+  for (const layout of Object.keys(LAYOUTS)) {
+    await client.command({ query: sql`DROP TABLE IF EXISTS ${chsql.identifier(`engagement_events_${layout}`)}`.text });
+  }
+  await command('big workspace', sql`INSERT INTO engagement_events ${generatedEvents(uuid(WORKSPACE), EVENTS, 1)}`);
+  for (let index = 0; index < 20; index++) {
+    const noise = uuid(`0b0b0b0b-0000-4000-8000-${String(index + 2).padStart(12, '0')}`);
+    await command(`other workspace ${index + 1}`, sql`INSERT INTO engagement_events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`);
+  }
+  await command(
+    'redelivered copies (0.1 %)',
+    sql`INSERT INTO engagement_events
+      SELECT generateUUIDv4(), workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at, url, reason,
+        user_agent, ip, provider, provider_event_id, provider_message_id, raw, now() + 1
+      FROM engagement_events WHERE workspace_id = ${uuid(WORKSPACE)} AND cityHash64(provider_event_id) % 1000 = 0`,
+  );
+  await command(
+    'suppression signals',
+    sql`INSERT INTO suppression_signals
+      SELECT workspace_id, email,
+        CAST(multiIf(bounce_type = 'hard', 'hard_bounce', bounce_type = 'soft', 'soft_bounce', 'unsubscribe')
+          AS Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4)),
+        occurred_at, provider_event_id, ingested_at
+      FROM engagement_events WHERE event_type IN ('bounce', 'unsubscribe')`,
+  );
+  console.log(`  ${await count()} events in the big workspace`);
+  await client.close();
+}
+
+/** Measures the steady state, not the background merges that follow a bulk load. */
+async function waitForMerges(): Promise<void> {
+  const client = createClickHouse(CLICKHOUSE_URL, 'default');
+  const started = performance.now();
+  for (;;) {
+    const result = await client.query({ query: sql`SELECT count() AS n FROM system.merges WHERE database = ${chsql.str(DATABASE)}`.text, format: 'JSONEachRow' });
+    if (Number((await result.json<{ n: string }>())[0].n) === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
+  const parts = await client.query({
+    query: sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'engagement_events' AND active`.text,
+    format: 'JSONEachRow',
+  });
+  const [{ parts: count, level }] = await parts.json<{ parts: string; level: number }>();
+  console.log(`merges done after ${((performance.now() - started) / 1000).toFixed(0)} s: ${count} active parts (max level ${level})`);
+  await client.close();
+}
+
+// ---------------------------------------------------------------------------
+// Measurement
+// ---------------------------------------------------------------------------
+
+interface Result {
+  scenario: string;
+  runs: number;
+  p50Ms: number;
+  p95Ms: number;
+  maxMs: number;
+  /** What the last answer held, to see the scenario did real work. */
+  note: string;
+  /** 1-minute load average when the scenario ended: other work on the machine inflates latencies. */
+  load: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function measure(scenario: string, run: () => Promise<string>): Promise<Result> {
+  for (let i = 0; i < WARM_UP_RUNS; i++) await run();
+  const latencies: number[] = [];
+  let note = '';
+  const budgetEnd = performance.now() + SCENARIO_BUDGET_MS;
+  for (let i = 0; i < RUNS && (i < MIN_RUNS || performance.now() < budgetEnd); i++) {
+    const started = performance.now();
+    note = await run();
+    latencies.push(performance.now() - started);
+  }
+  latencies.sort((a, b) => a - b);
+  const result = {
+    scenario,
+    runs: latencies.length,
+    p50Ms: Math.round(percentile(latencies, 50)),
+    p95Ms: Math.round(percentile(latencies, 95)),
+    maxMs: Math.round(latencies[latencies.length - 1]),
+    note,
+    load: Number(os.loadavg()[0].toFixed(1)),
+  };
+  console.log(`${scenario.padEnd(52)} n ${String(latencies.length).padStart(2)}  p50 ${String(result.p50Ms).padStart(5)} ms  p95 ${String(result.p95Ms).padStart(5)} ms  max ${String(result.maxMs).padStart(5)} ms  load ${result.load}  ${note}`);
+  return result;
+}
+
+async function main(): Promise<void> {
+  await ensureData();
+  await waitForMerges();
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'query-bench-'));
+  const stack = await startStack({
+    stateDir,
+    logDir: path.join(stateDir, 'logs'),
+    processes: ['analytics'],
+    env: { CLICKHOUSE_URL, CLICKHOUSE_DATABASE: DATABASE, LOG_LEVEL: 'warn' },
+  });
+  const client = createClient(analyticsV1.AnalyticsServiceClient, stack.urls.grpc.analytics);
+  const results: Result[] = [];
+  try {
+    const days = (n: number) => ({ occurredFrom: new Date(END.getTime() - n * DAY_MS), occurredBefore: END });
+    const list = (filter: Omit<analyticsV1.EventFilter, 'workspaceId'>, page = 1) => async () => {
+      const answer = await call(client.listEvents.bind(client), { filter: { workspaceId: WORKSPACE, ...filter }, page: { page, pageSize: 50 } }, 60_000);
+      return `${answer.events.length} of ${answer.page?.total}`;
+    };
+    const stats = (filter: Omit<analyticsV1.EventFilter, 'workspaceId'>, interval: analyticsV1.Interval) => async () => {
+      const answer = await call(client.getStats.bind(client), { filter: { workspaceId: WORKSPACE, ...filter }, interval }, 60_000);
+      return `${answer.totals?.opens} opens, ${answer.campaigns.length} campaigns, ${answer.series.length} buckets`;
+    };
+    const suppressions = async () => {
+      const answer = await call(client.listSuppressions.bind(client), { workspaceId: WORKSPACE, page: { page: 1, pageSize: 50 } }, 60_000);
+      return `${answer.suppressions.length} of ${answer.page?.total}`;
+    };
+    const { EventType } = eventsV1;
+    const { Interval } = analyticsV1;
+    const scenarios: [string, () => Promise<string>][] = [
+      ['list page 1, no filter (all 10 M)', list({})],
+      ['list page 1, event_type=click', list({ eventType: EventType.EVENT_TYPE_CLICK })],
+      ['list page 1, campaign_id', list({ campaignId: campaignId(7) })],
+      ['list page 1, email', list({ email: 'user4242@example.com' })],
+      ['list page 1, last 7 days', list(days(7))],
+      ['list page 1, last 30 days', list(days(30))],
+      ['list page 1, campaign + click + last 30 days', list({ ...days(30), campaignId: campaignId(7), eventType: EventType.EVENT_TYPE_CLICK })],
+      ['list page 1000, last 30 days', list(days(30), 1000)],
+      ['stats last 7 days, hourly', stats(days(7), Interval.INTERVAL_HOUR)],
+      ['stats last 30 days, daily', stats(days(30), Interval.INTERVAL_DAY)],
+      ['stats one campaign, all time, daily', stats({ campaignId: campaignId(7) }, Interval.INTERVAL_DAY)],
+      ['stats all time, daily (10 M)', stats({}, Interval.INTERVAL_DAY)],
+      ['suppressions page 1', suppressions],
+    ];
+    for (const [scenario, run] of scenarios) results.push(await measure(scenario, run));
+
+    results.push(...(await compareShapes()));
+  } finally {
+    client.close();
+    await stack.stopAll();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  }
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `query-analytics-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify({ clickhouse: CLICKHOUSE_URL, database: DATABASE, events: EVENTS, runs: RUNS, results }, null, 2));
+  console.log(`results: ${path.relative(process.cwd(), file)}`);
+}
+
+/** Same table, other sort keys (keyed: the shared one plus a stored hash of the event id): what a schema change would buy. */
+const LAYOUTS = {
+  by_campaign: 'workspace_id, campaign_id, occurred_at, provider_event_id',
+  by_email: 'workspace_id, email, occurred_at, provider_event_id',
+  keyed: 'workspace_id, occurred_at, provider_event_id',
+} as const;
+
+async function ensureLayouts(client: ReturnType<typeof createClickHouseClient>): Promise<void> {
+  for (const [name, orderBy] of Object.entries(LAYOUTS)) {
+    const table = chsql.identifier(`engagement_events_${name}`);
+    const existing = await client.query({
+      query: sql`SELECT count() AS n FROM system.tables WHERE database = ${chsql.str(DATABASE)} AND name = ${chsql.str(table.text)}`.text,
+      format: 'JSONEachRow',
+    });
+    if (Number((await existing.json<{ n: string }>())[0].n) > 0) continue;
+    await client.command({
+      query: sql`CREATE TABLE ${table} AS engagement_events
+        ENGINE = ReplacingMergeTree(ingested_at) PARTITION BY toYYYYMM(occurred_at) ORDER BY (${chsql.raw.trusted(orderBy)})`.text,
+    });
+    if (name === 'keyed') {
+      await client.command({ query: sql`ALTER TABLE ${table} ADD COLUMN event_key UInt64 MATERIALIZED cityHash64(provider_event_id)`.text });
+    }
+    await client.command({ query: sql`INSERT INTO ${table} SELECT * FROM engagement_events`.text });
+  }
+}
+
+/**
+ * SQL shapes timed straight on ClickHouse: the candidates for an exact total
+ * over one unfiltered year, and the reads that miss the targets on the shared
+ * table next to the same reads on tables sorted by campaign or by address.
+ */
+async function compareShapes(): Promise<Result[]> {
+  const client = createClickHouseClient({ url: CLICKHOUSE_URL, database: DATABASE, request_timeout: 600_000 });
+  await ensureLayouts(client);
+  const where = sql`workspace_id = ${uuid(WORKSPACE)}`;
+  const settled = dateTime(new Date(END.getTime() - 61 * DAY_MS));
+  const perDay = (table: string, filter: chsql.SqlFragment) =>
+    sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM ${chsql.identifier(table)} WHERE ${where} AND ${filter} GROUP BY d`;
+  const campaignCounts = (table: string) =>
+    sql`SELECT event_type, bounce_type, sum(n) FROM (
+      SELECT toStartOfDay(occurred_at) d, event_type, bounce_type, uniqExact(cityHash64(provider_event_id)) n
+      FROM ${chsql.identifier(table)} WHERE ${where} AND campaign_id = ${uuid(campaignId(7))} GROUP BY d, event_type, bounce_type)
+      GROUP BY event_type, bounce_type`;
+  const lastWeek = sql`occurred_at >= ${dateTime(new Date(END.getTime() - 7 * DAY_MS))}`;
+  const email = sql`email = ${chsql.str('user4242@example.com')}`;
+  const shapes: [string, chsql.SqlFragment][] = [
+    ['total: count() per day (duplicates counted twice)', sql`SELECT toStartOfDay(occurred_at) d, count() FROM engagement_events WHERE ${where} GROUP BY d`],
+    ['total: uniqExact(cityHash64(provider_event_id)) per day (used)', perDay('engagement_events', chsql.raw.trusted('1'))],
+    ['total: uniqExact(provider_event_id) per day', sql`SELECT toStartOfDay(occurred_at) d, uniqExact(provider_event_id) FROM engagement_events WHERE ${where} GROUP BY d`],
+    ['total: uniqExact(provider_event_id), one set', sql`SELECT uniqExact(provider_event_id) FROM engagement_events WHERE ${where}`],
+    ['total: count() FINAL', sql`SELECT count() FROM engagement_events FINAL WHERE ${where}`],
+    [
+      'total: uniqExact(event_key) per day, stored UInt64 key',
+      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(event_key) FROM engagement_events_keyed WHERE ${where} GROUP BY d`,
+    ],
+    [
+      'total: count() on settled months, dedup on the last two',
+      sql`SELECT sum(n) FROM (
+        SELECT count() n FROM engagement_events WHERE ${where} AND occurred_at < ${settled}
+        UNION ALL
+        SELECT uniqExact(cityHash64(provider_event_id)) n FROM engagement_events WHERE ${where} AND occurred_at >= ${settled} GROUP BY toStartOfDay(occurred_at))`,
+    ],
+    ['campaign counts, all time: shared table', campaignCounts('engagement_events')],
+    ['campaign counts, all time: sorted by campaign', campaignCounts('engagement_events_by_campaign')],
+    ['list total, last 7 days: shared table', perDay('engagement_events', lastWeek)],
+    ['list total, last 7 days: sorted by campaign', perDay('engagement_events_by_campaign', lastWeek)],
+    ['list total, one address: shared table', perDay('engagement_events', email)],
+    ['list total, one address: sorted by address', perDay('engagement_events_by_email', email)],
+  ];
+  const results: Result[] = [];
+  try {
+    for (const [scenario, query] of shapes) {
+      results.push(
+        await measure(scenario, async () => {
+          const result = await client.query({ query: query.text, format: 'JSONEachRow' });
+          return `${(await result.json()).length} rows`;
+        }),
+      );
+    }
+  } finally {
+    await client.close();
+  }
+  return results;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,365 @@
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { EnvReader, Readiness, call, createClickHouse, createClient, createLogger } from '@mail/common';
+import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
+import { identityV1 } from '@mail/proto';
+import { createApp } from '../src/app';
+import { devAuthenticator } from '../src/auth/principal';
+import { closeServiceClients, createServiceClients } from '../src/clients';
+import { readGatewayConfig } from '../src/config';
+import { loadOpenApiDocument } from '../src/openapi/document';
+
+/**
+ * GET /campaign-events/ and /campaign-events/stats end to end: the gateway's
+ * whole pipeline (in-process, DEV_AUTH_ENABLED=1) against the real identity
+ * and analytics processes, over events written straight into a private
+ * ClickHouse database.
+ */
+
+let postgres: TestPostgres;
+let database: TestClickHouse;
+let clickhouse: ReturnType<typeof createClickHouse>;
+let stack: Stack;
+let stateDir: string;
+let gatewayUrl: string;
+let closeGateway: () => Promise<void>;
+let workspace: string;
+
+const C1 = '00000000-0000-4000-8000-0000000000c1';
+const C2 = '00000000-0000-4000-8000-0000000000c2';
+
+function event(fields: Record<string, unknown>) {
+  return {
+    id: randomUUID(),
+    workspace_id: workspace,
+    campaign_id: C1,
+    event_type: 'open',
+    bounce_type: 'none',
+    email: 'a@example.com',
+    received_at: fields.occurred_at,
+    url: null,
+    reason: null,
+    user_agent: null,
+    ip: null,
+    provider: 'sendgrid',
+    provider_event_id: randomUUID(),
+    provider_message_id: null,
+    raw: '{}',
+    ingested_at: new Date().toISOString(),
+    ...fields,
+  };
+}
+
+let rows: ReturnType<typeof event>[];
+let click: ReturnType<typeof event>;
+
+beforeAll(async () => {
+  [postgres, database] = await Promise.all([createTestPostgres('gateway_events'), createTestClickHouse('gateway_events')]);
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'events-test-'));
+  stack = await startStack({
+    stateDir,
+    logDir: path.join(stateDir, 'logs'),
+    processes: ['identity', 'analytics'],
+    env: { DATABASE_URL: postgres.url, CLICKHOUSE_URL: database.url, CLICKHOUSE_DATABASE: database.database, LOG_LEVEL: 'warn' },
+  });
+  const config = readGatewayConfig(
+    new EnvReader({
+      DEV_AUTH_ENABLED: '1',
+      IDENTITY_GRPC_ADDR: stack.urls.grpc.identity,
+      ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+    }),
+  );
+  const clients = createServiceClients(config.services);
+  const app = createApp({
+    document: loadOpenApiDocument(),
+    clients,
+    authenticator: devAuthenticator,
+    readiness: new Readiness(),
+    logger: createLogger('gateway', 'silent'),
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  gatewayUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  closeGateway = async () => {
+    await new Promise((resolve) => server.close(resolve));
+    closeServiceClients(clients);
+  };
+
+  const identity = createClient(identityV1.IdentityServiceClient, stack.urls.grpc.identity);
+  workspace = (await call(identity.createWorkspace.bind(identity), { name: 'Events' })).workspace!.id;
+  identity.close();
+
+  // The analytics service created the tables at start.
+  clickhouse = createClickHouse(database.url, database.database);
+  click = event({
+    event_type: 'click',
+    occurred_at: '2026-03-10T09:30:00Z',
+    received_at: '2026-03-10T09:30:02Z',
+    url: 'https://example.com/offer',
+    user_agent: 'Mozilla/5.0',
+    ip: '203.0.113.7',
+    provider_event_id: 'sg-click-1',
+    provider_message_id: 'msg-1',
+  });
+  rows = [
+    event({ occurred_at: '2026-03-09T23:59:59Z' }),
+    event({ occurred_at: '2026-03-10T00:00:00Z', email: 'b@example.com', campaign_id: C2 }),
+    click,
+    event({ occurred_at: '2026-03-10T23:59:59Z', event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' }),
+    event({ occurred_at: '2026-03-11T00:00:00Z', event_type: 'unsubscribe' }),
+  ];
+  await clickhouse.insert({ table: 'engagement_events', values: rows, format: 'JSONEachRow' });
+  // A redelivered copy of the click, stored by a separate insert.
+  await clickhouse.insert({ table: 'engagement_events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
+}, 120_000);
+
+afterAll(async () => {
+  await closeGateway?.();
+  await stack?.stopAll();
+  await clickhouse?.close();
+  await Promise.all([postgres?.drop(), database?.drop()]);
+  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+});
+
+type Json = Record<string, any>;
+
+async function get(route: string, workspaceId = workspace): Promise<{ status: number; body: Json }> {
+  const response = await fetch(`${gatewayUrl}${route}`, { headers: { workspace_id: workspaceId } });
+  return { status: response.status, body: (await response.json()) as Json };
+}
+
+/** provider_event_ids of the listed events, newest first. */
+async function listed(query: string): Promise<string[]> {
+  const answer = await get(`/campaign-events/?${query}`);
+  expect(answer.status).toBe(200);
+  return answer.body.items.map((item: Json) => item.provider_event_id);
+}
+
+const ids = (...indexes: number[]) => indexes.map((index) => rows[index].provider_event_id);
+
+describe('GET /campaign-events/', () => {
+  it('lists newest first with the contract record, each provider event once', async () => {
+    const answer = await get('/campaign-events/');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ total: 5, page: 1, page_size: 50 });
+    expect(answer.body.items.map((item: Json) => item.provider_event_id)).toEqual(ids(4, 3, 2, 1, 0));
+    expect(answer.body.items[2]).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      workspace_id: workspace,
+      campaign_id: C1,
+      event_type: 'click',
+      bounce_type: null,
+      email: 'a@example.com',
+      occurred_at: '2026-03-10T09:30:00.000Z',
+      received_at: '2026-03-10T09:30:02.000Z',
+      url: 'https://example.com/offer',
+      reason: null,
+      user_agent: 'Mozilla/5.0',
+      ip: '203.0.113.7',
+      provider: 'sendgrid',
+      provider_event_id: 'sg-click-1',
+      provider_message_id: 'msg-1',
+    });
+    expect(answer.body.items[1]).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' });
+  });
+
+  it('filters by type, campaign and address', async () => {
+    expect(await listed('event_type=open')).toEqual(ids(1, 0));
+    expect(await listed(`campaign_id=${C2}`)).toEqual(ids(1));
+    expect(await listed(`campaign_id=${C2.toUpperCase().replace(/-/g, '')}`)).toEqual(ids(1));
+    expect(await listed('email=B%40Example.com')).toEqual(ids(1));
+    expect(await listed(`event_type=open&campaign_id=${C1}&email=a%40example.com`)).toEqual(ids(0));
+  });
+
+  it('reads a bare date_to as the whole day and date-times as inclusive instants', async () => {
+    expect(await listed('date_from=2026-03-10&date_to=2026-03-10')).toEqual(ids(3, 2, 1));
+    expect(await listed('date_to=2026-03-09')).toEqual(ids(0));
+    expect(await listed('date_from=2026-03-10T09:30:00Z&date_to=2026-03-10T23:59:59Z')).toEqual(ids(3, 2));
+    expect(await listed('date_from=2026-03-10T09:30:00.001Z')).toEqual(ids(4, 3));
+    // No zone means UTC; an offset is honoured.
+    expect(await listed('date_from=2026-03-10 09:30&date_to=2026-03-10T09:30')).toEqual(ids(2));
+    expect(await listed('date_from=2026-03-10T11:30:00%2B02:00&date_to=2026-03-10T11:30:00%2B02:00')).toEqual(ids(2));
+    expect(await get('/campaign-events/?date_from=2026-03-12&date_to=2026-03-01')).toMatchObject({
+      status: 200,
+      body: { items: [], total: 0 },
+    });
+  });
+
+  it('pages, with an empty page past the end', async () => {
+    expect(await get('/campaign-events/?page=2&page_size=2')).toMatchObject({ status: 200, body: { total: 5, page: 2, page_size: 2 } });
+    expect(await listed('page=2&page_size=2')).toEqual(ids(2, 1));
+    expect(await get('/campaign-events/?page=4&page_size=2')).toMatchObject({ body: { items: [], total: 5, page: 4, page_size: 2 } });
+  });
+
+  it('answers 422 like FastAPI for every invalid parameter at once', async () => {
+    expect(await get('/campaign-events/?page_size=0')).toEqual({
+      status: 422,
+      body: {
+        detail: [
+          {
+            type: 'greater_than_equal',
+            loc: ['query', 'page_size'],
+            msg: 'Input should be greater than or equal to 1',
+            input: '0',
+            ctx: { ge: 1 },
+          },
+        ],
+      },
+    });
+    expect(await get('/campaign-events/?page_size=501&event_type=spamreport&campaign_id=nope')).toEqual({
+      status: 422,
+      body: {
+        detail: [
+          {
+            type: 'enum',
+            loc: ['query', 'event_type'],
+            msg: "Input should be 'open', 'click', 'bounce' or 'unsubscribe'",
+            input: 'spamreport',
+            ctx: { expected: "'open', 'click', 'bounce' or 'unsubscribe'" },
+          },
+          {
+            type: 'uuid_parsing',
+            loc: ['query', 'campaign_id'],
+            msg: 'Input should be a valid UUID, invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `n` at 1',
+            input: 'nope',
+            ctx: { error: 'invalid character: expected an optional prefix of `urn:uuid:` followed by [0-9a-fA-F-], found `n` at 1' },
+          },
+          {
+            type: 'less_than_equal',
+            loc: ['query', 'page_size'],
+            msg: 'Input should be less than or equal to 500',
+            input: '501',
+            ctx: { le: 500 },
+          },
+        ],
+      },
+    });
+  });
+
+  it.each([
+    ['2026-3-1', 'input is too short'],
+    ['yesterday!', 'invalid character in year'],
+    ['2026/03/01', 'invalid date separator, expected `-`'],
+    ['2026-13-01', 'month value is outside expected range of 1-12'],
+    ['2026-02-29', 'day value is outside expected range'],
+    ['2026-03-01X10:00', 'invalid datetime separator, expected `T`, `t`, `_` or space'],
+    ['2026-03-01T25:00', 'hour value is outside expected range of 0-23'],
+    ['2026-03-01T10:00:00Zulu', 'unexpected extra characters at the end of the input'],
+  ])('answers 422 datetime_from_date_parsing for date_from=%s', async (input, error) => {
+    expect(await get(`/campaign-events/?date_from=${encodeURIComponent(input)}&date_to=2026-03-10`)).toEqual({
+      status: 422,
+      body: {
+        detail: [
+          { type: 'datetime_from_date_parsing', loc: ['query', 'date_from'], msg: `Input should be a valid datetime or date, ${error}`, input, ctx: { error } },
+        ],
+      },
+    });
+  });
+
+  it('reports both bad dates at once', async () => {
+    const answer = await get('/campaign-events/stats?date_from=soon&date_to=later');
+    expect(answer.status).toBe(422);
+    expect(answer.body.detail.map((entry: Json) => entry.loc)).toEqual([
+      ['query', 'date_from'],
+      ['query', 'date_to'],
+    ]);
+  });
+
+  it('treats injection attempts as data', async () => {
+    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE engagement_events; --"]) {
+      expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({ status: 200, body: { items: [], total: 0 } });
+    }
+    expect((await get(`/campaign-events/?campaign_id=${encodeURIComponent(`${C1}' OR '1'='1`)}`)).status).toBe(422);
+    expect((await get('/campaign-events/')).body.total).toBe(5);
+  });
+
+  it('needs the workspace_id header', async () => {
+    const response = await fetch(`${gatewayUrl}/campaign-events/`);
+    expect(response.status).toBe(422);
+    expect(((await response.json()) as Json).detail[0]).toMatchObject({ type: 'missing', loc: ['header', 'workspace_id'] });
+  });
+});
+
+describe('GET /campaign-events/stats', () => {
+  const zeros = {
+    opens: 0,
+    unique_opens: 0,
+    clicks: 0,
+    unique_clicks: 0,
+    click_to_open_rate: 0,
+    hard_bounces: 0,
+    soft_bounces: 0,
+    unsubscribes: 0,
+  };
+
+  it('answers totals, campaigns, a filled series, top links and suppressions in snake_case', async () => {
+    const answer = await get('/campaign-events/stats?date_from=2026-03-09&date_to=2026-03-12');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({
+      totals: { ...zeros, opens: 2, unique_opens: 2, clicks: 1, unique_clicks: 1, click_to_open_rate: 0.5, soft_bounces: 1, unsubscribes: 1 },
+      campaigns: [
+        { campaign_id: C1, ...zeros, opens: 1, unique_opens: 1, clicks: 1, unique_clicks: 1, click_to_open_rate: 1, soft_bounces: 1, unsubscribes: 1 },
+        { campaign_id: C2, ...zeros, opens: 1, unique_opens: 1 },
+      ],
+      series: [
+        { bucket_start: '2026-03-09T00:00:00.000Z', ...zeros, opens: 1, unique_opens: 1 },
+        { bucket_start: '2026-03-10T00:00:00.000Z', ...zeros, opens: 1, unique_opens: 1, clicks: 1, unique_clicks: 1, click_to_open_rate: 1, soft_bounces: 1 },
+        { bucket_start: '2026-03-11T00:00:00.000Z', ...zeros, unsubscribes: 1 },
+        { bucket_start: '2026-03-12T00:00:00.000Z', ...zeros },
+      ],
+      top_links: [{ campaign_id: C1, url: 'https://example.com/offer', clicks: 1, unique_clicks: 1 }],
+      suppressions: { total: 0, hard_bounce: 0, soft_bounces: 0, unsubscribe: 0, spam_report: 0 },
+    });
+  });
+
+  it('buckets by UTC hour', async () => {
+    const answer = await get('/campaign-events/stats?interval=hour&date_from=2026-03-09T23:00Z&date_to=2026-03-10T01:59:59Z');
+    expect(answer.body.series.map((bucket: Json) => [bucket.bucket_start, bucket.opens])).toEqual([
+      ['2026-03-09T23:00:00.000Z', 1],
+      ['2026-03-10T00:00:00.000Z', 1],
+      ['2026-03-10T01:00:00.000Z', 0],
+    ]);
+  });
+
+  it('answers zeros for an empty selection', async () => {
+    const answer = await get('/campaign-events/stats?event_type=open&email=nobody%40example.com');
+    expect(answer).toEqual({
+      status: 200,
+      body: {
+        totals: zeros,
+        campaigns: [],
+        series: [],
+        top_links: [],
+        suppressions: { total: 0, hard_bounce: 0, soft_bounces: 0, unsubscribe: 0, spam_report: 0 },
+      },
+    });
+  });
+
+  it('answers 422 for a bad interval and for a series of more than 1000 buckets', async () => {
+    expect(await get('/campaign-events/stats?interval=week')).toEqual({
+      status: 422,
+      body: {
+        detail: [
+          { type: 'enum', loc: ['query', 'interval'], msg: "Input should be 'hour' or 'day'", input: 'week', ctx: { expected: "'hour' or 'day'" } },
+        ],
+      },
+    });
+    expect(await get('/campaign-events/stats?interval=hour&date_from=2026-01-01&date_to=2026-03-01')).toEqual({
+      status: 422,
+      body: {
+        detail: [
+          {
+            type: 'value_error',
+            loc: ['query', 'interval'],
+            msg: 'Value error, the date range spans 1440 hour buckets, more than 1000: narrow date_from/date_to or use interval=day',
+            input: 'hour',
+            ctx: { error: {} },
+          },
+        ],
+      },
+    });
+  });
+});

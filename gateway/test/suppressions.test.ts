@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { EnvReader, Readiness, call, createClickHouse, createClient, createLogger } from '@mail/common';
+import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
+import { identityV1 } from '@mail/proto';
+import { createApp } from '../src/app';
+import { devAuthenticator } from '../src/auth/principal';
+import { closeServiceClients, createServiceClients } from '../src/clients';
+import { readGatewayConfig } from '../src/config';
+import { loadOpenApiDocument } from '../src/openapi/document';
+
+/**
+ * GET /suppressions/ and DELETE /suppressions/{email} end to end: the
+ * gateway (in-process, DEV_AUTH_ENABLED=1) against the real identity and
+ * analytics processes, over signals written straight into ClickHouse.
+ */
+
+let postgres: TestPostgres;
+let database: TestClickHouse;
+let clickhouse: ReturnType<typeof createClickHouse>;
+let stack: Stack;
+let stateDir: string;
+let gatewayUrl: string;
+let closeGateway: () => Promise<void>;
+let workspace: string;
+let sequence = 0;
+
+async function signal(email: string, reason: string, occurredAt: string): Promise<void> {
+  sequence += 1;
+  const row = { workspace_id: workspace, email, reason, occurred_at: occurredAt, provider_event_id: `sg-${sequence}`, ingested_at: occurredAt };
+  await clickhouse.insert({ table: 'suppression_signals', values: [row], format: 'JSONEachRow' });
+}
+
+beforeAll(async () => {
+  [postgres, database] = await Promise.all([createTestPostgres('gateway_suppressions'), createTestClickHouse('gateway_suppressions')]);
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'suppressions-test-'));
+  stack = await startStack({
+    stateDir,
+    logDir: path.join(stateDir, 'logs'),
+    processes: ['identity', 'analytics'],
+    env: { DATABASE_URL: postgres.url, CLICKHOUSE_URL: database.url, CLICKHOUSE_DATABASE: database.database, LOG_LEVEL: 'warn' },
+  });
+  const config = readGatewayConfig(
+    new EnvReader({ DEV_AUTH_ENABLED: '1', IDENTITY_GRPC_ADDR: stack.urls.grpc.identity, ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics }),
+  );
+  const clients = createServiceClients(config.services);
+  const app = createApp({
+    document: loadOpenApiDocument(),
+    clients,
+    authenticator: devAuthenticator,
+    readiness: new Readiness(),
+    logger: createLogger('gateway', 'silent'),
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  gatewayUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  closeGateway = async () => {
+    await new Promise((resolve) => server.close(resolve));
+    closeServiceClients(clients);
+  };
+
+  const identity = createClient(identityV1.IdentityServiceClient, stack.urls.grpc.identity);
+  workspace = (await call(identity.createWorkspace.bind(identity), { name: 'Suppressions' })).workspace!.id;
+  identity.close();
+
+  clickhouse = createClickHouse(database.url, database.database);
+  await signal('hard@example.com', 'hard_bounce', '2026-03-01T10:00:00Z');
+  await signal('gone@example.com', 'unsubscribe', '2026-03-02T10:00:00Z');
+  await signal('spam@example.com', 'spam_report', '2026-03-03T10:00:00Z');
+  for (const day of ['01', '05', '09']) await signal('soft+tag@example.com', 'soft_bounce', `2026-03-${day}T08:00:00Z`);
+  for (const day of ['01', '05']) await signal('twice@example.com', 'soft_bounce', `2026-03-${day}T08:00:00Z`);
+}, 120_000);
+
+afterAll(async () => {
+  await closeGateway?.();
+  await stack?.stopAll();
+  await clickhouse?.close();
+  await Promise.all([postgres?.drop(), database?.drop()]);
+  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+});
+
+type Json = Record<string, any>;
+
+async function api(method: string, route: string): Promise<{ status: number; body: Json | undefined }> {
+  const response = await fetch(`${gatewayUrl}${route}`, { method, headers: { workspace_id: workspace } });
+  const text = await response.text();
+  return { status: response.status, body: text ? (JSON.parse(text) as Json) : undefined };
+}
+
+it('lists suppressed addresses newest first with reason and time', async () => {
+  expect(await api('GET', '/suppressions/')).toEqual({
+    status: 200,
+    body: {
+      items: [
+        { email: 'soft+tag@example.com', reason: 'soft_bounces', suppressed_at: '2026-03-09T08:00:00.000Z' },
+        { email: 'spam@example.com', reason: 'spam_report', suppressed_at: '2026-03-03T10:00:00.000Z' },
+        { email: 'gone@example.com', reason: 'unsubscribe', suppressed_at: '2026-03-02T10:00:00.000Z' },
+        { email: 'hard@example.com', reason: 'hard_bounce', suppressed_at: '2026-03-01T10:00:00.000Z' },
+      ],
+      total: 4,
+      page: 1,
+      page_size: 50,
+    },
+  });
+  expect(await api('GET', '/suppressions/?page=2&page_size=3')).toMatchObject({
+    status: 200,
+    body: { items: [{ email: 'hard@example.com' }], total: 4, page: 2, page_size: 3 },
+  });
+});
+
+it('filters by exact address; injection attempts are data', async () => {
+  expect((await api('GET', '/suppressions/?email=Spam%40Example.com')).body?.items).toEqual([
+    { email: 'spam@example.com', reason: 'spam_report', suppressed_at: '2026-03-03T10:00:00.000Z' },
+  ]);
+  for (const email of ["' OR 1=1 --", "spam@example.com' OR '1'='1", "\\'; DROP TABLE suppression_signals; --"]) {
+    expect(await api('GET', `/suppressions/?email=${encodeURIComponent(email)}`)).toMatchObject({ status: 200, body: { items: [], total: 0 } });
+  }
+});
+
+it('lifts a suppression (204), then answers 404 for it', async () => {
+  expect(await api('DELETE', `/suppressions/${encodeURIComponent('Soft+Tag@example.com')}`)).toEqual({ status: 204, body: undefined });
+  expect((await api('GET', '/suppressions/?email=soft%2Btag%40example.com')).body?.total).toBe(0);
+  expect(await api('DELETE', '/suppressions/soft%2Btag%40example.com')).toEqual({ status: 404, body: { detail: 'Suppression not found' } });
+});
+
+it('answers 404 for an address that is not suppressed', async () => {
+  for (const email of ['twice@example.com', 'nobody@example.com', "hard@example.com' OR '1'='1"]) {
+    expect(await api('DELETE', `/suppressions/${encodeURIComponent(email)}`)).toEqual({ status: 404, body: { detail: 'Suppression not found' } });
+  }
+  expect((await api('GET', '/suppressions/?email=hard%40example.com')).body?.total).toBe(1);
+});
+
+it('validates paging like FastAPI', async () => {
+  expect(await api('GET', '/suppressions/?page_size=0&page=0')).toEqual({
+    status: 422,
+    body: {
+      detail: [
+        { type: 'greater_than_equal', loc: ['query', 'page'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } },
+        { type: 'greater_than_equal', loc: ['query', 'page_size'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } },
+      ],
+    },
+  });
+});

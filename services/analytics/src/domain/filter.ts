@@ -1,0 +1,125 @@
+import { InvalidArgumentError, type StoredEventType, type Violation } from '@mail/common';
+import { analyticsV1, eventsV1, type commonV1Paging } from '@mail/proto';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 500;
+
+/** Which events a query reads: always one workspace, optionally narrowed. */
+export interface EventFilter {
+  workspaceId: string;
+  eventType?: StoredEventType;
+  /** Inclusive. */
+  from?: Date;
+  /** Exclusive. */
+  before?: Date;
+  campaignId?: string;
+  /** Lowercased, as the pipeline stores addresses. */
+  email?: string;
+}
+
+export interface PageWindow {
+  page: number;
+  pageSize: number;
+  offset: number;
+}
+
+export type Interval = 'hour' | 'day';
+
+const STORED_EVENT_TYPES: Partial<Record<eventsV1.EventType, StoredEventType>> = {
+  [eventsV1.EventType.EVENT_TYPE_OPEN]: 'open',
+  [eventsV1.EventType.EVENT_TYPE_CLICK]: 'click',
+  [eventsV1.EventType.EVENT_TYPE_BOUNCE]: 'bounce',
+  [eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE]: 'unsubscribe',
+};
+
+/** Addresses are compared the way the pipeline stores them. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function uuidViolation(loc: string, input: string): Violation {
+  return { loc: [loc], type: 'uuid_parsing', msg: 'Input should be a valid UUID', input };
+}
+
+/** Throws every violation at once, Pydantic style. */
+function throwIfAny(violations: Violation[]): void {
+  if (violations.length > 0) throw new InvalidArgumentError(violations);
+}
+
+export function validWorkspaceId(workspaceId: string): string {
+  throwIfAny(UUID.test(workspaceId) ? [] : [uuidViolation('workspace_id', workspaceId)]);
+  return workspaceId.toLowerCase();
+}
+
+export function validFilter(filter: analyticsV1.EventFilter | undefined): EventFilter {
+  const violations: Violation[] = [];
+  const workspaceId = filter?.workspaceId ?? '';
+  if (!UUID.test(workspaceId)) violations.push(uuidViolation('workspace_id', workspaceId));
+  if (filter?.campaignId !== undefined && !UUID.test(filter.campaignId)) {
+    violations.push(uuidViolation('campaign_id', filter.campaignId));
+  }
+  let eventType: StoredEventType | undefined;
+  if (filter?.eventType !== undefined && filter.eventType !== eventsV1.EventType.EVENT_TYPE_UNSPECIFIED) {
+    eventType = STORED_EVENT_TYPES[filter.eventType];
+    // Spam reports only ever suppress an address; they are not engagement events.
+    if (!eventType) {
+      violations.push({
+        loc: ['event_type'],
+        type: 'enum',
+        msg: "Input should be 'open', 'click', 'bounce' or 'unsubscribe'",
+        input: eventsV1.eventTypeToJSON(filter.eventType),
+        ctx: { expected: "'open', 'click', 'bounce' or 'unsubscribe'" },
+      });
+    }
+  }
+  throwIfAny(violations);
+  return {
+    workspaceId: workspaceId.toLowerCase(),
+    eventType,
+    from: filter?.occurredFrom,
+    before: filter?.occurredBefore,
+    campaignId: filter?.campaignId?.toLowerCase(),
+    email: filter?.email === undefined ? undefined : normalizeEmail(filter.email),
+  };
+}
+
+/** proto3 zeros mean "not given": page 1, 50 per page. */
+export function pageWindow(request: commonV1Paging.PageRequest | undefined): PageWindow {
+  const page = request?.page || 1;
+  const pageSize = request?.pageSize || DEFAULT_PAGE_SIZE;
+  throwIfAny(
+    pageSize > MAX_PAGE_SIZE
+      ? [
+          {
+            loc: ['page_size'],
+            type: 'less_than_equal',
+            msg: `Input should be less than or equal to ${MAX_PAGE_SIZE}`,
+            input: pageSize,
+            ctx: { le: MAX_PAGE_SIZE },
+          },
+        ]
+      : [],
+  );
+  return { page, pageSize, offset: (page - 1) * pageSize };
+}
+
+export function validInterval(interval: analyticsV1.Interval): Interval {
+  return interval === analyticsV1.Interval.INTERVAL_HOUR ? 'hour' : 'day';
+}
+
+/** Runs every validation and throws all their violations together, as Pydantic reports them. */
+export function validateAll<T extends unknown[]>(...checks: { [K in keyof T]: () => T[K] }): T {
+  const violations: Violation[] = [];
+  const results = checks.map((check) => {
+    try {
+      return check();
+    } catch (error) {
+      if (!(error instanceof InvalidArgumentError)) throw error;
+      violations.push(...error.violations);
+      return undefined;
+    }
+  });
+  throwIfAny(violations);
+  return results as T;
+}

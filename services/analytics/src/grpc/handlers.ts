@@ -1,0 +1,109 @@
+import { unary, type Logger } from '@mail/common';
+import { analyticsV1, eventsV1 } from '@mail/proto';
+import { normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
+import { checkSeriesSize, seriesRange } from '../domain/series';
+import { assembleStats } from '../domain/stats';
+import type { SuppressionReason } from '../domain/suppression';
+import type { EventStore } from '../store/connection';
+import { listEvents, type StoredEvent } from '../store/events';
+import { readStats } from '../store/stats';
+import { liftSuppression, listSuppressions } from '../store/suppressions';
+
+const EVENT_TYPES = {
+  open: eventsV1.EventType.EVENT_TYPE_OPEN,
+  click: eventsV1.EventType.EVENT_TYPE_CLICK,
+  bounce: eventsV1.EventType.EVENT_TYPE_BOUNCE,
+  unsubscribe: eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE,
+} as const;
+
+const BOUNCE_TYPES = {
+  none: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
+  hard: eventsV1.BounceType.BOUNCE_TYPE_HARD,
+  soft: eventsV1.BounceType.BOUNCE_TYPE_SOFT,
+} as const;
+
+const SUPPRESSION_REASONS: Record<SuppressionReason, analyticsV1.SuppressionReason> = {
+  hard_bounce: analyticsV1.SuppressionReason.SUPPRESSION_REASON_HARD_BOUNCE,
+  soft_bounces: analyticsV1.SuppressionReason.SUPPRESSION_REASON_SOFT_BOUNCES,
+  unsubscribe: analyticsV1.SuppressionReason.SUPPRESSION_REASON_UNSUBSCRIBE,
+  spam_report: analyticsV1.SuppressionReason.SUPPRESSION_REASON_SPAM_REPORT,
+};
+
+const fromUnixSeconds = (seconds: number): Date => new Date(seconds * 1000);
+
+function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
+  return {
+    id: event.id,
+    workspaceId: event.workspace_id,
+    campaignId: event.campaign_id,
+    eventType: EVENT_TYPES[event.event_type],
+    bounceType: BOUNCE_TYPES[event.bounce_type],
+    email: event.email,
+    occurredAt: fromUnixSeconds(event.occurred_ts),
+    receivedAt: fromUnixSeconds(event.received_ts),
+    url: event.url ?? undefined,
+    reason: event.reason ?? undefined,
+    userAgent: event.user_agent ?? undefined,
+    ip: event.ip ?? undefined,
+    provider: event.provider,
+    providerEventId: event.provider_event_id,
+    providerMessageId: event.provider_message_id ?? undefined,
+  };
+}
+
+export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV1.AnalyticsServiceServer {
+  return {
+    listEvents: unary(logger, 'ListEvents', async (request) => {
+      const [filter, window] = validateAll(
+        () => validFilter(request.filter),
+        () => pageWindow(request.page),
+      );
+      const { events, total } = await listEvents(store, filter, window);
+      return { events: events.map(eventToProto), page: { total, page: window.page, pageSize: window.pageSize } };
+    }),
+
+    getStats: unary(logger, 'GetStats', async (request) => {
+      const filter = validFilter(request.filter);
+      const interval = validInterval(request.interval);
+      // A range given in full is refused before any read; an open one once the data has shown its extent.
+      checkSeriesSize(seriesRange(filter, interval, []), interval);
+      const { links, ...data } = await readStats(store, filter, interval);
+      const stats = assembleStats({ filter, interval, ...data });
+      return {
+        totals: stats.totals,
+        campaigns: stats.campaigns,
+        series: stats.series,
+        topLinks: links,
+        suppressions: {
+          total: stats.suppressions.total,
+          hardBounce: stats.suppressions.hard_bounce,
+          softBounces: stats.suppressions.soft_bounces,
+          unsubscribe: stats.suppressions.unsubscribe,
+          spamReport: stats.suppressions.spam_report,
+        },
+      };
+    }),
+
+    listSuppressions: unary(logger, 'ListSuppressions', async (request) => {
+      const [workspaceId, window] = validateAll(
+        () => validWorkspaceId(request.workspaceId),
+        () => pageWindow(request.page),
+      );
+      const email = request.email === undefined ? undefined : normalizeEmail(request.email);
+      const { suppressions, total } = await listSuppressions(store, workspaceId, window, email);
+      return {
+        suppressions: suppressions.map((row) => ({
+          email: row.email,
+          reason: SUPPRESSION_REASONS[row.reason],
+          suppressedAt: fromUnixSeconds(row.suppressed_ts),
+        })),
+        page: { total, page: window.page, pageSize: window.pageSize },
+      };
+    }),
+
+    liftSuppression: unary(logger, 'LiftSuppression', async (request) => {
+      await liftSuppression(store, validWorkspaceId(request.workspaceId), normalizeEmail(request.email), new Date());
+      return {};
+    }),
+  };
+}

@@ -1,0 +1,22 @@
+import { runService } from '@mail/common';
+import { analyticsV1 } from '@mail/proto';
+import { readConfig } from './config';
+import { analyticsHandlers } from './grpc/handlers';
+import { openEventStore } from './store/connection';
+
+void runService({
+  name: 'analytics',
+  grpcAddressVariable: 'ANALYTICS_GRPC_ADDR',
+  defaults: { grpcAddress: '127.0.0.1:50054', opsPort: 9104 },
+  async start({ env, logger, readiness }) {
+    const config = readConfig(env);
+    const store = await openEventStore(config.clickhouseUrl, config.clickhouseDatabase);
+    readiness.add('clickhouse', () => store.ping());
+    return {
+      grpcServices: [
+        { definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(logger, store) },
+      ],
+      close: [{ name: 'close clickhouse', run: () => store.close() }],
+    };
+  },
+});

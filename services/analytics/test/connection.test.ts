@@ -1,0 +1,26 @@
+import { chsql, createClickHouse } from '@mail/common';
+import { infraEnv, uniqueSuffix } from '@mail/local';
+import { openEventStore } from '../src/store/connection';
+
+const { sql, str } = chsql;
+
+it('creates the database and the shared tables when ingestion never ran', async () => {
+  const database = `test_analytics_fresh_${uniqueSuffix()}`;
+  const store = await openEventStore(infraEnv().clickhouseUrl, database);
+  try {
+    await store.ping();
+    const tables = await store.rows<{ name: string }>(sql`SELECT name FROM system.tables WHERE database = ${str(database)} ORDER BY name`);
+    expect(tables.map((table) => table.name)).toEqual(['engagement_events', 'suppression_lifts', 'suppression_signals', 'unmatched_events']);
+  } finally {
+    await store.close();
+    const admin = createClickHouse(infraEnv().clickhouseUrl, 'default');
+    await admin.command({ query: sql`DROP DATABASE IF EXISTS ${chsql.identifier(database)}`.text });
+    await admin.close();
+  }
+});
+
+it('fails to open with a connection error when ClickHouse does not answer', async () => {
+  // The text isDependencyFailure() recognizes, so the process exits and calls answer UNAVAILABLE. (Its
+  // instanceof check cannot be asserted here: Node's socket errors come from outside jest's sandbox.)
+  await expect(openEventStore('http://127.0.0.1:1', 'mail')).rejects.toMatchObject({ message: expect.stringMatching(/connect ECONNREFUSED/) });
+});

@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { EventType, Interval, event, failure, signal, startAnalytics, status, type Analytics } from './harness';
+
+const W = randomUUID();
+const C1 = '00000000-0000-4000-8000-000000000001';
+const C2 = '00000000-0000-4000-8000-000000000002';
+const LINK_A = 'https://example.com/a';
+const LINK_B = 'https://example.com/b';
+const at = (iso: string) => new Date(iso);
+
+let analytics: Analytics;
+
+function counts(values: Partial<Record<string, number>> = {}) {
+  return {
+    opens: 0,
+    uniqueOpens: 0,
+    clicks: 0,
+    uniqueClicks: 0,
+    clickToOpenRate: 0,
+    hardBounces: 0,
+    softBounces: 0,
+    unsubscribes: 0,
+    ...values,
+  };
+}
+
+const C1_COUNTS = counts({ opens: 3, uniqueOpens: 2, clicks: 3, uniqueClicks: 2, clickToOpenRate: 1, hardBounces: 1, softBounces: 1, unsubscribes: 1 });
+const C2_COUNTS = counts({ opens: 2, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 });
+
+beforeAll(async () => {
+  analytics = await startAnalytics('analytics_stats');
+  const lateOpen = event({ workspace_id: W, campaign_id: C2, email: 'e@example.com', occurred_at: '2026-03-10T23:59:59Z' });
+  await analytics.insertEvents([
+    event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T09:00:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, email: 'b@example.com', occurred_at: '2026-03-11T10:00:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: LINK_A, email: 'a@example.com', occurred_at: '2026-03-10T08:30:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: LINK_A, email: 'a@example.com', occurred_at: '2026-03-10T08:45:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: LINK_B, email: 'b@example.com', occurred_at: '2026-03-11T10:05:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, event_type: 'bounce', bounce_type: 'hard', email: 'c@example.com', occurred_at: '2026-03-12T01:00:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, event_type: 'bounce', bounce_type: 'soft', email: 'd@example.com', occurred_at: '2026-03-12T02:00:00Z' }),
+    event({ workspace_id: W, campaign_id: C1, event_type: 'unsubscribe', email: 'b@example.com', occurred_at: '2026-03-12T03:00:00Z' }),
+    lateOpen,
+    event({ workspace_id: W, campaign_id: C2, email: 'e@example.com', occurred_at: '2026-03-11T00:00:00Z' }),
+    event({ workspace_id: W, campaign_id: C2, event_type: 'click', url: LINK_A, email: 'e@example.com', occurred_at: '2026-03-11T00:30:00Z' }),
+    event({ workspace_id: randomUUID(), campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
+  ]);
+  // The same provider event again, in its own insert: stays a separate part until a merge.
+  await analytics.insertEvents([{ ...lateOpen, id: randomUUID() }]);
+  await analytics.insertSignals([
+    signal({ workspace_id: W, email: 'c@example.com', reason: 'hard_bounce', occurred_at: '2026-03-12T01:00:00Z' }),
+    signal({ workspace_id: W, email: 'd@example.com', reason: 'soft_bounce', occurred_at: '2026-03-12T02:00:00Z' }),
+    signal({ workspace_id: W, email: 'b@example.com', reason: 'unsubscribe', occurred_at: '2026-03-12T03:00:00Z' }),
+    signal({ workspace_id: W, email: 'f@example.com', reason: 'spam_report', occurred_at: '2026-03-05T00:00:00Z' }),
+  ]);
+});
+
+afterAll(() => analytics.close());
+
+const stats = (filter: Record<string, unknown> = {}, interval = Interval.INTERVAL_DAY) =>
+  analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval });
+
+describe('GetStats', () => {
+  it('counts totals and campaigns exactly, each provider event once', async () => {
+    const result = await stats();
+    expect(result.totals).toEqual(
+      counts({ opens: 5, uniqueOpens: 3, clicks: 4, uniqueClicks: 3, clickToOpenRate: 1, hardBounces: 1, softBounces: 1, unsubscribes: 1 }),
+    );
+    expect(result.campaigns).toEqual([
+      { campaignId: C1, counts: C1_COUNTS },
+      { campaignId: C2, counts: C2_COUNTS },
+    ]);
+  });
+
+  it('draws a daily series over the span of the data when no range is given', async () => {
+    expect((await stats()).series).toEqual([
+      { bucketStart: at('2026-03-10T00:00:00Z'), counts: counts({ opens: 3, uniqueOpens: 2, clicks: 2, uniqueClicks: 1, clickToOpenRate: 0.5 }) },
+      { bucketStart: at('2026-03-11T00:00:00Z'), counts: counts({ opens: 2, uniqueOpens: 2, clicks: 2, uniqueClicks: 2, clickToOpenRate: 1 }) },
+      { bucketStart: at('2026-03-12T00:00:00Z'), counts: counts({ hardBounces: 1, softBounces: 1, unsubscribes: 1 }) },
+    ]);
+  });
+
+  it('fills every bucket of a requested range with zeros where nothing happened', async () => {
+    const series = (await stats({ occurredFrom: at('2026-03-08T00:00:00Z'), occurredBefore: at('2026-03-14T00:00:00Z') })).series;
+    expect(series.map((b) => b.bucketStart?.toISOString().slice(0, 10))).toEqual([
+      '2026-03-08',
+      '2026-03-09',
+      '2026-03-10',
+      '2026-03-11',
+      '2026-03-12',
+      '2026-03-13',
+    ]);
+    expect(series[0].counts).toEqual(counts());
+    expect(series[5].counts).toEqual(counts());
+  });
+
+  it('puts events in UTC hour buckets, boundaries included', async () => {
+    const result = await stats({ occurredFrom: at('2026-03-10T23:00:00Z'), occurredBefore: at('2026-03-11T01:00:00Z') }, Interval.INTERVAL_HOUR);
+    expect(result.series).toEqual([
+      { bucketStart: at('2026-03-10T23:00:00Z'), counts: counts({ opens: 1, uniqueOpens: 1 }) },
+      { bucketStart: at('2026-03-11T00:00:00Z'), counts: counts({ opens: 1, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 }) },
+    ]);
+    expect(result.campaigns).toEqual([{ campaignId: C2, counts: C2_COUNTS }]);
+  });
+
+  it('ranks the top links per campaign and URL', async () => {
+    expect((await stats()).topLinks).toEqual([
+      { campaignId: C1, url: LINK_A, clicks: 2, uniqueClicks: 1 },
+      { campaignId: C2, url: LINK_A, clicks: 1, uniqueClicks: 1 },
+      { campaignId: C1, url: LINK_B, clicks: 1, uniqueClicks: 1 },
+    ]);
+  });
+
+  it('counts the suppressed addresses by reason, within the range', async () => {
+    expect((await stats()).suppressions).toEqual({ total: 3, hardBounce: 1, softBounces: 0, unsubscribe: 1, spamReport: 1 });
+    expect((await stats({ occurredFrom: at('2026-03-09T00:00:00Z') })).suppressions).toEqual({
+      total: 2,
+      hardBounce: 1,
+      softBounces: 0,
+      unsubscribe: 1,
+      spamReport: 0,
+    });
+    expect((await stats({ email: 'B@example.com' })).suppressions).toMatchObject({ total: 1, unsubscribe: 1 });
+  });
+
+  it('applies the list filters', async () => {
+    const c2 = await stats({ campaignId: C2 });
+    expect(c2.totals).toEqual(C2_COUNTS);
+    expect(c2.campaigns).toEqual([{ campaignId: C2, counts: C2_COUNTS }]);
+    expect(c2.topLinks).toEqual([{ campaignId: C2, url: LINK_A, clicks: 1, uniqueClicks: 1 }]);
+
+    expect((await stats({ eventType: EventType.EVENT_TYPE_CLICK })).totals).toEqual(counts({ clicks: 4, uniqueClicks: 3 }));
+    expect((await stats({ email: 'a@example.com' })).totals).toEqual(counts({ opens: 2, uniqueOpens: 1, clicks: 2, uniqueClicks: 1, clickToOpenRate: 1 }));
+  });
+
+  it('answers zeros for an empty range, not an error', async () => {
+    const result = await stats({ occurredFrom: at('2027-01-01T00:00:00Z'), occurredBefore: at('2027-01-03T00:00:00Z') });
+    expect(result).toEqual({
+      totals: counts(),
+      campaigns: [],
+      series: [
+        { bucketStart: at('2027-01-01T00:00:00Z'), counts: counts() },
+        { bucketStart: at('2027-01-02T00:00:00Z'), counts: counts() },
+      ],
+      topLinks: [],
+      suppressions: { total: 0, hardBounce: 0, softBounces: 0, unsubscribe: 0, spamReport: 0 },
+    });
+    const nothing = await analytics.rpc('getStats', { filter: { workspaceId: randomUUID() }, interval: Interval.INTERVAL_UNSPECIFIED });
+    expect(nothing).toMatchObject({ totals: counts(), campaigns: [], series: [], topLinks: [] });
+  });
+
+  it('refuses a series of more than 1000 buckets', async () => {
+    const requested = await failure(
+      stats({ occurredFrom: at('2026-01-01T00:00:00Z'), occurredBefore: at('2026-03-01T00:00:00Z') }, Interval.INTERVAL_HOUR),
+    );
+    expect(requested.code).toBe(status.INVALID_ARGUMENT);
+    expect(requested.violations).toEqual([
+      {
+        loc: ['interval'],
+        type: 'value_error',
+        msg: 'Value error, the date range spans 1416 hour buckets, more than 1000: narrow date_from/date_to or use interval=day',
+        input: 'hour',
+        ctx: { error: {} },
+      },
+    ]);
+    // Exactly 1000 days is fine.
+    await stats({ occurredFrom: at('2024-01-01T00:00:00Z'), occurredBefore: at('2026-09-27T00:00:00Z') });
+
+    // Without a range, the span of the data decides.
+    const workspaceId = randomUUID();
+    await analytics.insertEvents([
+      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-01-01T00:00:00Z' }),
+      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-03-01T00:00:00Z' }),
+    ]);
+    const open = analytics.rpc('getStats', { filter: { workspaceId }, interval: Interval.INTERVAL_HOUR });
+    expect((await failure(open)).violations[0].msg).toMatch(/spans 1417 hour buckets/);
+    expect((await analytics.rpc('getStats', { filter: { workspaceId }, interval: Interval.INTERVAL_DAY })).series).toHaveLength(60);
+  });
+
+  it('treats injection attempts as data', async () => {
+    for (const email of ["' OR 1=1 --", "\\'; DROP TABLE engagement_events; --", 'a@example.com\\']) {
+      expect((await stats({ email })).totals).toEqual(counts());
+    }
+    const result = await failure(stats({ campaignId: "00000000-0000-4000-8000-000000000001' OR '1'='1" }));
+    expect(result.code).toBe(status.INVALID_ARGUMENT);
+    expect((await stats()).totals?.opens).toBe(5);
+  });
+});

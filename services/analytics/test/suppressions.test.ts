@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { SuppressionReason, failure, signal, startAnalytics, status, type Analytics, type SignalRow } from './harness';
+
+const W = randomUUID();
+const DAY = 86_400_000;
+const T0 = Date.parse('2026-02-01T00:00:00Z');
+const day = (n: number) => new Date(T0 + n * DAY).toISOString();
+
+let analytics: Analytics;
+
+beforeAll(async () => {
+  analytics = await startAnalytics('analytics_suppressions');
+});
+
+afterAll(() => analytics.close());
+
+const signals = (email: string, ...entries: [SignalRow['reason'], string][]) =>
+  analytics.insertSignals(entries.map(([reason, occurred_at]) => signal({ workspace_id: W, email, reason, occurred_at })));
+
+async function suppressionOf(email: string, workspaceId = W) {
+  const response = await analytics.rpc('listSuppressions', { workspaceId, email });
+  expect(response.page?.total).toBe(response.suppressions.length);
+  return response.suppressions[0];
+}
+
+describe('suppression rules', () => {
+  it.each([
+    ['hard_bounce', SuppressionReason.SUPPRESSION_REASON_HARD_BOUNCE],
+    ['unsubscribe', SuppressionReason.SUPPRESSION_REASON_UNSUBSCRIBE],
+    ['spam_report', SuppressionReason.SUPPRESSION_REASON_SPAM_REPORT],
+  ] as const)('a %s suppresses at once', async (reason, expected) => {
+    const email = `${reason}@example.com`;
+    await signals(email, [reason, day(3)]);
+    expect(await suppressionOf(email)).toEqual({ email, reason: expected, suppressedAt: new Date(day(3)) });
+  });
+
+  it('the earliest signal decides when and why', async () => {
+    await signals('early@example.com', ['hard_bounce', day(9)], ['unsubscribe', day(2)], ['soft_bounce', day(0)], ['soft_bounce', day(1)]);
+    expect(await suppressionOf('early@example.com')).toMatchObject({
+      reason: SuppressionReason.SUPPRESSION_REASON_UNSUBSCRIBE,
+      suppressedAt: new Date(day(2)),
+    });
+    await signals('soft-first@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(1)], ['soft_bounce', day(2)], ['hard_bounce', day(5)]);
+    expect(await suppressionOf('soft-first@example.com')).toMatchObject({
+      reason: SuppressionReason.SUPPRESSION_REASON_SOFT_BOUNCES,
+      suppressedAt: new Date(day(2)),
+    });
+  });
+
+  it('two soft bounces do not suppress', async () => {
+    await signals('two@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(1)]);
+    expect(await suppressionOf('two@example.com')).toBeUndefined();
+  });
+
+  it('three soft bounces within 30 days suppress at the third', async () => {
+    await signals('three@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(10)], ['soft_bounce', day(30)]);
+    expect(await suppressionOf('three@example.com')).toEqual({
+      email: 'three@example.com',
+      reason: SuppressionReason.SUPPRESSION_REASON_SOFT_BOUNCES,
+      suppressedAt: new Date(day(30)),
+    });
+  });
+
+  it('three soft bounces spread over more than 30 days do not, until three fall within 30 days', async () => {
+    await signals('spread@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(20)], ['soft_bounce', day(40)]);
+    expect(await suppressionOf('spread@example.com')).toBeUndefined();
+    await signals('spread@example.com', ['soft_bounce', day(45)]);
+    expect(await suppressionOf('spread@example.com')).toMatchObject({ suppressedAt: new Date(day(45)) });
+  });
+
+  it('one soft bounce stored twice counts once', async () => {
+    const twice = signal({ workspace_id: W, email: 'dup@example.com', reason: 'soft_bounce', occurred_at: day(1) });
+    await analytics.insertSignals([twice, signal({ workspace_id: W, email: 'dup@example.com', reason: 'soft_bounce', occurred_at: day(2) })]);
+    await analytics.insertSignals([{ ...twice, ingested_at: new Date().toISOString() }]);
+    expect(await suppressionOf('dup@example.com')).toBeUndefined();
+  });
+
+  it('is per workspace', async () => {
+    expect(await suppressionOf('hard_bounce@example.com', randomUUID())).toBeUndefined();
+  });
+});
+
+describe('ListSuppressions', () => {
+  const workspaceId = randomUUID();
+
+  beforeAll(() =>
+    analytics.insertSignals(
+      ['a', 'b', 'c', 'd', 'e'].map((name, index) =>
+        signal({ workspace_id: workspaceId, email: `${name}@example.com`, reason: 'hard_bounce', occurred_at: day(index % 3) }),
+      ),
+    ),
+  );
+
+  it('pages newest first, then by address', async () => {
+    const page = (n: number) => analytics.rpc('listSuppressions', { workspaceId, page: { page: n, pageSize: 2 } });
+    const pages = await Promise.all([1, 2, 3, 4].map(page));
+    expect(pages.map((p) => p.suppressions.map((s) => s.email))).toEqual([
+      ['c@example.com', 'b@example.com'],
+      ['e@example.com', 'a@example.com'],
+      ['d@example.com'],
+      [],
+    ]);
+    expect(pages.map((p) => p.page)).toEqual([1, 2, 3, 4].map((n) => ({ total: 5, page: n, pageSize: 2 })));
+  });
+
+  it('filters by exact address, case-insensitively; injection attempts are data', async () => {
+    const found = await analytics.rpc('listSuppressions', { workspaceId, email: ' B@Example.com' });
+    expect(found.suppressions.map((s) => s.email)).toEqual(['b@example.com']);
+    for (const email of ["' OR 1=1 --", "b@example.com' OR '1'='1", "\\'; DROP TABLE suppression_signals; --"]) {
+      expect(await analytics.rpc('listSuppressions', { workspaceId, email })).toMatchObject({ suppressions: [], page: { total: 0 } });
+    }
+  });
+
+  it('refuses a workspace id that is not a UUID', async () => {
+    const result = await failure(analytics.rpc('listSuppressions', { workspaceId: "x' OR 1=1" }));
+    expect(result.code).toBe(status.INVALID_ARGUMENT);
+    expect(result.violations[0]).toMatchObject({ loc: ['workspace_id'], type: 'uuid_parsing' });
+  });
+});
+
+describe('LiftSuppression', () => {
+  // Two seconds ahead, whole seconds as stored: after the lift, which ignores signals up to its own second.
+  const soon = () => new Date(Math.ceil(Date.now() / 1000) * 1000 + 2_000).toISOString();
+
+  it('lifts a suppression; a later signal suppresses again', async () => {
+    await signals('lifted@example.com', ['hard_bounce', day(1)]);
+    await analytics.rpc('liftSuppression', { workspaceId: W, email: 'Lifted@Example.com' });
+    expect(await suppressionOf('lifted@example.com')).toBeUndefined();
+    expect((await failure(analytics.rpc('liftSuppression', { workspaceId: W, email: 'lifted@example.com' }))).code).toBe(status.NOT_FOUND);
+
+    const again = soon();
+    await signals('lifted@example.com', ['unsubscribe', again]);
+    expect(await suppressionOf('lifted@example.com')).toMatchObject({
+      reason: SuppressionReason.SUPPRESSION_REASON_UNSUBSCRIBE,
+      suppressedAt: new Date(again),
+    });
+  });
+
+  it('forgets soft bounces from before the lift', async () => {
+    await signals('soft-lift@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(1)], ['soft_bounce', day(2)]);
+    await analytics.rpc('liftSuppression', { workspaceId: W, email: 'soft-lift@example.com' });
+    await signals('soft-lift@example.com', ['soft_bounce', soon()]);
+    expect(await suppressionOf('soft-lift@example.com')).toBeUndefined();
+  });
+
+  it('answers NOT_FOUND for an address that is not suppressed', async () => {
+    await signals('almost@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(1)]);
+    for (const email of ['almost@example.com', 'never@example.com', "' OR 1=1 --", "hard_bounce@example.com' --"]) {
+      expect((await failure(analytics.rpc('liftSuppression', { workspaceId: W, email }))).code).toBe(status.NOT_FOUND);
+    }
+    expect(await suppressionOf('hard_bounce@example.com')).toBeDefined();
+  });
+});
