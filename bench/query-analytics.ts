@@ -85,9 +85,7 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
 }
 
 async function ensureData(): Promise<void> {
-  const bootstrap = createClickHouse(CLICKHOUSE_URL, 'default');
-  await ensureEventSchema(bootstrap, DATABASE);
-  await bootstrap.close();
+  await ensureEventSchema(CLICKHOUSE_URL, DATABASE);
   // Inserting millions of rows takes longer than the services' 30 s request timeout.
   const client = createClickHouseClient({ url: CLICKHOUSE_URL, database: DATABASE, request_timeout: 600_000 });
   const count = async () => {

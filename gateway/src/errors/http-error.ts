@@ -21,13 +21,11 @@ export const notFound = (detail = 'Not Found'): HttpError => new HttpError(404, 
 
 export const unprocessable = (violations: Violation[]): HttpError => new HttpError(422, violations);
 
-/** Body-level service violations get the "body" prefix the contract's loc needs. */
-function inBody(violations: Violation[]): Violation[] {
-  return violations.map((v) => ({ ...v, loc: ['body', ...v.loc] }));
-}
+/** Where a request's fields live, and so the first element of a violation's loc. */
+export type FieldLocation = 'body' | 'query';
 
 /** Maps a failed gRPC call to the HTTP answer; anything unexpected is a plain 500. */
-export function fromGrpcError(error: unknown): HttpError {
+export function fromGrpcError(error: unknown, fields: FieldLocation = 'body'): HttpError {
   if (!isServiceError(error)) return new HttpError(500, 'Internal Server Error');
   switch (error.code) {
     case grpc.status.NOT_FOUND:
@@ -36,7 +34,7 @@ export function fromGrpcError(error: unknown): HttpError {
     case grpc.status.ABORTED:
       return new HttpError(409, error.details || 'Conflict');
     case grpc.status.INVALID_ARGUMENT:
-      return unprocessable(inBody(violationsOf(error)));
+      return unprocessable(violationsOf(error).map((v) => ({ ...v, loc: [fields, ...v.loc] })));
     case grpc.status.PERMISSION_DENIED:
       return forbidden(error.details);
     case grpc.status.UNAVAILABLE:

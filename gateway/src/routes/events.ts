@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import type { Violation } from '@mail/common';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
-import { HttpError, unprocessable } from '../errors/http-error';
+import { unprocessable } from '../errors/http-error';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 
@@ -115,12 +115,6 @@ function eventFilter(req: Request, workspaceId: string): analyticsV1.EventFilter
   };
 }
 
-/** The service names query parameters in its violations; the shared mapping files them under "body". */
-function asQueryViolations(error: unknown): unknown {
-  if (!(error instanceof HttpError) || error.status !== 422 || typeof error.detail === 'string') return error;
-  return unprocessable(error.detail.map((v) => ({ ...v, loc: ['query', ...v.loc.slice(1)] })));
-}
-
 // ---------------------------------------------------------------------------
 // proto -> JSON
 // ---------------------------------------------------------------------------
@@ -185,22 +179,23 @@ export const eventRoutes: RouteModule = (router, { clients }) => {
 
   router.get('/campaign-events/', async (req, res) => {
     const query = req.query as { page?: number; page_size?: number };
-    const answer = await callService(service.listEvents.bind(service), {
-      filter: eventFilter(req, workspaceIdOf(res)),
-      page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 },
-    }).catch((error: unknown) => {
-      throw asQueryViolations(error);
-    });
+    const answer = await callService(
+      service.listEvents.bind(service),
+      { filter: eventFilter(req, workspaceIdOf(res)), page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 } },
+      'query',
+    );
     res.json(page(answer.events.map(eventJson), answer.page));
   });
 
   router.get('/campaign-events/stats', async (req, res) => {
-    const answer = await callService(service.getStats.bind(service), {
-      filter: eventFilter(req, workspaceIdOf(res)),
-      interval: req.query.interval === 'hour' ? Interval.INTERVAL_HOUR : Interval.INTERVAL_DAY,
-    }).catch((error: unknown) => {
-      throw asQueryViolations(error);
-    });
+    const answer = await callService(
+      service.getStats.bind(service),
+      {
+        filter: eventFilter(req, workspaceIdOf(res)),
+        interval: req.query.interval === 'hour' ? Interval.INTERVAL_HOUR : Interval.INTERVAL_DAY,
+      },
+      'query',
+    );
     res.json(statsJson(answer));
   });
 };

@@ -1,14 +1,22 @@
 import { call } from '@mail/common';
-import { fromGrpcError } from '../errors/http-error';
+import { fromGrpcError, type FieldLocation } from '../errors/http-error';
 
 type UnaryMethod<Req, Res> = Parameters<typeof call<Req, Res>>[0];
 
-/** Calls a service from a route: a failed call becomes the matching HTTP error. */
-export async function callService<Req, Res>(method: UnaryMethod<Req, Res>, request: Req): Promise<Res> {
+/**
+ * Calls a service from a route: a failed call becomes the matching HTTP error.
+ * `fields` says where the request's fields came from, so a service's
+ * violations point at the body or at the query string.
+ */
+export async function callService<Req, Res>(
+  method: UnaryMethod<Req, Res>,
+  request: Req,
+  fields: FieldLocation = 'body',
+): Promise<Res> {
   try {
     return await call(method, request);
   } catch (error) {
-    throw fromGrpcError(error);
+    throw fromGrpcError(error, fields);
   }
 }
 

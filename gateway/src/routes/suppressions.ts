@@ -22,7 +22,7 @@ export const suppressionRoutes: RouteModule = (router, { clients }) => {
       workspaceId: workspaceIdOf(res),
       page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 },
       email: query.email,
-    });
+    }, 'query');
     const items = answer.suppressions.map((suppression) => ({
       email: suppression.email,
       reason: REASON_NAMES[suppression.reason],

@@ -53,7 +53,8 @@ export function isDependencyFailure(error: unknown): boolean {
   if (typeof code === 'string' && (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
   return (
     error.name === 'KnexTimeoutError' ||
-    /Connection terminated|connect ECONNREFUSED|socket hang up|Client has encountered a connection error/i.test(error.message)
+    // pg pool and socket failures, and @clickhouse/client's request timeout ("Timeout error.").
+    /Connection terminated|connect ECONNREFUSED|socket hang up|Client has encountered a connection error|^Timeout error/i.test(error.message)
   );
 }
 

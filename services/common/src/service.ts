@@ -17,6 +17,12 @@ export interface ServiceDefinition {
   defaults: { grpcAddress: string; opsPort: number };
   /** Connects to dependencies and registers their readiness checks. */
   start(context: { env: EnvReader; logger: Logger; readiness: Readiness; config: ProcessConfig }): Promise<ServiceParts>;
+  /**
+   * Brings the service's schema up to date and returns (MIGRATE_ONLY=1). When
+   * absent, start() is run and closed again: fine for services whose start-up
+   * does nothing but connect and migrate.
+   */
+  migrate?(context: { env: EnvReader; logger: Logger }): Promise<void>;
 }
 
 /**
@@ -30,13 +36,18 @@ export async function runService(definition: ServiceDefinition, env = new EnvRea
   const logger = createLogger(definition.name, config.logLevel);
   try {
     const readiness = new Readiness();
-    const parts = await definition.start({ env, logger, readiness, config });
     if (env.bool('MIGRATE_ONLY')) {
-      // start() brought the schema up to date; a deploy Job runs this once before rolling out.
-      for (const step of parts.close) await step.run();
+      // A deploy Job runs this once before rolling out.
+      if (definition.migrate) {
+        await definition.migrate({ env, logger });
+      } else {
+        const parts = await definition.start({ env, logger, readiness, config });
+        for (const step of parts.close) await step.run();
+      }
       logger.info(`${definition.name} schema is up to date (MIGRATE_ONLY=1), exiting`);
       process.exit(0);
     }
+    const parts = await definition.start({ env, logger, readiness, config });
     const grpcServer = await startGrpcServer(config.grpcAddress, parts.grpcServices, readiness);
     const opsServer = await startOpsServer(config.opsPort, readiness);
     onShutdown(logger, config.shutdownTimeoutMs, [

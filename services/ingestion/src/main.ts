@@ -10,11 +10,14 @@ void runService({
   name: 'ingestion',
   grpcAddressVariable: 'INGESTION_GRPC_ADDR',
   defaults: { grpcAddress: '127.0.0.1:50055', opsPort: 9105 },
+  // Only the ClickHouse tables: start() would join the consumer group.
+  async migrate({ env }) {
+    const config = readConfig(env);
+    await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
+  },
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
-    // A client bound to a database that does not exist yet cannot create it: set up the schema from `default`.
-    const setup = createClickHouse(config.clickhouseUrl, 'default');
-    await ensureEventSchema(setup, config.clickhouseDatabase).finally(() => setup.close());
+    await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
     const clickhouse = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase);
     const store = new EventStore(clickhouse);
 

@@ -1,4 +1,4 @@
-import { UnavailableError, createClickHouse, ensureEventSchema, type chsql } from '@mail/common';
+import { createClickHouse, ensureEventSchema, type chsql } from '@mail/common';
 
 /** The ClickHouse access the queries need: typed rows, JSON inserts, health, close. */
 export interface EventStore {
@@ -10,33 +10,21 @@ export interface EventStore {
   close(): Promise<void>;
 }
 
-/** The client reports a request that outlived its timeout as a plain "Timeout error.": ClickHouse is not answering. */
-function unavailableOnTimeout(error: unknown): never {
-  if (error instanceof Error && error.message.startsWith('Timeout error')) throw new UnavailableError('ClickHouse did not answer in time');
-  throw error;
-}
-
 /**
  * Connects to the event database and creates the shared tables if ingestion
- * has not yet, so reads work on an empty system. The schema is created
- * through a client bound to `default`: a client bound to a database that does
- * not exist yet cannot run CREATE DATABASE.
+ * has not yet, so reads work on an empty system. A request timeout surfaces as
+ * "Timeout error.", which the gRPC layer reports as UNAVAILABLE.
  */
 export async function openEventStore(url: string, database: string): Promise<EventStore> {
-  const bootstrap = createClickHouse(url, 'default');
-  try {
-    await ensureEventSchema(bootstrap, database);
-  } finally {
-    await bootstrap.close();
-  }
+  await ensureEventSchema(url, database);
   const client = createClickHouse(url, database);
   return {
     rows: async <T>(query: chsql.SqlFragment) => {
-      const result = await client.query({ query: query.text, format: 'JSONEachRow' }).catch(unavailableOnTimeout);
+      const result = await client.query({ query: query.text, format: 'JSONEachRow' });
       return result.json<T>();
     },
     rowsWithTotals: async <T>(query: chsql.SqlFragment) => {
-      const result = await client.query({ query: query.text, format: 'JSON' }).catch(unavailableOnTimeout);
+      const result = await client.query({ query: query.text, format: 'JSON' });
       const { data, totals } = await result.json<T>();
       return { rows: data, totals: data.length > 0 ? totals : undefined };
     },

@@ -1,4 +1,4 @@
-import type { ClickHouseClient } from '@clickhouse/client';
+import { createClickHouse } from './client';
 import { identifier, sql, type SqlFragment } from './sql';
 
 /**
@@ -77,9 +77,18 @@ const tables = (db: SqlFragment): SqlFragment[] => [
   ORDER BY (workspace_id, email, lifted_at)`,
 ];
 
-/** Creates the database and tables if missing; safe to run from every replica at start-up. */
-export async function ensureEventSchema(client: ClickHouseClient, database: string): Promise<void> {
-  const db = identifier(database);
-  await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
-  for (const statement of tables(db)) await client.command({ query: statement.text });
+/**
+ * Creates the database and tables if missing; safe to run from every replica
+ * at start-up. It connects to `default`, because a client bound to a database
+ * that does not exist yet cannot run CREATE DATABASE.
+ */
+export async function ensureEventSchema(url: string, database: string): Promise<void> {
+  const client = createClickHouse(url, 'default');
+  try {
+    const db = identifier(database);
+    await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
+    for (const statement of tables(db)) await client.command({ query: statement.text });
+  } finally {
+    await client.close();
+  }
 }
