@@ -49,6 +49,10 @@ export async function startConsumer(
     maxBytes: config.maxBatchBytes,
     maxBytesPerPartition: config.maxBatchBytes,
     maxWaitTimeInMs: config.maxBatchWaitMs,
+    // After a crash the broker hands the partitions on only when the dead member's session expires:
+    // kafkajs's 30 s default kept events waiting that long. Batches heartbeat while they retry.
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1_000,
   });
   const deadLetters = createIdempotentProducer(kafka);
   let joined = false;
