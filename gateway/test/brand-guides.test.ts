@@ -1,15 +1,4 @@
-import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { EnvReader, Readiness, call, createClient, createLogger } from '@mail/common';
-import { createTestPostgres, startStack, type Stack, type TestPostgres } from '@mail/local';
-import { identityV1 } from '@mail/proto';
-import { createApp } from '../src/app';
-import { devAuthenticator } from '../src/auth/principal';
-import { closeServiceClients, createServiceClients } from '../src/clients';
-import { readGatewayConfig } from '../src/config';
-import { loadOpenApiDocument } from '../src/openapi/document';
+import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
 
 /**
  * /brand-guides/ end to end: the gateway's whole request pipeline
@@ -17,73 +6,29 @@ import { loadOpenApiDocument } from '../src/openapi/document';
  * processes started by startStack on a private database.
  */
 
-let postgres: TestPostgres;
-let stack: Stack;
-let stateDir: string;
+let gateway: GatewayStack;
 let gatewayUrl: string;
-let closeGateway: () => Promise<void>;
 let workspaceA: string;
 let workspaceB: string;
 
 beforeAll(async () => {
-  postgres = await createTestPostgres('gateway_brand_guides');
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'brand-guides-test-'));
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
+  gateway = await startGatewayStack({
+    label: 'brand-guides',
     processes: ['identity', 'brand-guide'],
-    env: { DATABASE_URL: postgres.url, LOG_LEVEL: 'warn' },
+    workspaces: ['Guides A', 'Guides B'],
   });
-  const config = readGatewayConfig(
-    new EnvReader({
-      DEV_AUTH_ENABLED: '1',
-      IDENTITY_GRPC_ADDR: stack.urls.grpc.identity,
-      BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
-    }),
-  );
-  const clients = createServiceClients(config.services);
-  const app = createApp({
-    document: loadOpenApiDocument(),
-    clients,
-    authenticator: devAuthenticator,
-    readiness: new Readiness(),
-    logger: createLogger('gateway', 'silent'),
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  gatewayUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  closeGateway = async () => {
-    await new Promise((resolve) => server.close(resolve));
-    closeServiceClients(clients);
-  };
-
-  const identity = createClient(identityV1.IdentityServiceClient, stack.urls.grpc.identity);
-  const workspace = async (name: string) => (await call(identity.createWorkspace.bind(identity), { name })).workspace!.id;
-  [workspaceA, workspaceB] = [await workspace('Guides A'), await workspace('Guides B')];
-  identity.close();
+  gatewayUrl = gateway.url;
+  [workspaceA, workspaceB] = gateway.workspaces;
 }, 120_000);
 
 afterAll(async () => {
-  await closeGateway?.();
-  await stack?.stopAll();
-  await postgres?.drop();
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await gateway?.close();
 });
 
 type Json = Record<string, any>;
 
 async function api(method: string, route: string, body?: unknown, workspace = workspaceA) {
-  const headers: Record<string, string> = { workspace_id: workspace };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${gatewayUrl}${route}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    redirect: 'manual',
-  });
-  const text = await response.text();
-  const json = response.headers.get('content-type')?.startsWith('application/json');
-  return { status: response.status, body: (json ? JSON.parse(text) : undefined) as Json, headers: response.headers };
+  return requestJson(gatewayUrl, method, route, body, workspace);
 }
 
 async function create(fields: Json = {}, workspace = workspaceA): Promise<Json> {

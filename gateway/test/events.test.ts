@@ -1,16 +1,6 @@
-import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { EnvReader, Readiness, call, createClickHouse, createClient, createLogger } from '@mail/common';
-import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
-import { identityV1 } from '@mail/proto';
-import { createApp } from '../src/app';
-import { devAuthenticator } from '../src/auth/principal';
-import { closeServiceClients, createServiceClients } from '../src/clients';
-import { readGatewayConfig } from '../src/config';
-import { loadOpenApiDocument } from '../src/openapi/document';
+import { createClickHouse } from '@mail/common';
+import { startGatewayStack, type GatewayStack } from './support/stack';
 
 /**
  * GET /campaign-events/ and /campaign-events/stats end to end: the gateway's
@@ -19,13 +9,9 @@ import { loadOpenApiDocument } from '../src/openapi/document';
  * ClickHouse database.
  */
 
-let postgres: TestPostgres;
-let database: TestClickHouse;
 let clickhouse: ReturnType<typeof createClickHouse>;
-let stack: Stack;
-let stateDir: string;
+let gateway: GatewayStack;
 let gatewayUrl: string;
-let closeGateway: () => Promise<void>;
 let workspace: string;
 
 const C1 = '00000000-0000-4000-8000-0000000000c1';
@@ -57,42 +43,12 @@ let rows: ReturnType<typeof event>[];
 let click: ReturnType<typeof event>;
 
 beforeAll(async () => {
-  [postgres, database] = await Promise.all([createTestPostgres('gateway_events'), createTestClickHouse('gateway_events')]);
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'events-test-'));
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
-    processes: ['identity', 'analytics'],
-    env: { DATABASE_URL: postgres.url, CLICKHOUSE_URL: database.url, CLICKHOUSE_DATABASE: database.database, LOG_LEVEL: 'warn' },
-  });
-  const config = readGatewayConfig(
-    new EnvReader({
-      DEV_AUTH_ENABLED: '1',
-      IDENTITY_GRPC_ADDR: stack.urls.grpc.identity,
-      ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
-    }),
-  );
-  const clients = createServiceClients(config.services);
-  const app = createApp({
-    document: loadOpenApiDocument(),
-    clients,
-    authenticator: devAuthenticator,
-    readiness: new Readiness(),
-    logger: createLogger('gateway', 'silent'),
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  gatewayUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  closeGateway = async () => {
-    await new Promise((resolve) => server.close(resolve));
-    closeServiceClients(clients);
-  };
-
-  const identity = createClient(identityV1.IdentityServiceClient, stack.urls.grpc.identity);
-  workspace = (await call(identity.createWorkspace.bind(identity), { name: 'Events' })).workspace!.id;
-  identity.close();
+  gateway = await startGatewayStack({ label: 'events', processes: ['identity', 'analytics'], clickhouse: true, workspaces: ['Events'] });
+  gatewayUrl = gateway.url;
+  [workspace] = gateway.workspaces;
 
   // The analytics service created the tables at start.
+  const database = gateway.clickhouse!;
   clickhouse = createClickHouse(database.url, database.database);
   click = event({
     event_type: 'click',
@@ -117,11 +73,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await closeGateway?.();
-  await stack?.stopAll();
   await clickhouse?.close();
-  await Promise.all([postgres?.drop(), database?.drop()]);
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await gateway?.close();
 });
 
 type Json = Record<string, any>;

@@ -1,15 +1,5 @@
-import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { EnvReader, Readiness, call, createClickHouse, createClient, createLogger } from '@mail/common';
-import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
-import { identityV1 } from '@mail/proto';
-import { createApp } from '../src/app';
-import { devAuthenticator } from '../src/auth/principal';
-import { closeServiceClients, createServiceClients } from '../src/clients';
-import { readGatewayConfig } from '../src/config';
-import { loadOpenApiDocument } from '../src/openapi/document';
+import { createClickHouse } from '@mail/common';
+import { startGatewayStack, type GatewayStack } from './support/stack';
 
 /**
  * GET /suppressions/ and DELETE /suppressions/{email} end to end: the
@@ -17,13 +7,9 @@ import { loadOpenApiDocument } from '../src/openapi/document';
  * analytics processes, over signals written straight into ClickHouse.
  */
 
-let postgres: TestPostgres;
-let database: TestClickHouse;
 let clickhouse: ReturnType<typeof createClickHouse>;
-let stack: Stack;
-let stateDir: string;
+let gateway: GatewayStack;
 let gatewayUrl: string;
-let closeGateway: () => Promise<void>;
 let workspace: string;
 let sequence = 0;
 
@@ -34,37 +20,16 @@ async function signal(email: string, reason: string, occurredAt: string): Promis
 }
 
 beforeAll(async () => {
-  [postgres, database] = await Promise.all([createTestPostgres('gateway_suppressions'), createTestClickHouse('gateway_suppressions')]);
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'suppressions-test-'));
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
+  gateway = await startGatewayStack({
+    label: 'suppressions',
     processes: ['identity', 'analytics'],
-    env: { DATABASE_URL: postgres.url, CLICKHOUSE_URL: database.url, CLICKHOUSE_DATABASE: database.database, LOG_LEVEL: 'warn' },
+    clickhouse: true,
+    workspaces: ['Suppressions'],
   });
-  const config = readGatewayConfig(
-    new EnvReader({ DEV_AUTH_ENABLED: '1', IDENTITY_GRPC_ADDR: stack.urls.grpc.identity, ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics }),
-  );
-  const clients = createServiceClients(config.services);
-  const app = createApp({
-    document: loadOpenApiDocument(),
-    clients,
-    authenticator: devAuthenticator,
-    readiness: new Readiness(),
-    logger: createLogger('gateway', 'silent'),
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  gatewayUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  closeGateway = async () => {
-    await new Promise((resolve) => server.close(resolve));
-    closeServiceClients(clients);
-  };
+  gatewayUrl = gateway.url;
+  [workspace] = gateway.workspaces;
 
-  const identity = createClient(identityV1.IdentityServiceClient, stack.urls.grpc.identity);
-  workspace = (await call(identity.createWorkspace.bind(identity), { name: 'Suppressions' })).workspace!.id;
-  identity.close();
-
+  const database = gateway.clickhouse!;
   clickhouse = createClickHouse(database.url, database.database);
   await signal('hard@example.com', 'hard_bounce', '2026-03-01T10:00:00Z');
   await signal('gone@example.com', 'unsubscribe', '2026-03-02T10:00:00Z');
@@ -74,11 +39,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await closeGateway?.();
-  await stack?.stopAll();
   await clickhouse?.close();
-  await Promise.all([postgres?.drop(), database?.drop()]);
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await gateway?.close();
 });
 
 type Json = Record<string, any>;

@@ -1,3 +1,4 @@
 export * from './stack';
 export * from './testing/databases';
 export * from './testing/infra';
+export * from './testing/grpc-service';

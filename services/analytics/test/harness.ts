@@ -1,22 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
-import { Readiness, call, createClient, createLogger, isServiceError, startGrpcServer, violationsOf, type Violation } from '@mail/common';
-import { createTestClickHouse } from '@mail/local';
+import { createLogger } from '@mail/common';
+import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
 import { openEventStore } from '../src/store/connection';
 
-type Client = analyticsV1.AnalyticsServiceClient;
-// The generated client's last overload is (request, metadata, options, callback), the one `call` uses.
-type Unary<Req, Res> = (
-  request: Req,
-  metadata: grpc.Metadata,
-  options: Partial<grpc.CallOptions>,
-  callback: (error: grpc.ServiceError | null, response: Res) => void,
-) => grpc.ClientUnaryCall;
-type Method = { [K in keyof Client]: Client[K] extends Unary<infer _Req, infer _Res> ? K : never }[keyof Client];
-type RequestOf<K extends Method> = Client[K] extends Unary<infer Req, infer _Res> ? Req : never;
-type ResponseOf<K extends Method> = Client[K] extends Unary<infer _Req, infer Res> ? Res : never;
+export { failure, type Failure } from '@mail/local';
 
 /** A stored engagement_events row, every column (JSONEachRow fills omitted ones with zeros, not defaults). */
 export interface EventRow {
@@ -50,7 +40,7 @@ export interface SignalRow {
 
 export interface Analytics {
   /** Calls one RPC through the real gRPC server, so the proto mapping is part of every test. */
-  rpc<K extends Method>(method: K, request: RequestOf<K>): Promise<ResponseOf<K>>;
+  rpc: Rpc<analyticsV1.AnalyticsServiceClient>;
   /** Each call is one INSERT, so rows of separate calls land in separate parts (unmerged duplicates). */
   insertEvents(rows: EventRow[]): Promise<void>;
   insertSignals(rows: SignalRow[]): Promise<void>;
@@ -60,34 +50,37 @@ export interface Analytics {
 
 /** The analytics handlers on 127.0.0.1:0 over a private ClickHouse database. */
 export async function startAnalytics(label: string): Promise<Analytics> {
-  const database = await createTestClickHouse(label);
-  const store = await openEventStore(database.url, database.database);
-  const server = await startGrpcServer(
-    '127.0.0.1:0',
-    [{ definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(createLogger('analytics', process.env.LOG_LEVEL ?? 'silent'), store) }],
-    new Readiness(),
-  );
-  const client = createClient(analyticsV1.AnalyticsServiceClient, `127.0.0.1:${server.port}`);
-  const clickhouse = createClickHouseClient({
-    url: database.url,
-    database: database.database,
-    clickhouse_settings: { date_time_input_format: 'best_effort' },
+  const service = await startTestGrpcService({
+    database: () => createTestClickHouse(label),
+    client: analyticsV1.AnalyticsServiceClient,
+    open: async (database) => {
+      const store = await openEventStore(database.url, database.database);
+      const clickhouse = createClickHouseClient({
+        url: database.url,
+        database: database.database,
+        clickhouse_settings: { date_time_input_format: 'best_effort' },
+      });
+      return {
+        definition: analyticsV1.AnalyticsServiceService,
+        implementation: analyticsHandlers(createLogger('analytics', process.env.LOG_LEVEL ?? 'silent'), store),
+        resources: clickhouse,
+        close: async () => {
+          await store.close();
+          await clickhouse.close();
+        },
+      };
+    },
   });
+  const clickhouse = service.resources;
   const insert = async (table: string, values: object[]) => {
     await clickhouse.insert({ table, values, format: 'JSONEachRow' });
   };
   return {
-    rpc: (method, request) => call((client[method] as unknown as Unary<typeof request, never>).bind(client), request),
+    rpc: service.rpc,
     insertEvents: (rows) => insert('engagement_events', rows),
     insertSignals: (rows) => insert('suppression_signals', rows),
     clickhouse,
-    close: async () => {
-      client.close();
-      await server.drain(1_000);
-      await store.close();
-      await clickhouse.close();
-      await database.drop();
-    },
+    close: service.close,
   };
 }
 
@@ -123,23 +116,6 @@ export function event(overrides: Partial<EventRow> & Pick<EventRow, 'workspace_i
 
 export function signal(overrides: Partial<SignalRow> & Pick<SignalRow, 'workspace_id' | 'email' | 'reason' | 'occurred_at'>): SignalRow {
   return { provider_event_id: providerEventId(), ingested_at: new Date().toISOString(), ...overrides };
-}
-
-export interface Failure {
-  code: grpc.status;
-  details: string;
-  violations: Violation[];
-}
-
-/** The status a call failed with; fails the test when the call succeeds. */
-export async function failure(promise: Promise<unknown>): Promise<Failure> {
-  try {
-    await promise;
-  } catch (error) {
-    if (!isServiceError(error)) throw error;
-    return { code: error.code, details: error.details, violations: violationsOf(error) };
-  }
-  throw new Error('expected the call to fail');
 }
 
 export const { status } = grpc;

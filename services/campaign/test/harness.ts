@@ -1,37 +1,19 @@
 import type { Knex } from 'knex';
 import * as grpc from '@grpc/grpc-js';
-import {
-  Readiness,
-  call,
-  createClient,
-  createLogger,
-  isServiceError,
-  startGrpcServer,
-  violationsOf,
-  type RunningGrpcServer,
-  type Violation,
-} from '@mail/common';
-import { createTestPostgres, type TestPostgres } from '@mail/local';
+import { Readiness, createLogger } from '@mail/common';
+import { createTestPostgres, startTestGrpcService, type Rpc, type TestPostgres } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { campaignHandlers } from '../src/grpc/handlers';
 import { CategoryFeed } from '../src/store/category-feed';
 import { openDatabase } from '../src/store/database';
 
+export { failure, type Failure } from '@mail/local';
+
 type Client = campaignV1.CampaignServiceClient;
-// The generated client's last overload is (request, metadata, options, callback), the one `call` uses.
-type Unary<Req, Res> = (
-  request: Req,
-  metadata: grpc.Metadata,
-  options: Partial<grpc.CallOptions>,
-  callback: (error: grpc.ServiceError | null, response: Res) => void,
-) => grpc.ClientUnaryCall;
-type Method = { [K in keyof Client]: Client[K] extends Unary<infer _Req, infer _Res> ? K : never }[keyof Client];
-type RequestOf<K extends Method> = Client[K] extends Unary<infer Req, infer _Res> ? Req : never;
-type ResponseOf<K extends Method> = Client[K] extends Unary<infer _Req, infer Res> ? Res : never;
 
 export interface CampaignService {
   /** Calls one RPC through the real gRPC server, so the proto mapping is part of every test. */
-  rpc<K extends Method>(method: K, request: RequestOf<K>): Promise<ResponseOf<K>>;
+  rpc: Rpc<Client>;
   client: Client;
   address: string;
   db: Knex;
@@ -41,50 +23,28 @@ export interface CampaignService {
 
 /** The campaign handlers on 127.0.0.1:0 over a private database, with a readiness check named "postgres" as in main.ts. */
 export async function startCampaignService(): Promise<CampaignService> {
-  const postgres = await createTestPostgres('campaign');
-  const db = await openDatabase(postgres.url);
-  const logger = createLogger('campaign', 'silent');
-  const feed = new CategoryFeed(postgres.url, logger, { initialMs: 50, maxMs: 200 });
-  await feed.start();
-  const readiness = new Readiness().add('postgres', () => db.raw('select 1'));
-  const server: RunningGrpcServer = await startGrpcServer(
-    '127.0.0.1:0',
-    [{ definition: campaignV1.CampaignServiceService, implementation: campaignHandlers(logger, db, feed) }],
-    readiness,
-  );
-  const address = `127.0.0.1:${server.port}`;
-  const client = createClient(campaignV1.CampaignServiceClient, address);
-  return {
-    rpc: (method, request) => call((client[method] as unknown as Unary<typeof request, never>).bind(client), request),
-    client,
-    address,
-    db,
-    postgres,
-    close: async () => {
-      client.close();
-      await server.drain(1_000);
-      await feed.close();
-      await db.destroy();
-      await postgres.drop();
+  const service = await startTestGrpcService({
+    database: () => createTestPostgres('campaign'),
+    client: campaignV1.CampaignServiceClient,
+    open: async (postgres) => {
+      const db = await openDatabase(postgres.url);
+      const logger = createLogger('campaign', 'silent');
+      const feed = new CategoryFeed(postgres.url, logger, { initialMs: 50, maxMs: 200 });
+      await feed.start();
+      return {
+        definition: campaignV1.CampaignServiceService,
+        implementation: campaignHandlers(logger, db, feed),
+        readiness: new Readiness().add('postgres', () => db.raw('select 1')),
+        resources: db,
+        close: async () => {
+          await feed.close();
+          await db.destroy();
+        },
+      };
     },
-  };
-}
-
-export interface Failure {
-  code: grpc.status;
-  details: string;
-  violations: Violation[];
-}
-
-/** The status a call failed with; fails the test when the call succeeds. */
-export async function failure(promise: Promise<unknown>): Promise<Failure> {
-  try {
-    await promise;
-  } catch (error) {
-    if (!isServiceError(error)) throw error;
-    return { code: error.code, details: error.details, violations: violationsOf(error) };
-  }
-  throw new Error('expected the call to fail');
+  });
+  const { rpc, client, address, database: postgres, resources: db, close } = service;
+  return { rpc, client, address, db, postgres, close };
 }
 
 export const { RecipientSource, DeliveryMode } = campaignV1;
