@@ -265,6 +265,20 @@ interface Fault {
   name: string;
   crash(): Promise<void>;
   restart(): Promise<void>;
+  /** The dependency the gateway's /readyz must report down (503) while this fault lasts. */
+  reportedDown?: string;
+}
+
+/** While a store is down, the gateway stays up and its /readyz answers 503 naming that store. */
+async function expectNotReadyNaming(dependency: string): Promise<void> {
+  const deadline = Date.now() + DOWN_MS;
+  let last: { status?: number; body?: string; error?: string } = {};
+  while (Date.now() < deadline) {
+    last = await status(`${stack.urls.gateway}/readyz`);
+    if (last.status === 503 && downDependencies(last.body).split(',').includes(dependency)) return;
+    await sleep(100);
+  }
+  throw new Error(`/readyz did not report ${dependency} down: ${JSON.stringify(last)}`);
 }
 
 function killProcess(name: ProcessName): Fault {
@@ -279,8 +293,8 @@ it('keeps every acknowledged event exactly once and recovers while Kafka, ingest
     // Stalled longer than the publish timeout: the send in flight completes after its calls got 503, so their retries are copies.
     { name: 'kafka-stall', crash: async () => servers.pause('kafka'), restart: async () => servers.resume('kafka') },
     killProcess('ingestion'),
-    { name: 'clickhouse', crash: () => servers.crash('clickhouse'), restart: () => servers.start('clickhouse') },
-    { name: 'postgres', crash: () => servers.crash('postgres'), restart: () => servers.start('postgres') },
+    { name: 'clickhouse', crash: () => servers.crash('clickhouse'), restart: () => servers.start('clickhouse'), reportedDown: 'clickhouse' },
+    { name: 'postgres', crash: () => servers.crash('postgres'), restart: () => servers.start('postgres'), reportedDown: 'postgres' },
     killProcess('gateway'),
   ];
 
@@ -293,7 +307,9 @@ it('keeps every acknowledged event exactly once and recovers while Kafka, ingest
     for (const fault of faults) {
       load.phase = `${fault.name}: down`;
       await fault.crash();
-      await sleep(DOWN_MS);
+      const downSince = Date.now();
+      if (fault.reportedDown) await expectNotReadyNaming(fault.reportedDown);
+      await sleep(DOWN_MS - (Date.now() - downSince));
       load.phase = `${fault.name}: restarting`;
       const restarting = Date.now();
       await fault.restart();
