@@ -1,47 +1,60 @@
 /**
- * Engagement event pipeline throughput and webhook latency, end to end.
- *
- * Starts the full stack (startStack, DEV_AUTH_ENABLED=1, signed webhook) on a
- * private Postgres database, ClickHouse database and Kafka topics, then:
+ * Engagement event pipeline throughput and webhook latency, end to end, on
+ * the suite's stack (bench-stack.ts):
  *   1. ceiling: the raw kafkajs producer rate to the same broker (idempotent,
  *      acks=-1, requests of 1,000 ready-encoded EngagementEvents, one in
  *      flight, as the webhook's producer sends them);
- *   2. maximum end-to-end rate: BENCH_EVENTS SendGrid events in signed calls
- *      of 100, BENCH_CONCURRENCY calls at a time, timed from the first call
- *      until every event is queryable in ClickHouse (`count()` polled);
+ *   2. maximum end-to-end rate: `events` SendGrid events in signed calls of
+ *      100, `concurrency` calls at a time, timed from the first call until
+ *      every event is queryable in ClickHouse (`count()` polled);
  *   3. webhook latency at half that rate, open loop (no coordinated omission:
  *      latency counts from the moment a call was due): p50/p99 of the 202.
  * Bodies and signatures are prepared before each timed phase, so the client
  * spends its CPU on HTTP only (it shares the machine with every server). The
  * CPU time each process spent per event during phase 2 is reported too: it
  * shows where the cores go, whatever else the machine was running.
- * Figures print and go to bench/results/pipeline-bench-<time>.json.
- *
- * Run (infra up, everything built: `bash deploy/local/infra.sh up`, `npm run build`):
- *   npx tsc -p bench/pipeline-bench.tsconfig.json && node bench/dist/pipeline-bench.js
- * Settings: BENCH_EVENTS (default 200000), BENCH_CONCURRENCY (default 16),
- * BENCH_LATENCY_SECONDS (default 15).
+ * Settings: BENCH_PIPELINE_EVENTS (default 200000), BENCH_CONCURRENCY (16),
+ * BENCH_LATENCY_SECONDS (15).
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { call, createClickHouse, createClient } from '@mail/common';
-import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix } from '@mail/local';
+import { infraEnv } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
+import type { BenchStack } from './bench-stack';
+import { log, percentile, round } from './measure';
+import { cpuMs, infraServerPids } from './proc';
 
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
-const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 15);
 const PER_CALL = 100;
-const RESULTS_DIR = path.join(__dirname, '..', 'results');
-
-const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+export interface PipelineSettings {
+  events: number;
+  concurrency: number;
+  latencySeconds: number;
+}
+
+export function pipelineSettings(env: NodeJS.ProcessEnv = process.env): PipelineSettings {
+  return {
+    events: Number(env.BENCH_PIPELINE_EVENTS ?? 200_000),
+    concurrency: Number(env.BENCH_CONCURRENCY ?? 16),
+    latencySeconds: Number(env.BENCH_LATENCY_SECONDS ?? 15),
+  };
+}
+
+export interface PipelineResult {
+  settings: PipelineSettings & { perCall: number; signed: true };
+  rawProducerEventsPerSecond: number;
+  endToEnd: { events: number; eventsPerSecond: number; seconds: number; webhookAcceptedEventsPerSecond: number; retriedCalls: number };
+  /** CPU µs each process spent per event during the end-to-end phase. */
+  cpuMicrosecondsPerEvent: Record<string, number>;
+  latencyAtHalfRate: { callsPerSecond: number; eventsPerSecond: number; calls: number; failed: number; p50Ms: number; p99Ms: number; maxMs: number };
+  loadAverageAfter: number;
+}
 
 interface Call {
   body: Buffer;
@@ -49,7 +62,7 @@ interface Call {
 }
 
 /** SendGrid-shaped events (realistic size, ~450 bytes each), every one kept and matched to a campaign. */
-function prepareCalls(prefix: string, categories: string[], calls: number): Call[] {
+function prepareCalls(key: crypto.KeyObject, prefix: string, categories: string[], calls: number): Call[] {
   const timestamp = Math.floor(Date.now() / 1000);
   return Array.from({ length: calls }, (_, c) => {
     const events = Array.from({ length: PER_CALL }, (_, i) => {
@@ -71,7 +84,7 @@ function prepareCalls(prefix: string, categories: string[], calls: number): Call
     });
     const body = Buffer.from(JSON.stringify(events));
     const signedAt = String(timestamp);
-    const signature = crypto.sign('sha256', Buffer.concat([Buffer.from(signedAt), body]), privateKey).toString('base64');
+    const signature = crypto.sign('sha256', Buffer.concat([Buffer.from(signedAt), body]), key).toString('base64');
     return {
       body,
       headers: {
@@ -92,33 +105,6 @@ function post(url: string, { body, headers }: Call): Promise<number> {
     request.on('error', reject);
     request.end(body);
   });
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-const round = (value: number, digits = 1): number => Math.round(value * 10 ** digits) / 10 ** digits;
-
-/** User + system CPU milliseconds a process has used (Linux /proc), 0 when it is gone. */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-/** The servers of deploy/local/infra.sh, found through their PID files. */
-function serverPid(file: string): number | undefined {
-  const stateDir = process.env.STATE_DIR ?? path.join(__dirname, '..', '..', '.state');
-  try {
-    return Number(fs.readFileSync(path.join(stateDir, file), 'utf8').trim());
-  } catch {
-    return undefined;
-  }
 }
 
 /** Phase 1: the broker's rate for a lone kafkajs producer, the ceiling of the webhook. */
@@ -147,66 +133,53 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
     };
     return { key: event.email, value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()) };
   });
-  await producer.send({ topic, acks: -1, messages });
-  const started = performance.now();
-  for (let sent = 0; sent < events; sent += messages.length) await producer.send({ topic, acks: -1, messages });
-  const rate = events / ((performance.now() - started) / 1000);
-  await producer.disconnect();
-  await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-  await admin.disconnect();
-  return rate;
+  try {
+    await producer.send({ topic, acks: -1, messages });
+    const started = performance.now();
+    for (let sent = 0; sent < events; sent += messages.length) await producer.send({ topic, acks: -1, messages });
+    return events / ((performance.now() - started) / 1000);
+  } finally {
+    await producer.disconnect();
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+  }
 }
 
-async function main(): Promise<void> {
-  const suffix = uniqueSuffix();
-  const [postgres, database] = await Promise.all([createTestPostgres('pipeline_bench'), createTestClickHouse('pipeline_bench')]);
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-bench-'));
-  const stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
-    env: {
-      DEV_AUTH_ENABLED: '1',
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: postgres.url,
-      CLICKHOUSE_URL: database.url,
-      CLICKHOUSE_DATABASE: database.database,
-      KAFKA_EVENTS_TOPIC: `pipeline-bench-${suffix}`,
-      KAFKA_DLQ_TOPIC: `pipeline-bench-dlq-${suffix}`,
-      KAFKA_CONSUMER_GROUP: `pipeline-bench-${suffix}`,
-      SENDGRID_WEBHOOK_PUBLIC_KEY: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
-    },
-  });
-  const clickhouse = createClickHouse(database.url, database.database);
+export async function runPipelineBench(bench: BenchStack, settings: PipelineSettings = pipelineSettings()): Promise<PipelineResult> {
+  const { stack, suffix, webhookKey } = bench;
+  const say = (line: string) => log('pipeline', line);
+  const clickhouse = createClickHouse(bench.clickhouse.url, bench.clickhouse.database);
   const stored = async (): Promise<number> =>
     Number((await (await clickhouse.query({ query: 'SELECT count() AS n FROM engagement_events', format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
   try {
     const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
     const categories: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const category = `bench-${suffix}-${i}`;
+      const category = `pipeline-${suffix}-${i}`;
       await call(campaigns.createCampaign.bind(campaigns), {
-        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId: crypto.randomUUID(), name: `bench ${i}`, providerCategoryId: category }),
+        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId: crypto.randomUUID(), name: `pipeline bench ${i}`, providerCategoryId: category }),
       });
       categories.push(category);
     }
     campaigns.close();
 
-    const ceiling = await producerCeiling(`pipeline-bench-ceiling-${suffix}`, EVENTS);
-    console.log(`raw kafkajs producer: ${Math.round(ceiling)} events/s`);
+    const ceiling = await producerCeiling(`pipeline-bench-ceiling-${suffix}`, settings.events);
+    say(`raw kafkajs producer: ${Math.round(ceiling)} events/s`);
 
     // Warm-up: JIT, connections, the category cache, ClickHouse parts.
-    const warmUp = prepareCalls(`warm-${suffix}`, categories, 100);
+    const warmUp = prepareCalls(webhookKey, `warm-${suffix}`, categories, 100);
     await Promise.all(warmUp.map((c) => post(stack.urls.gateway, c)));
     for (let waited = 0; (await stored()) < warmUp.length * PER_CALL && waited < 60_000; waited += 100) await sleep(100);
     const base = await stored();
 
-    const calls = prepareCalls(`max-${suffix}`, categories, Math.ceil(EVENTS / PER_CALL));
+    const calls = prepareCalls(webhookKey, `max-${suffix}`, categories, Math.ceil(settings.events / PER_CALL));
     const total = calls.length * PER_CALL;
+    const servers = infraServerPids();
     const processes = {
       gateway: stack.pid('gateway'),
       ingestion: stack.pid('ingestion'),
-      kafka: serverPid('kafka/kafka.pid'),
-      clickhouse: serverPid('clickhouse/clickhouse.pid'),
+      kafka: servers.kafka,
+      clickhouse: servers.clickhouse,
       'bench client': process.pid,
     };
     const cpuBefore = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid)]));
@@ -214,7 +187,7 @@ async function main(): Promise<void> {
     let rejected = 0;
     const started = performance.now();
     await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
+      Array.from({ length: settings.concurrency }, async () => {
         while (next < calls.length) {
           const item = calls[next++];
           while ((await post(stack.urls.gateway, item)) !== 202) rejected++;
@@ -226,13 +199,13 @@ async function main(): Promise<void> {
     const endToEndSeconds = (performance.now() - started) / 1000;
     const endToEnd = total / endToEndSeconds;
     const cpuPerEventUs = Object.fromEntries(
-      Object.entries(processes).map(([name, pid]) => [name, round(((cpuMs(pid) - cpuBefore[name]) * 1000) / total)]),
+      Object.entries(processes).map(([name, pid]) => [name, round(((cpuMs(pid) - cpuBefore[name]) * 1000) / total, 1)]),
     );
-    console.log(`end to end: ${total} events in ${round(endToEndSeconds, 2)} s = ${Math.round(endToEnd)} events/s (webhook accepted them at ${Math.round(total / acceptedSeconds)} events/s, ${rejected} calls retried)`);
-    console.log(`CPU µs per event: ${Object.entries(cpuPerEventUs).map(([name, us]) => `${name} ${us}`).join(', ')}; machine load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`);
+    say(`end to end: ${total} events in ${round(endToEndSeconds)} s = ${Math.round(endToEnd)} events/s (webhook accepted them at ${Math.round(total / acceptedSeconds)} events/s, ${rejected} calls retried)`);
+    say(`CPU µs per event: ${Object.entries(cpuPerEventUs).map(([name, us]) => `${name} ${us}`).join(', ')}`);
 
     const halfRate = endToEnd / 2 / PER_CALL;
-    const latencyCalls = prepareCalls(`latency-${suffix}`, categories, Math.ceil(halfRate * LATENCY_SECONDS));
+    const latencyCalls = prepareCalls(webhookKey, `latency-${suffix}`, categories, Math.ceil(halfRate * settings.latencySeconds));
     const latencies: number[] = [];
     let failed = 0;
     const pending: Promise<void>[] = [];
@@ -253,32 +226,32 @@ async function main(): Promise<void> {
     }
     await Promise.all(pending);
     const sorted = latencies.sort((a, b) => a - b);
-    const latency = { callsPerSecond: round(halfRate), eventsPerSecond: Math.round(halfRate * PER_CALL), calls: latencyCalls.length, failed, p50Ms: round(percentile(sorted, 50), 2), p99Ms: round(percentile(sorted, 99), 2), maxMs: round(sorted[sorted.length - 1], 2) };
-    console.log(`webhook 202 latency at ${latency.eventsPerSecond} events/s (${latency.callsPerSecond} calls/s of ${PER_CALL}): p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms, ${failed} failed`);
-
-    const results = {
-      at: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memoryGb: round(os.totalmem() / 2 ** 30) },
-      settings: { events: total, perCall: PER_CALL, concurrency: CONCURRENCY, signed: true },
-      rawProducerEventsPerSecond: Math.round(ceiling),
-      endToEnd: { eventsPerSecond: Math.round(endToEnd), seconds: round(endToEndSeconds, 2), webhookAcceptedEventsPerSecond: Math.round(total / acceptedSeconds), retriedCalls: rejected },
-      cpuMicrosecondsPerEvent: cpuPerEventUs,
-      loadAverage: round(os.loadavg()[0]),
-      latencyAtHalfRate: latency,
+    const latency = {
+      callsPerSecond: round(halfRate, 1),
+      eventsPerSecond: Math.round(halfRate * PER_CALL),
+      calls: latencyCalls.length,
+      failed,
+      p50Ms: round(percentile(sorted, 50)),
+      p99Ms: round(percentile(sorted, 99)),
+      maxMs: round(sorted[sorted.length - 1]),
     };
-    fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const file = path.join(RESULTS_DIR, `pipeline-bench-${results.at.replace(/[:.]/g, '-')}.json`);
-    fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    console.log(`results: ${path.relative(process.cwd(), file)}`);
+    say(`webhook 202 latency at ${latency.eventsPerSecond} events/s (${latency.callsPerSecond} calls/s of ${PER_CALL}): p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms, ${failed} failed`);
+
+    return {
+      settings: { ...settings, perCall: PER_CALL, signed: true },
+      rawProducerEventsPerSecond: Math.round(ceiling),
+      endToEnd: {
+        events: total,
+        eventsPerSecond: Math.round(endToEnd),
+        seconds: round(endToEndSeconds),
+        webhookAcceptedEventsPerSecond: Math.round(total / acceptedSeconds),
+        retriedCalls: rejected,
+      },
+      cpuMicrosecondsPerEvent: cpuPerEventUs,
+      latencyAtHalfRate: latency,
+      loadAverageAfter: round(os.loadavg()[0], 1),
+    };
   } finally {
-    await stack.stopAll();
     await clickhouse.close();
-    await Promise.all([postgres.drop(), database.drop()]);
-    fs.rmSync(stateDir, { recursive: true, force: true });
   }
 }
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exit(1);
-});

@@ -1,40 +1,37 @@
 /**
- * Campaign write latency through the whole system, open loop.
- *
- * Starts the full stack (startStack, DEV_AUTH_ENABLED=1) on a private
- * Postgres database, ClickHouse database and Kafka topics, then sends at a
- * fixed rate whatever the answers do (no coordinated omission: latency counts
- * from the moment a request was due, not from when it was sent):
+ * Campaign write latency through the whole system, open loop, on the suite's
+ * stack (bench-stack.ts). Sends at a fixed rate whatever the answers do (no
+ * coordinated omission: latency counts from the moment a request was due, not
+ * from when it was sent):
  *   1. POST /email-campaigns/ (a full campaign with two variants),
  *   2. PUT /email-campaigns/{id} (rename, reprioritize, replace the variants),
  *   3. the same campaign row and variants inserted straight into Postgres with
  *      pg (one transaction), the floor the API adds to.
- * Prints p50/p99/max per phase, the create/insert ratio, and the CPU each
- * process spent per request (where the time goes when the rate is not met);
- * the figures also go to bench/results/campaign-bench-<time>.json.
- *
- * Run (infra up, everything built: `bash deploy/local/infra.sh up`, `npm run build`):
- *   npx tsc -p bench/campaign-bench.tsconfig.json && node bench/dist/campaign-bench.js
+ * Reports p50/p99/max per phase, the create/insert ratio, and the CPU each
+ * process spent per request (where the time goes when the rate is not met).
  * Settings: BENCH_RATE (requests/s, default 300), BENCH_SECONDS (per phase, default 10).
- * Linux only (CPU figures come from /proc).
  */
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'pg';
 import { call, createClient } from '@mail/common';
-import { PROCESS_NAMES, createTestClickHouse, createTestPostgres, startStack, uniqueSuffix, type Stack } from '@mail/local';
+import { PROCESS_NAMES, type Stack } from '@mail/local';
 import { identityV1 } from '@mail/proto';
+import type { BenchStack } from './bench-stack';
+import { log, round, summarize } from './measure';
+import { cpuMs } from './proc';
 
-const RATE = Number(process.env.BENCH_RATE ?? 300);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const RESULTS_DIR = path.join(__dirname, '..', 'results');
-/** Linux reports process CPU time in ticks of 1/100 s. */
-const MS_PER_TICK = 10;
+export interface CampaignSettings {
+  rate: number;
+  seconds: number;
+}
 
-interface PhaseResult {
+export function campaignSettings(env: NodeJS.ProcessEnv = process.env): CampaignSettings {
+  return { rate: Number(env.BENCH_RATE ?? 300), seconds: Number(env.BENCH_SECONDS ?? 10) };
+}
+
+export interface PhaseResult {
   phase: string;
   sent: number;
   failed: number;
@@ -45,21 +42,27 @@ interface PhaseResult {
   firstError?: string;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+export interface CampaignResult {
+  settings: CampaignSettings;
+  create: PhaseResult;
+  update: PhaseResult;
+  directInsert: PhaseResult;
+  /** Gateway create latency over direct insert latency. */
+  ratio: { p50: number; p99: number };
+  /** Per phase, per process. */
+  cpuMsPerRequest: Record<string, Record<string, number>>;
+  loadAverageAfter: number;
 }
 
-const round = (value: number): number => Math.round(value * 100) / 100;
-
 /** Sends request i at start + i/rate, never waiting for earlier answers. */
-async function fixedRate(phase: string, count: number, send: (i: number) => Promise<unknown>): Promise<PhaseResult> {
+async function fixedRate(rate: number, phase: string, count: number, send: (i: number) => Promise<unknown>): Promise<PhaseResult> {
   const latencies: number[] = [];
   let failed = 0;
   let firstError: string | undefined;
   const pending: Promise<unknown>[] = [];
   const start = performance.now();
   for (let i = 0; i < count; i++) {
-    const due = start + (i * 1000) / RATE;
+    const due = start + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 0) await sleep(wait);
     pending.push(
@@ -74,23 +77,7 @@ async function fixedRate(phase: string, count: number, send: (i: number) => Prom
     );
   }
   await Promise.all(pending);
-  const sorted = latencies.sort((a, b) => a - b);
-  return {
-    phase,
-    sent: count,
-    failed,
-    p50Ms: round(percentile(sorted, 50)),
-    p99Ms: round(percentile(sorted, 99)),
-    maxMs: round(sorted[sorted.length - 1]),
-    firstError,
-  };
-}
-
-function cpuMsOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  // Fields after the command name: utime and stime are the 12th and 13th.
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK;
+  return { phase, sent: count, failed, ...summarize(latencies.sort((a, b) => a - b)), firstError };
 }
 
 /** CPU milliseconds so far of every stack process, of this database's Postgres backends and of this load generator. */
@@ -98,8 +85,8 @@ async function cpuSnapshot(stack: Stack, pool: Pool): Promise<Record<string, num
   const { rows } = await pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
   const own = process.cpuUsage();
   return {
-    ...Object.fromEntries(PROCESS_NAMES.map((name) => [name, cpuMsOf(stack.pid(name))])),
-    postgres: rows.reduce((sum, { pid }) => sum + (fs.existsSync(`/proc/${pid}`) ? cpuMsOf(pid) : 0), 0),
+    ...Object.fromEntries(PROCESS_NAMES.map((name) => [name, cpuMs(stack.pid(name))])),
+    postgres: rows.reduce((sum, { pid }) => sum + cpuMs(pid), 0),
     'load generator': (own.user + own.system) / 1000,
   };
 }
@@ -125,29 +112,10 @@ function campaignBody(workspaceId: string, n: string): Record<string, unknown> {
   };
 }
 
-async function main(): Promise<void> {
-  // Other work on the machine shows in the figures: record how busy it was before this run added its own.
-  const loadBefore = os.loadavg()[0];
-  const suffix = uniqueSuffix();
-  const [postgres, clickhouse] = await Promise.all([createTestPostgres('bench'), createTestClickHouse('bench')]);
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'campaign-bench-'));
-  const pool = new Pool({ connectionString: postgres.url, max: 10 });
-  const stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
-    env: {
-      DEV_AUTH_ENABLED: '1',
-      NODE_ENV: 'development',
-      LOG_LEVEL: 'warn',
-      DATABASE_URL: postgres.url,
-      CLICKHOUSE_URL: clickhouse.url,
-      CLICKHOUSE_DATABASE: clickhouse.database,
-      KAFKA_EVENTS_TOPIC: `engagement-events-bench-${suffix}`,
-      KAFKA_DLQ_TOPIC: `engagement-events-dlq-bench-${suffix}`,
-      KAFKA_CONSUMER_GROUP: `ingestion-bench-${suffix}`,
-      KAFKA_TOPIC_PARTITIONS: '1',
-    },
-  });
+export async function runCampaignBench(bench: BenchStack, settings: CampaignSettings = campaignSettings()): Promise<CampaignResult> {
+  const { stack, suffix } = bench;
+  const { rate, seconds } = settings;
+  const pool = new Pool({ connectionString: bench.postgresUrl, max: 10 });
   try {
     const identity = createClient(identityV1.IdentityServiceClient, stack.urls.grpc.identity);
     const workspaceId = (await call(identity.createWorkspace.bind(identity), { name: `Bench ${suffix}` })).workspace!.id;
@@ -164,26 +132,27 @@ async function main(): Promise<void> {
       return answer;
     };
     const create = (n: string) => request('POST', '/email-campaigns/', campaignBody(workspaceId, n), 201);
-    const count = RATE * SECONDS;
-    const results: PhaseResult[] = [];
+    const count = rate * seconds;
     const cpu: Record<string, Record<string, number>> = {};
-    const measure = async (phase: string, send: (i: number) => Promise<unknown>): Promise<void> => {
+    const measure = async (phase: string, send: (i: number) => Promise<unknown>): Promise<PhaseResult> => {
       const before = await cpuSnapshot(stack, pool);
-      results.push(await fixedRate(phase, count, send));
+      const result = await fixedRate(rate, phase, count, send);
       const after = await cpuSnapshot(stack, pool);
       cpu[phase] = Object.fromEntries(Object.keys(after).map((name) => [name, round((after[name] - before[name]) / count)]));
+      log('campaign', `${phase}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, ${result.failed} of ${result.sent} failed`);
+      return result;
     };
 
     // JIT, connection pools and caches warm up outside the measured window: 3 s at the same rate.
-    const warmUp = RATE * 3;
-    const warmed = await fixedRate('warm-up', warmUp, (i) => create(`warm-${i}`));
+    const warmUp = rate * 3;
+    const warmed = await fixedRate(rate, 'warm-up', warmUp, (i) => create(`warm-${suffix}-${i}`));
     if (warmed.failed === warmUp) throw new Error(`every warm-up request failed: ${warmed.firstError}`);
 
     const ids: string[] = [];
-    await measure('gateway POST /email-campaigns/', async (i) => {
-      ids.push((await create(`c-${i}`)).id as string);
+    const created = await measure('gateway POST /email-campaigns/', async (i) => {
+      ids.push((await create(`c-${suffix}-${i}`)).id as string);
     });
-    await measure('gateway PUT /email-campaigns/{id}', (i) =>
+    const updated = await measure('gateway PUT /email-campaigns/{id}', (i) =>
       request(
         'PUT',
         `/email-campaigns/${ids[i % ids.length]}`,
@@ -193,7 +162,7 @@ async function main(): Promise<void> {
     );
     const { variants, workspace_id: _workspaceId, ...columns } = campaignBody(workspaceId, 'x');
     const [a, b] = variants as { template_id: string; weight: number; label: string }[];
-    await measure('postgres INSERT (pg, same rows)', async (i) => {
+    const inserted = await measure('postgres INSERT (pg, same rows)', async (i) => {
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
@@ -209,7 +178,7 @@ async function main(): Promise<void> {
             columns.schedule_cron,
             columns.recipient_source,
             columns.mssql_query,
-            `direct-${i}`,
+            `direct-${suffix}-${i}`,
             columns.from_email,
             columns.from_name,
             columns.reply_to,
@@ -226,30 +195,10 @@ async function main(): Promise<void> {
         client.release();
       }
     });
-
-    console.log(
-      `\n${RATE} requests/s for ${SECONDS} s per phase, open loop, ${os.cpus().length} CPUs, ` +
-        `1-minute load average before the run ${loadBefore.toFixed(2)}\n`,
-    );
-    console.table(results);
-    const [created, , inserted] = results;
     const ratio = { p50: round(created.p50Ms / inserted.p50Ms), p99: round(created.p99Ms / inserted.p99Ms) };
-    console.log(`gateway create / direct insert: p50 x${ratio.p50}, p99 x${ratio.p99}\n\nCPU ms per request:`);
-    console.table(cpu);
-    fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const file = path.join(RESULTS_DIR, `campaign-bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    const report = { rate: RATE, seconds: SECONDS, cpus: os.cpus().length, loadBefore, results, ratio, cpuMsPerRequest: cpu };
-    fs.writeFileSync(file, JSON.stringify(report, null, 2));
-    console.log(`written to ${path.relative(process.cwd(), file)}`);
+    log('campaign', `gateway create / direct insert: p50 x${ratio.p50}, p99 x${ratio.p99}`);
+    return { settings, create: created, update: updated, directInsert: inserted, ratio, cpuMsPerRequest: cpu, loadAverageAfter: round(os.loadavg()[0], 1) };
   } finally {
-    await stack.stopAll();
     await pool.end();
-    await Promise.all([postgres.drop(), clickhouse.drop()]);
-    fs.rmSync(stateDir, { recursive: true, force: true });
   }
 }
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});

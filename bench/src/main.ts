@@ -1,0 +1,151 @@
+/**
+ * The benchmark suite (`npm run bench`, deploy/local/bench.sh): one stack on
+ * private databases and topics, every benchmark, one table.
+ *
+ *   pipeline  webhook → Kafka → ClickHouse events/s, its Kafka ceiling, webhook latency at half rate
+ *   campaign  create/update latency at 300 req/s through the gateway, and the direct Postgres insert
+ *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
+ *
+ * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
+ * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
+ * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
+ * Settings: BENCH_ONLY (comma list of pipeline, campaign, query; default all),
+ * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
+ * (bench_suite_analytics), BENCH_PIPELINE_EVENTS (200000), BENCH_CONCURRENCY (16),
+ * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10),
+ * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait).
+ * Linux only (CPU and memory figures come from /proc).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PROCESS_NAMES } from '@mail/local';
+import { startBenchStack } from './bench-stack';
+import { campaignSettings, runCampaignBench, type CampaignResult } from './campaign-bench';
+import { log } from './measure';
+import { MemorySampler } from './memory';
+import { runPipelineBench, pipelineSettings, type PipelineResult } from './pipeline-bench';
+import { infraServerPids, postgresPrivateMb, statusMb } from './proc';
+import { querySettings, runQueryBench, type QueryResult } from './query-bench';
+import {
+  TARGETS,
+  campaignRows,
+  describeMachine,
+  machineLine,
+  markdownTable,
+  memoryRows,
+  pipelineRows,
+  queryRows,
+  type Row,
+} from './report';
+
+const BENCHMARKS = ['pipeline', 'campaign', 'query'] as const;
+type Benchmark = (typeof BENCHMARKS)[number];
+const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
+
+function selected(env: NodeJS.ProcessEnv = process.env): Set<Benchmark> {
+  const wanted = (env.BENCH_ONLY ?? BENCHMARKS.join(',')).split(',').map((name) => name.trim()).filter(Boolean);
+  const unknown = wanted.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown ${unknown.join(', ')} (known: ${BENCHMARKS.join(', ')})`);
+  return new Set(wanted as Benchmark[]);
+}
+
+/** Other work on a 2-core machine moves every figure: wait a while for a quieter moment, then say how busy it was. */
+async function waitForQuiet(): Promise<void> {
+  const cores = os.cpus().length;
+  const threshold = Number(process.env.BENCH_QUIET_LOAD ?? cores * 1.5);
+  const deadline = Date.now() + Number(process.env.BENCH_QUIET_WAIT_SECONDS ?? 600) * 1000;
+  while (os.loadavg()[0] > threshold && Date.now() < deadline) {
+    log('bench', `load average ${os.loadavg()[0].toFixed(2)} > ${threshold} on ${cores} cores: waiting for a quieter moment`);
+    await sleep(15_000);
+  }
+}
+
+async function main(): Promise<void> {
+  const benchmarks = selected();
+  await waitForQuiet();
+  const machine = describeMachine();
+  const startedAt = new Date();
+  log('bench', machineLine(machine));
+
+  const memory = new MemorySampler();
+  const servers = infraServerPids();
+  // The servers are shared with `npm run up` and the tests: their figures include that work.
+  memory.track('postgres server', 'shared server; private RSS (RssAnon) of the postmaster and all backends', () => postgresPrivateMb(servers.postgres));
+  memory.track('kafka broker', 'shared server; VmRSS', () => statusMb(servers.kafka, 'VmRSS'));
+  memory.track('clickhouse server', 'shared server; VmRSS', () => statusMb(servers.clickhouse, 'VmRSS'));
+  memory.trackPid('bench client', () => process.pid);
+  memory.start();
+
+  let pipeline: PipelineResult | undefined;
+  let campaign: CampaignResult | undefined;
+  let query: QueryResult | undefined;
+  // A benchmark that fails is reported as such; the others still count.
+  const failures: Partial<Record<Benchmark, string>> = {};
+  const attempt = async <T>(name: Benchmark, run: () => Promise<T>): Promise<T | undefined> => {
+    if (!benchmarks.has(name)) return undefined;
+    try {
+      return await run();
+    } catch (error) {
+      failures[name] = error instanceof Error ? error.message.split('\n')[0] : String(error);
+      log(name, `FAILED: ${String(error instanceof Error ? (error.stack ?? error.message) : error)}`);
+      return undefined;
+    }
+  };
+  try {
+    if (benchmarks.has('pipeline') || benchmarks.has('campaign')) {
+      const bench = await startBenchStack();
+      for (const name of PROCESS_NAMES) memory.trackPid(name, () => bench.stack.pid(name));
+      try {
+        pipeline = await attempt('pipeline', () => runPipelineBench(bench, pipelineSettings()));
+        campaign = await attempt('campaign', () => runCampaignBench(bench, campaignSettings()));
+      } finally {
+        memory.sample();
+        await bench.close();
+      }
+    }
+    query = await attempt('query', () => runQueryBench(memory, querySettings()));
+  } finally {
+    memory.stop();
+  }
+
+  const rows: Row[] = [
+    ...(pipeline ? pipelineRows(pipeline, machine.cpus) : []),
+    ...(campaign ? campaignRows(campaign, machine.cpus) : []),
+    ...(query ? queryRows(query) : []),
+    ...Object.entries(failures).map(([name, error]): Row => ({ measure: `${name} benchmark`, result: 'not measured', target: '', verdict: 'MISSED', note: `failed: ${error}` })),
+    ...memoryRows(memory.results()),
+  ];
+  const finishedAt = new Date();
+  const table = markdownTable(rows);
+  console.log(`\nBenchmark suite, ${startedAt.toISOString()} (${Math.round((finishedAt.getTime() - startedAt.getTime()) / 1000)} s)`);
+  console.log(machineLine(machine));
+  console.log(`Load average at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}\n`);
+  console.log(table);
+
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  const report = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    machine,
+    loadAverageAtEnd: os.loadavg(),
+    targets: TARGETS,
+    pipeline,
+    campaign,
+    query,
+    failures,
+    memoryMb: memory.results(),
+    benchClientPeakMb: statusMb(process.pid, 'VmHWM'),
+    table: rows,
+  };
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\nresults: ${path.relative(process.cwd(), file)}`);
+  if (Object.keys(failures).length > 0) process.exitCode = 1;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,20 @@
+/** Small statistics helpers shared by the benchmarks. */
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+export function round(value: number, digits = 2): number {
+  return Math.round(value * 10 ** digits) / 10 ** digits;
+}
+
+/** Latencies in ms, ascending, summarized. */
+export function summarize(sorted: readonly number[]): { p50Ms: number; p99Ms: number; maxMs: number } {
+  return { p50Ms: round(percentile(sorted, 50)), p99Ms: round(percentile(sorted, 99)), maxMs: round(sorted[sorted.length - 1]) };
+}
+
+/** Progress goes to stderr, so stdout holds only the suite's report. */
+export function log(scope: string, line: string): void {
+  process.stderr.write(`[${scope}] ${line}\n`);
+}

@@ -1,0 +1,72 @@
+/**
+ * What Linux says about a process: CPU time and resident memory, from /proc.
+ * Every reader answers 0 or undefined for a process that is gone.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Linux reports process CPU time in ticks of 1/100 s. */
+const MS_PER_TICK = 10;
+
+/** Fields of /proc/<pid>/stat after the command name (which may contain spaces). */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU milliseconds a process has used. */
+export function cpuMs(pid: number | undefined): number {
+  const fields = pid === undefined ? undefined : statFields(pid);
+  // utime and stime are fields 14 and 15 of stat, 12th and 13th after the name.
+  return fields ? (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK : 0;
+}
+
+/** A kB line of /proc/<pid>/status (VmRSS, VmHWM, RssAnon), in MB. */
+export function statusMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' | 'RssAnon'): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** PIDs whose parent is `parent` (one level). */
+export function childrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(Number(entry));
+    if (fields && Number(fields[1]) === parent) children.push(Number(entry));
+  }
+  return children;
+}
+
+/** The servers of deploy/local/infra.sh, through their PID files under STATE_DIR (default <repo>/.state). */
+export function infraServerPids(): { postgres?: number; kafka?: number; clickhouse?: number } {
+  const stateDir = process.env.STATE_DIR ?? path.resolve(__dirname, '..', '..', '.state');
+  const firstLine = (file: string): number | undefined => {
+    try {
+      const pid = Number(fs.readFileSync(path.join(stateDir, file), 'utf8').split('\n')[0].trim());
+      return Number.isInteger(pid) && pid > 0 && fs.existsSync(`/proc/${pid}`) ? pid : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  return {
+    postgres: firstLine('postgres/data/postmaster.pid'),
+    kafka: firstLine('kafka/kafka.pid'),
+    clickhouse: firstLine('clickhouse/clickhouse.pid'),
+  };
+}
+
+/** Private resident memory of the postmaster and all its backends, MB (shared buffers counted once: not at all). */
+export function postgresPrivateMb(postmaster: number | undefined): number | undefined {
+  if (postmaster === undefined) return undefined;
+  return [postmaster, ...childrenOf(postmaster)].reduce((sum, pid) => sum + (statusMb(pid, 'RssAnon') ?? 0), 0);
+}

@@ -1,0 +1,201 @@
+/**
+ * The suite's one table: each figure next to its target, with one line why
+ * when it misses (from the CPU each process spent per event or request).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import type { CampaignResult, PhaseResult } from './campaign-bench';
+import type { MemoryFigure } from './memory';
+import type { PipelineResult } from './pipeline-bench';
+import type { QueryResult, QueryScenario } from './query-bench';
+
+export const TARGETS = {
+  endToEndEventsPerSecond: 30_000,
+  queryPage1P95Ms: 50,
+  statsP95Ms: 100,
+  campaignP99Ms: 20,
+  /** The analytics targets hold at this many events. */
+  queryEvents: 10_000_000,
+} as const;
+
+export interface Machine {
+  cpus: number;
+  cpuModel: string;
+  memoryGb: number;
+  availableMemoryGb: number;
+  /** 1, 5 and 15 minute load averages when the measurements started. */
+  loadAverage: [number, number, number];
+  /** quiet: load below half the cores; busy: more runnable work than cores. */
+  state: 'quiet' | 'loaded' | 'busy';
+  node: string;
+  kernel: string;
+}
+
+export function describeMachine(): Machine {
+  const cpus = os.cpus();
+  const loadAverage = os.loadavg().map((load) => Math.round(load * 100) / 100) as [number, number, number];
+  const available = /^MemAvailable:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/meminfo', 'utf8'));
+  const state = loadAverage[0] < cpus.length / 2 ? 'quiet' : loadAverage[0] <= cpus.length ? 'loaded' : 'busy';
+  return {
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    memoryGb: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    availableMemoryGb: available ? Math.round((Number(available[1]) / 2 ** 20) * 10) / 10 : 0,
+    loadAverage,
+    state,
+    node: process.version,
+    kernel: os.release(),
+  };
+}
+
+export function machineLine(machine: Machine): string {
+  const [one, five, fifteen] = machine.loadAverage;
+  const warning =
+    machine.state === 'busy'
+      ? ` (BUSY: more runnable work than cores before the suite started; the figures below are pessimistic)`
+      : machine.state === 'loaded'
+        ? ' (partly loaded by other work before the suite started)'
+        : ' (quiet)';
+  return (
+    `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGb} GB memory (${machine.availableMemoryGb} GB available), ` +
+    `Node ${machine.node}, Linux ${machine.kernel}; load average at start ${one} / ${five} / ${fifteen}${warning}`
+  );
+}
+
+export interface Row {
+  measure: string;
+  result: string;
+  target: string;
+  /** Empty where there is no target. */
+  verdict: '' | 'met' | 'MISSED';
+  note: string;
+}
+
+const number = (value: number) => Math.round(value).toLocaleString('en-US');
+const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
+
+function cpuBreakdown(perProcess: Record<string, number>, unit: string, skip: readonly string[] = []): { total: number; text: string } {
+  const entries = Object.entries(perProcess).filter(([name, value]) => !skip.includes(name) && value > 0);
+  const total = entries.reduce((sum, [, value]) => sum + value, 0);
+  const text = entries
+    .sort(([, a], [, b]) => b - a)
+    .map(([name, value]) => `${name} ${value < 10 ? value.toFixed(1) : Math.round(value)}`)
+    .join(', ');
+  return { total, text: `${total < 10 ? total.toFixed(2) : Math.round(total)} ${unit} (${text})` };
+}
+
+export function pipelineRows(result: PipelineResult, cpus: number): Row[] {
+  const { endToEnd, latencyAtHalfRate: latency } = result;
+  const met = endToEnd.eventsPerSecond >= TARGETS.endToEndEventsPerSecond;
+  const cpu = cpuBreakdown(result.cpuMicrosecondsPerEvent, 'µs CPU per event');
+  const bound = Math.round((cpus * 1_000_000) / cpu.total);
+  return [
+    {
+      measure: `Webhook → Kafka → ClickHouse, events/s end to end (${number(endToEnd.events)} events, calls of ${result.settings.perCall})`,
+      result: `${number(endToEnd.eventsPerSecond)}/s (webhook accepted ${number(endToEnd.webhookAcceptedEventsPerSecond)}/s)`,
+      target: `≥ ${number(TARGETS.endToEndEventsPerSecond)}/s`,
+      verdict: met ? 'met' : 'MISSED',
+      note: met
+        ? ''
+        : endToEnd.eventsPerSecond >= bound * 0.75
+          ? `CPU-bound: ${cpu.text}; ${cpus} cores allow at most ≈ ${number(bound)}/s`
+          : `${cpu.text}; ${cpus} cores would allow ≈ ${number(bound)}/s, so waiting (batches, polling), not CPU, limits this run`,
+    },
+    {
+      measure: 'Ceiling: raw kafkajs producer to the same broker, same run',
+      result: `${number(result.rawProducerEventsPerSecond)}/s`,
+      target: '',
+      verdict: '',
+      note: '',
+    },
+    {
+      measure: `Webhook 202 latency at half the maximum rate (${number(latency.eventsPerSecond)} events/s, open loop)`,
+      result: `p50 ${ms(latency.p50Ms)}, p99 ${ms(latency.p99Ms)}`,
+      target: '',
+      verdict: '',
+      note: latency.failed > 0 ? `${latency.failed} of ${latency.calls} calls failed` : '',
+    },
+  ];
+}
+
+function campaignRow(phase: PhaseResult, label: string, rate: number, cpuMs: Record<string, number>, cpus: number): Row {
+  const met = phase.p99Ms < TARGETS.campaignP99Ms && phase.failed === 0;
+  const cpu = cpuBreakdown(cpuMs, 'ms CPU per request', ['load generator']);
+  const busyShare = Math.round((rate * cpu.total) / (10 * cpus));
+  return {
+    measure: `Campaign ${label} at ${rate} req/s (gateway → gRPC → Postgres, open loop)`,
+    result: `p50 ${ms(phase.p50Ms)}, p99 ${ms(phase.p99Ms)}${phase.failed > 0 ? `, ${phase.failed} failed` : ''}`,
+    target: `p99 < ${TARGETS.campaignP99Ms} ms`,
+    verdict: met ? 'met' : 'MISSED',
+    note: met ? '' : `${cpu.text} = ${busyShare} % of ${cpus} cores at this rate: requests queue behind each other and behind other work`,
+  };
+}
+
+export function campaignRows(result: CampaignResult, cpus: number): Row[] {
+  const { rate } = result.settings;
+  const [createCpu, updateCpu] = Object.values(result.cpuMsPerRequest);
+  return [
+    campaignRow(result.create, 'create (POST)', rate, createCpu, cpus),
+    campaignRow(result.update, 'update (PUT)', rate, updateCpu, cpus),
+    {
+      measure: `Direct Postgres insert of the same rows at ${rate}/s (pg, one transaction)`,
+      result: `p50 ${ms(result.directInsert.p50Ms)}, p99 ${ms(result.directInsert.p99Ms)}`,
+      target: '',
+      verdict: '',
+      note: `create / insert: p50 ×${result.ratio.p50}, p99 ×${result.ratio.p99}`,
+    },
+  ];
+}
+
+/** The SQL shape that costs the most in ListEvents and GetStats: the exact, deduplicated count. */
+function dedupShape(scenarios: readonly QueryScenario[]): QueryScenario | undefined {
+  return scenarios.find((s) => s.scenario.startsWith('total:') && s.scenario.includes('(used)'));
+}
+
+/** query-analytics names some scenarios after its default size ("all 10 M"): drop that when the run is scaled. */
+function scenarioName(scenario: string, events: number): string {
+  const name = scenario.replace(/^(list|stats) /, '');
+  return events === TARGETS.queryEvents ? name : name.replace(/\s*\((all )?10 M\)/, '');
+}
+
+export function queryRows(result: QueryResult): Row[] {
+  const scale = result.settings.events === TARGETS.queryEvents ? '10 M' : `${number(result.settings.events)} (scaled; target at 10 M)`;
+  const shape = dedupShape(result.scenarios);
+  const why = (s: QueryScenario) =>
+    `${shape ? `the exact deduplicated total alone takes p95 ${ms(shape.p95Ms)} in ClickHouse (whole year); ` : ''}load average ${s.load} when measured`;
+  const row = (s: QueryScenario, targetMs: number | undefined): Row => {
+    const met = targetMs === undefined ? undefined : s.p95Ms < targetMs;
+    return {
+      measure: `${s.scenario.startsWith('list') ? 'ListEvents' : 'GetStats'} ${scenarioName(s.scenario, result.settings.events)} at ${scale} events`,
+      result: `p50 ${ms(s.p50Ms)}, p95 ${ms(s.p95Ms)} (${s.runs} runs)`,
+      target: targetMs === undefined ? '' : `p95 < ${targetMs} ms`,
+      verdict: met === undefined ? '' : met ? 'met' : 'MISSED',
+      note: met === false ? why(s) : '',
+    };
+  };
+  return result.scenarios.flatMap((s): Row[] => {
+    if (s.scenario.startsWith('list page 1,')) return [row(s, TARGETS.queryPage1P95Ms)];
+    if (s.scenario.startsWith('list page ')) return [row(s, undefined)];
+    if (s.scenario.startsWith('stats ')) return [row(s, TARGETS.statsP95Ms)];
+    return [];
+  });
+}
+
+export function memoryRows(memory: Record<string, MemoryFigure>): Row[] {
+  return Object.entries(memory).map(([name, figure]) => ({
+    measure: `Memory: ${name}`,
+    result: `peak ${Math.round(figure.peakMb)} MB, last ${Math.round(figure.lastMb)} MB`,
+    target: '',
+    verdict: '',
+    note: figure.measure,
+  }));
+}
+
+/** A Markdown table: readable in a terminal, pasted as is into README.md. */
+export function markdownTable(rows: readonly Row[]): string {
+  const header = ['Measure', 'Result', 'Target', 'Met', 'Why / note'];
+  const cells = rows.map((r) => [r.measure, r.result, r.target, r.verdict, r.note].map((c) => c.replace(/\|/g, '\\|')));
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => `| ${c.map((cell, i) => cell.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.map(line)].join('\n');
+}
