@@ -13,6 +13,8 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/bootstrap.sh"
 
 # The contracts are checked before any code is tested against them.
 npx buf lint proto
+# ts-jest only transpiles (fast); the tests' types are checked here, once.
+npx tsc -p tsconfig.test.json
 load_infra_env
 # Headless Chromium for the dashboard's browser test (gateway/test/dashboard.test.ts).
 bash "$REPO_ROOT/deploy/local/install-chromium.sh"

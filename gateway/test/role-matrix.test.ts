@@ -64,7 +64,7 @@ const OPERATIONS = operationsOf(loadOpenApiDocument() as unknown as { paths: Rec
 
 /** What the rules say a caller gets (all requests target workspace A with header A). */
 function expectedStatus(op: Operation, caller: Caller): number {
-  if (op.level === 'authenticated') return op.success;
+  if (op.level === 'authenticated' || op.level === 'public') return op.success;
   if (caller === 'platform') return op.success;
   if (op.level === 'platform_admin') return 403;
   if (op.scope === 'none') throw new Error(`${op.operationId}: a member-level operation without a workspace scope`);
