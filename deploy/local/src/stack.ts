@@ -416,7 +416,7 @@ async function resolvePorts(choice: StackPortChoice, caller: Record<string, stri
 }
 
 /** Ports the kernel hands out for 127.0.0.1:0, all held at once so they differ. */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers: net.Server[] = [];
   try {
     for (let i = 0; i < count; i++) {

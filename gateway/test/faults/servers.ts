@@ -1,9 +1,8 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { uniqueSuffix } from '@mail/local';
+import { freePorts, uniqueSuffix } from '@mail/local';
 
 /**
  * A private PostgreSQL, Kafka and ClickHouse for one fault test file: started
@@ -169,20 +168,3 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
-/** Ports the kernel hands out for 127.0.0.1:0, all held at once so they differ. */
-export async function freePorts(count: number): Promise<number[]> {
-  const servers: net.Server[] = [];
-  try {
-    for (let i = 0; i < count; i++) {
-      const server = net.createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-    }
-    return servers.map((server) => (server.address() as net.AddressInfo).port);
-  } finally {
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
-}
