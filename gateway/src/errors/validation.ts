@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { invalidEmail, parseEmail, type Violation } from '@mail/common';
-import { operationMatcher, type OpenApiDocument } from '../openapi/document';
+import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { assertReadableJson } from './json-body';
 import { pythonJsonError } from './python-json';
 import { boolFromString, floatFromString, intFromString, parseUuid } from './pydantic-types';
@@ -202,8 +202,10 @@ export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buff
  * booleans, any UUID spelling to its canonical form, ...), and remembers
  * what the caller sent so errors can quote it.
  */
-export function pydanticRequests(document: OpenApiDocument): RequestHandler {
-  const match = operationMatcher(document);
+export function pydanticRequests(
+  document: OpenApiDocument,
+  match: (method: string, path: string) => MatchedOperation | undefined,
+): RequestHandler {
   const cache = new Map<string, OperationSchemas>();
   return (req, _res, next) => {
     const found = match(req.method, req.path);

@@ -1,17 +1,12 @@
-import type { Request } from 'express';
 import type { brandguideV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
-
-type Json = Record<string, unknown>;
+import { given, pageRequest, pathParam, updateMaskOf, type Json } from './http';
 
 /** name and is_active cannot be null: a null there leaves them unchanged. */
 const WRITE_FIELDS = ['name', 'description', 'prompt_content', 'is_active'];
 const NOT_NULLABLE = new Set(['name', 'is_active']);
-
-/** A JSON null or absent value as an unset proto field. */
-const given = <T>(value: unknown): T | undefined => (value ?? undefined) as T | undefined;
 
 function brandGuideInput(body: Json): brandguideV1.BrandGuideInput {
   return {
@@ -20,11 +15,6 @@ function brandGuideInput(body: Json): brandguideV1.BrandGuideInput {
     promptContent: given(body.prompt_content),
     isActive: given(body.is_active),
   };
-}
-
-/** The fields a PUT writes: present with a value, or present as null where null clears. */
-function updateMask(body: Json): string[] {
-  return WRITE_FIELDS.filter((field) => field in body && (body[field] !== null || !NOT_NULLABLE.has(field)));
 }
 
 function brandGuideJson(guide: brandguideV1.BrandGuide | undefined): Json {
@@ -41,17 +31,15 @@ function brandGuideJson(guide: brandguideV1.BrandGuide | undefined): Json {
   };
 }
 
-const pathId = (req: Request): string => req.params.id as string;
-
 /** /brand-guides/: HTTP JSON <-> brandguide.v1, one call per request. */
 export const brandGuideRoutes: RouteModule = (router, { clients }) => {
   const service = clients.brandGuide;
 
   router.get('/brand-guides/', async (req, res) => {
-    const query = req.query as { page?: number; page_size?: number; is_active?: boolean; q?: string };
+    const query = req.query as { is_active?: boolean; q?: string };
     const answer = await callService(service.listBrandGuides.bind(service), {
       workspaceId: workspaceIdOf(res),
-      page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 },
+      page: pageRequest(req),
       isActive: query.is_active,
       nameQuery: query.q,
     });
@@ -67,7 +55,7 @@ export const brandGuideRoutes: RouteModule = (router, { clients }) => {
   });
 
   router.get('/brand-guides/:id', async (req, res) => {
-    const answer = await callService(service.getBrandGuide.bind(service), { workspaceId: workspaceIdOf(res), id: pathId(req) });
+    const answer = await callService(service.getBrandGuide.bind(service), { workspaceId: workspaceIdOf(res), id: pathParam(req) });
     res.json(brandGuideJson(answer.brandGuide));
   });
 
@@ -75,15 +63,15 @@ export const brandGuideRoutes: RouteModule = (router, { clients }) => {
     const body = req.body as Json;
     const answer = await callService(service.updateBrandGuide.bind(service), {
       workspaceId: workspaceIdOf(res),
-      id: pathId(req),
-      updateMask: updateMask(body),
+      id: pathParam(req),
+      updateMask: updateMaskOf(body, WRITE_FIELDS, NOT_NULLABLE),
       brandGuide: brandGuideInput(body),
     });
     res.json(brandGuideJson(answer.brandGuide));
   });
 
   router.delete('/brand-guides/:id', async (req, res) => {
-    await callService(service.deleteBrandGuide.bind(service), { workspaceId: workspaceIdOf(res), id: pathId(req) });
+    await callService(service.deleteBrandGuide.bind(service), { workspaceId: workspaceIdOf(res), id: pathParam(req) });
     res.status(204).end();
   });
 };

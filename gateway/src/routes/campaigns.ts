@@ -1,12 +1,10 @@
-import type { Request } from 'express';
 import { valueError } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import { unprocessable } from '../errors/http-error';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
-
-type Json = Record<string, unknown>;
+import { given, pageRequest, pathParam, updateMaskOf, type Json } from './http';
 
 const { RecipientSource, DeliveryMode } = campaignV1;
 
@@ -42,9 +40,6 @@ const WRITE_FIELDS = [
 ];
 const NOT_NULLABLE = new Set(['workspace_id', 'name', 'is_active', 'send_priority', 'recipient_source', 'delivery_mode']);
 
-/** A JSON null or absent value as an unset proto field. */
-const given = <T>(value: unknown): T | undefined => (value ?? undefined) as T | undefined;
-
 function variantInput(item: Json): campaignV1.VariantInput {
   return {
     id: given(item.id),
@@ -74,11 +69,6 @@ function campaignInput(body: Json): campaignV1.CampaignInput {
     templateId: given(body.template_id),
     variants: Array.isArray(body.variants) ? { variants: (body.variants as Json[]).map(variantInput) } : undefined,
   };
-}
-
-/** The fields a PUT writes: present with a value, or present as null where null clears. */
-function updateMask(body: Json): string[] {
-  return WRITE_FIELDS.filter((field) => field in body && (body[field] !== null || !NOT_NULLABLE.has(field)));
 }
 
 function campaignJson(c: campaignV1.Campaign | undefined): Json {
@@ -114,17 +104,15 @@ function campaignJson(c: campaignV1.Campaign | undefined): Json {
   };
 }
 
-const pathId = (req: Request): string => req.params.id as string;
-
 /** /email-campaigns/: HTTP JSON <-> campaign.v1, one call per request. */
 export const campaignRoutes: RouteModule = (router, { clients }) => {
   const service = clients.campaign;
 
   router.get('/email-campaigns/', async (req, res) => {
-    const query = req.query as { page?: number; page_size?: number; is_active?: boolean; q?: string };
+    const query = req.query as { is_active?: boolean; q?: string };
     const answer = await callService(service.listCampaigns.bind(service), {
       workspaceId: workspaceIdOf(res),
-      page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 },
+      page: pageRequest(req),
       isActive: query.is_active,
       nameQuery: query.q,
     });
@@ -142,7 +130,7 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
   });
 
   router.get('/email-campaigns/:id', async (req, res) => {
-    const answer = await callService(service.getCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathId(req) });
+    const answer = await callService(service.getCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathParam(req) });
     res.json(campaignJson(answer.campaign));
   });
 
@@ -150,15 +138,15 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
     const body = req.body as Json;
     const answer = await callService(service.updateCampaign.bind(service), {
       workspaceId: workspaceIdOf(res),
-      id: pathId(req),
-      updateMask: updateMask(body),
+      id: pathParam(req),
+      updateMask: updateMaskOf(body, WRITE_FIELDS, NOT_NULLABLE),
       campaign: campaignInput(body),
     });
     res.json(campaignJson(answer.campaign));
   });
 
   router.delete('/email-campaigns/:id', async (req, res) => {
-    await callService(service.deleteCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathId(req) });
+    await callService(service.deleteCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathParam(req) });
     res.status(204).end();
   });
 };

@@ -5,8 +5,7 @@ import { workspaceIdOf } from '../auth/access';
 import { unprocessable } from '../errors/http-error';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
-
-type Json = Record<string, unknown>;
+import { pageRequest, type Json } from './http';
 
 const { EventType, BounceType } = eventsV1;
 const { Interval } = analyticsV1;
@@ -178,10 +177,9 @@ export const eventRoutes: RouteModule = (router, { clients }) => {
   const service = clients.analytics;
 
   router.get('/campaign-events/', async (req, res) => {
-    const query = req.query as { page?: number; page_size?: number };
     const answer = await callService(
       service.listEvents.bind(service),
-      { filter: eventFilter(req, workspaceIdOf(res)), page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 } },
+      { filter: eventFilter(req, workspaceIdOf(res)), page: pageRequest(req) },
       'query',
     );
     res.json(page(answer.events.map(eventJson), answer.page));

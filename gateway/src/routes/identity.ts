@@ -2,25 +2,12 @@ import type { Request } from 'express';
 import type { identityV1 } from '@mail/proto';
 import { principalOf } from '../auth/access';
 import { roleFromProto, roleToProto } from '../auth/roles';
-import { notFound } from '../errors/http-error';
 import type { Role } from '../openapi/document';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
-
-type Json = Record<string, unknown>;
-
-/** The largest page the identity service serves, used to look one member up. */
-const MAX_PAGE_SIZE = 500;
-
-/** A JSON null or absent value as an unset proto field. */
-const given = <T>(value: unknown): T | undefined => (value ?? undefined) as T | undefined;
+import { given, pageRequest, pathParam, type Json } from './http';
 
 const timestamp = (date: Date | undefined): string | null => date?.toISOString() ?? null;
-
-function pageRequest(req: Request): { page: number; pageSize: number } {
-  const query = req.query as { page?: number; page_size?: number };
-  return { page: query.page ?? 1, pageSize: query.page_size ?? 50 };
-}
 
 function workspaceJson(workspace: identityV1.Workspace | undefined): Json {
   if (!workspace) throw new Error('identity service answered without a workspace');
@@ -62,20 +49,7 @@ const USER_FIELDS = ['email', 'display_name', 'is_platform_admin'];
 /** /auth/me, /workspaces/, /workspaces/{id}/members, /users/: HTTP JSON <-> identity.v1, one call per request. */
 export const identityRoutes: RouteModule = (router, { clients }) => {
   const service = clients.identity;
-  const id = (req: Request): string => req.params.id as string;
-
-  /** The member, found through the member list: the service has no single-member read. */
-  async function findMember(workspaceId: string, userId: string): Promise<identityV1.Member> {
-    for (let pageNumber = 1; ; pageNumber++) {
-      const answer = await callService(service.listMembers.bind(service), {
-        workspaceId,
-        page: { page: pageNumber, pageSize: MAX_PAGE_SIZE },
-      });
-      const member = answer.members.find((candidate) => candidate.user?.id === userId);
-      if (member) return member;
-      if (pageNumber * MAX_PAGE_SIZE >= (answer.page?.total ?? 0)) throw notFound('Member not found');
-    }
-  }
+  const id = (req: Request): string => pathParam(req);
 
   router.get('/auth/me', (_req, res) => {
     const principal = principalOf(res);
@@ -137,16 +111,16 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.put('/workspaces/:id/members/:user_id', async (req, res) => {
     const role = given<Role>((req.body as Json).role);
-    const userId = req.params.user_id as string;
-    const member =
-      role === undefined
-        ? await findMember(id(req), userId)
-        : (await callService(service.updateMember.bind(service), { workspaceId: id(req), userId, role: roleToProto(role) })).member;
-    res.json(memberJson(member));
+    const answer = await callService(service.updateMember.bind(service), {
+      workspaceId: id(req),
+      userId: pathParam(req, 'user_id'),
+      role: role === undefined ? undefined : roleToProto(role),
+    });
+    res.json(memberJson(answer.member));
   });
 
   router.delete('/workspaces/:id/members/:user_id', async (req, res) => {
-    await callService(service.removeMember.bind(service), { workspaceId: id(req), userId: req.params.user_id as string });
+    await callService(service.removeMember.bind(service), { workspaceId: id(req), userId: pathParam(req, 'user_id') });
     res.status(204).end();
   });
 

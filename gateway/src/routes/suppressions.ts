@@ -2,6 +2,7 @@ import { analyticsV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
+import { pageRequest, pathParam } from './http';
 
 const { SuppressionReason } = analyticsV1;
 
@@ -17,12 +18,11 @@ export const suppressionRoutes: RouteModule = (router, { clients }) => {
   const service = clients.analytics;
 
   router.get('/suppressions/', async (req, res) => {
-    const query = req.query as { page?: number; page_size?: number; email?: string };
-    const answer = await callService(service.listSuppressions.bind(service), {
-      workspaceId: workspaceIdOf(res),
-      page: { page: query.page ?? 1, pageSize: query.page_size ?? 50 },
-      email: query.email,
-    }, 'query');
+    const answer = await callService(
+      service.listSuppressions.bind(service),
+      { workspaceId: workspaceIdOf(res), page: pageRequest(req), email: (req.query as { email?: string }).email },
+      'query',
+    );
     const items = answer.suppressions.map((suppression) => ({
       email: suppression.email,
       reason: REASON_NAMES[suppression.reason],
@@ -34,7 +34,7 @@ export const suppressionRoutes: RouteModule = (router, { clients }) => {
   router.delete('/suppressions/:email', async (req, res) => {
     await callService(service.liftSuppression.bind(service), {
       workspaceId: workspaceIdOf(res),
-      email: req.params.email as string,
+      email: pathParam(req, 'email'),
     });
     res.status(204).end();
   });

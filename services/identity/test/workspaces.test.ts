@@ -203,6 +203,13 @@ describe('members', () => {
     expect(await failure(identity.rpc('updateMember', { workspaceId: 'x', userId: carol.user!.id, role: Role.ROLE_EDITOR }))).toEqual(memberNotFound);
   });
 
+  it('leaves the role alone when none is given, and still answers the member', async () => {
+    const [carol] = (await identity.rpc('listMembers', { workspaceId })).members;
+    const { member } = await identity.rpc('updateMember', { workspaceId, userId: carol.user!.id });
+    expect(member).toEqual(carol);
+    expect(await failure(identity.rpc('updateMember', { workspaceId, userId: MISSING_UUID }))).toEqual(memberNotFound);
+  });
+
   it('removes a member', async () => {
     const [carol] = (await identity.rpc('listMembers', { workspaceId })).members;
     expect(await identity.rpc('removeMember', { workspaceId, userId: carol.user!.id })).toEqual({});

@@ -7,7 +7,7 @@ import { principalClaims } from '../domain/principal';
 import { assignableRole, roleToProto } from '../domain/roles';
 import { userPatchFromMask } from '../domain/users';
 import { displayNameOrDefault, pageWindow, validEmail, validWorkspaceName, validateAll } from '../domain/validation';
-import { addMember, listMembers, removeMember, updateMemberRole } from '../store/members';
+import { addMember, getMember, listMembers, removeMember, updateMemberRole } from '../store/members';
 import { membershipsOf, resolveUser } from '../store/principals';
 import { createUser, deleteUser, getUser, listUsers, updateUser } from '../store/users';
 import { createWorkspace, deleteWorkspace, getWorkspace, listWorkspaces, renameWorkspace } from '../store/workspaces';
@@ -64,7 +64,11 @@ export function identityHandlers(
       return { member: memberToProto(await addMember(db, request.workspaceId, user, role)) };
     }),
     updateMember: unary(logger, 'UpdateMember', async (request) => ({
-      member: memberToProto(await updateMemberRole(db, request.workspaceId, request.userId, assignableRole(request.role))),
+      member: memberToProto(
+        request.role === undefined
+          ? await getMember(db, request.workspaceId, request.userId)
+          : await updateMemberRole(db, request.workspaceId, request.userId, assignableRole(request.role)),
+      ),
     })),
     removeMember: unary(logger, 'RemoveMember', async (request) => {
       await removeMember(db, request.workspaceId, request.userId);

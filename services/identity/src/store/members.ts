@@ -70,6 +70,11 @@ export async function addMember(db: Knex, workspaceId: string, user: NewUser, ro
   return findMember(db, workspaceId, userId);
 }
 
+export async function getMember(db: Knex, workspaceId: string, userId: string): Promise<Member> {
+  if (!isUuid(workspaceId) || !isUuid(userId)) throw memberNotFound();
+  return findMember(db, workspaceId, userId);
+}
+
 export async function updateMemberRole(db: Knex, workspaceId: string, userId: string, role: MembershipRole): Promise<Member> {
   if (!isUuid(workspaceId) || !isUuid(userId)) throw memberNotFound();
   const updated = await db('memberships')
