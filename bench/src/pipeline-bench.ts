@@ -156,8 +156,10 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
     const categories: string[] = [];
     for (let i = 0; i < 10; i++) {
       const category = `pipeline-${suffix}-${i}`;
+      const workspaceId = crypto.randomUUID();
       await call(campaigns.createCampaign.bind(campaigns), {
-        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId: crypto.randomUUID(), name: `pipeline bench ${i}`, providerCategoryId: category }),
+        workspaceId,
+        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `pipeline bench ${i}`, providerCategoryId: category }),
       });
       categories.push(category);
     }

@@ -55,6 +55,7 @@ afterAll(async () => {
 async function createCampaign(category: string): Promise<{ id: string; workspaceId: string }> {
   const workspaceId = crypto.randomUUID();
   const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
+    workspaceId,
     campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `pipeline ${category}`, providerCategoryId: category }),
   });
   return { id: campaign!.id, workspaceId };

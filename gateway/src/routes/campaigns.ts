@@ -1,7 +1,5 @@
-import { valueError } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
-import { unprocessable } from '../errors/http-error';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 import { given, pageRequest, pathParam, updateMaskOf, type Json } from './http';
@@ -120,12 +118,10 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
   });
 
   router.post('/email-campaigns/', async (req, res) => {
-    const body = req.body as Json;
-    const workspaceId = workspaceIdOf(res);
-    if (String(body.workspace_id).toLowerCase() !== workspaceId) {
-      throw unprocessable([valueError(['body', 'workspace_id'], body.workspace_id, 'workspace_id must match the workspace_id header')]);
-    }
-    const answer = await callService(service.createCampaign.bind(service), { campaign: campaignInput(body) });
+    const answer = await callService(service.createCampaign.bind(service), {
+      workspaceId: workspaceIdOf(res),
+      campaign: campaignInput(req.body as Json),
+    });
     res.status(201).json(campaignJson(answer.campaign));
   });
 

@@ -47,9 +47,8 @@ const FULL_INPUT: campaignV1.CampaignInput = {
 };
 
 async function create(input: Partial<campaignV1.CampaignInput> = {}): Promise<campaignV1.Campaign> {
-  const { campaign } = await service.rpc('createCampaign', {
-    campaign: { workspaceId: WORKSPACE_A, name: 'Campaign', recipientSource: 0, deliveryMode: 0, ...input },
-  });
+  const write = { workspaceId: WORKSPACE_A, name: 'Campaign', recipientSource: 0, deliveryMode: 0, ...input };
+  const { campaign } = await service.rpc('createCampaign', { workspaceId: write.workspaceId, campaign: write });
   return campaign!;
 }
 
@@ -83,7 +82,7 @@ describe('create and get', () => {
 
   it('stores every field and returns it unchanged, with variant records and the next run', async () => {
     const before = Date.now();
-    const { campaign } = await service.rpc('createCampaign', { campaign: FULL_INPUT });
+    const { campaign } = await service.rpc('createCampaign', { workspaceId: FULL_INPUT.workspaceId, campaign: FULL_INPUT });
     const { variants: _variants, ...fields } = FULL_INPUT;
     expect(campaign).toEqual({
       ...fields,
@@ -189,7 +188,10 @@ describe('list', () => {
 
 describe('update', () => {
   it('writes only the named fields; a named nullable field without a value is cleared', async () => {
-    const { campaign: original } = await service.rpc('createCampaign', { campaign: { ...FULL_INPUT, providerCategoryId: 'update-1' } });
+    const { campaign: original } = await service.rpc('createCampaign', {
+      workspaceId: FULL_INPUT.workspaceId,
+      campaign: { ...FULL_INPUT, providerCategoryId: 'update-1' },
+    });
     const { campaign } = await update(original!.id, ['name', 'description', 'schedule_cron', 'csv_account_ids', 'template_id'], {
       name: 'Renamed',
     });

@@ -61,6 +61,7 @@ async function openWatch(): Promise<Watch> {
 
 function create(workspaceId: string, providerCategoryId?: string) {
   return service.rpc('createCampaign', {
+    workspaceId,
     campaign: { workspaceId, name: 'Categorized', providerCategoryId, recipientSource: 0, deliveryMode: 0 },
   });
 }

@@ -70,7 +70,7 @@ describe('schedule_cron', () => {
 });
 
 describe('e-mail addresses (from_email and reply_to, read as Pydantic EmailStr)', () => {
-  const withEmail = (email: string) => () => newCampaign({ workspaceId: WORKSPACE, name: 'Mail', fromEmail: email, replyTo: email });
+  const withEmail = (email: string) => () => newCampaign({ workspaceId: WORKSPACE, name: 'Mail', fromEmail: email, replyTo: email }, WORKSPACE);
 
   it.each(['news@example.com', 'first.last+tag@mail.example.co.uk', "o'brien@example.org", 'ünï@exämple.de'])('accepts %s', (email) => {
     expect(withEmail(email)()).toMatchObject({ fromEmail: email, replyTo: email });
@@ -103,7 +103,7 @@ describe('e-mail addresses (from_email and reply_to, read as Pydantic EmailStr)'
 
 describe('create', () => {
   it('fills every default', () => {
-    expect(newCampaign({ workspaceId: WORKSPACE.toUpperCase(), name: 'Spring' })).toEqual({
+    expect(newCampaign({ workspaceId: WORKSPACE.toUpperCase(), name: 'Spring' }, WORKSPACE)).toEqual({
       workspaceId: WORKSPACE,
       name: 'Spring',
       description: null,
@@ -124,9 +124,9 @@ describe('create', () => {
   });
 
   it('defaults variant fields (weight 1, no label, active) and ignores ids', () => {
-    const campaign = newCampaign({ workspaceId: WORKSPACE, name: 'A/B', variants: [{ id: VARIANT, templateId: 't-1' }] });
+    const campaign = newCampaign({ workspaceId: WORKSPACE, name: 'A/B', variants: [{ id: VARIANT, templateId: 't-1' }] }, WORKSPACE);
     expect(campaign.variants).toEqual([{ templateId: 't-1', weight: 1, label: null, isActive: true }]);
-    expect(newCampaign({ workspaceId: WORKSPACE, name: 'None', variants: [] }).variants).toEqual([]);
+    expect(newCampaign({ workspaceId: WORKSPACE, name: 'None', variants: [] }, WORKSPACE).variants).toEqual([]);
   });
 
   it('reports every failing field at once, in the order of the write shape', () => {
@@ -140,10 +140,10 @@ describe('create', () => {
           fromEmail: 'nobody',
           replyTo: 'a@b',
           variants: [{ templateId: '', weight: -1 }],
-        }),
+        }, WORKSPACE),
       ),
     ).toEqual([
-      { loc: ['workspace_id'], type: 'uuid_parsing', msg: 'Input should be a valid UUID', input: 'nope' },
+      { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: 'nope', ctx: { error: {} } },
       { loc: ['name'], type: 'missing', msg: 'Field required', input: null },
       { loc: ['send_priority'], type: 'less_than_equal', msg: 'Input should be less than or equal to 1000', input: 1001, ctx: { le: 1000 } },
       {
@@ -192,11 +192,11 @@ describe('create', () => {
   });
 
   it('bounds the name at 1-200 characters, counting characters not UTF-16 units', () => {
-    expect(newCampaign({ workspaceId: WORKSPACE, name: '😀'.repeat(200) }).name).toHaveLength(400);
-    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: '' }))).toEqual([
+    expect(newCampaign({ workspaceId: WORKSPACE, name: '😀'.repeat(200) }, WORKSPACE).name).toHaveLength(400);
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: '' }, WORKSPACE))).toEqual([
       { loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
     ]);
-    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n'.repeat(201) }))).toEqual([
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n'.repeat(201) }, WORKSPACE))).toEqual([
       { loc: ['name'], type: 'string_too_long', msg: 'String should have at most 200 characters', input: 'n'.repeat(201), ctx: { max_length: 200 } },
     ]);
   });
@@ -216,15 +216,15 @@ describe('create', () => {
           fromName: '\u0000',
           csvAccountIds: ['ok', 'b\u0000'],
           variants: [{ templateId: 't', label: 'l\u0000' }],
-        }),
+        }, WORKSPACE),
       ),
     ).toEqual([nul(['name'], 'a\u0000'), nul(['csv_account_ids', 1], 'b\u0000'), nul(['from_name'], '\u0000'), nul(['variants', 0, 'label'], 'l\u0000')]);
   });
 
   it('bounds mssql_query at 20 000 and provider_category_id at 255 characters', () => {
     const query = `SELECT id FROM t WHERE note = '${'x'.repeat(19_968)}'`;
-    expect(newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: query, providerCategoryId: 'c'.repeat(255) }).mssqlQuery).toBe(query);
-    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: `${query} `, providerCategoryId: 'c'.repeat(256) }))).toEqual([
+    expect(newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: query, providerCategoryId: 'c'.repeat(255) }, WORKSPACE).mssqlQuery).toBe(query);
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: `${query} `, providerCategoryId: 'c'.repeat(256) }, WORKSPACE))).toEqual([
       { loc: ['mssql_query'], type: 'string_too_long', msg: 'String should have at most 20000 characters', input: `${query} `, ctx: { max_length: 20_000 } },
       {
         loc: ['provider_category_id'],
@@ -262,6 +262,15 @@ describe('update', () => {
     expect(campaignPatch({ workspaceId: WORKSPACE.toUpperCase(), name: 'x' }, WORKSPACE)).toEqual({ name: 'x' });
     expect(violationsOf(() => campaignPatch({ workspaceId: VARIANT }, WORKSPACE))).toEqual([
       { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: VARIANT, ctx: { error: {} } },
+    ]);
+  });
+
+  it('creates only in the workspace acted in', () => {
+    expect(violationsOf(() => newCampaign({ workspaceId: VARIANT, name: 'x' }, WORKSPACE))).toEqual([
+      { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: VARIANT, ctx: { error: {} } },
+    ]);
+    expect(violationsOf(() => newCampaign({ name: 'x' }, WORKSPACE))).toEqual([
+      { loc: ['workspace_id'], type: 'missing', msg: 'Field required', input: null },
     ]);
   });
 

@@ -95,6 +95,7 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
     createCampaign: async (category) => {
       const workspaceId = crypto.randomUUID();
       const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
+        workspaceId,
         campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `campaign for ${category}`, providerCategoryId: category }),
       });
       return { id: campaign!.id, workspaceId };

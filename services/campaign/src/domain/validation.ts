@@ -172,18 +172,21 @@ function throwIfAny(violations: Violation[]): void {
   if (violations.length > 0) throw new InvalidArgumentError([...violations].sort((a, b) => order(a) - order(b)));
 }
 
-/** A create: defaults for what is omitted. Variant ids are not part of the create shape and are ignored. */
-export function newCampaign(write: CampaignWrite): NewCampaign {
+/** A workspace_id in the body must be the workspace the request acts in. */
+function workspaceViolations(write: CampaignWrite, workspaceId: string): Violation[] {
+  return write.workspaceId != null && write.workspaceId.toLowerCase() !== workspaceId.toLowerCase()
+    ? [valueError(['workspace_id'], write.workspaceId, 'workspace_id must match the workspace_id header')]
+    : [];
+}
+
+/**
+ * A create in `workspaceId`: defaults for what is omitted. Variant ids are not
+ * part of the create shape and are ignored.
+ */
+export function newCampaign(write: CampaignWrite, workspaceId: string): NewCampaign {
   const violations: Violation[] = [];
-  const workspaceId = write.workspaceId ?? '';
-  if (!isUuid(workspaceId)) {
-    violations.push({
-      loc: ['workspace_id'],
-      type: 'uuid_parsing',
-      msg: 'Input should be a valid UUID',
-      input: workspaceId,
-    });
-  }
+  if (write.workspaceId == null) violations.push({ loc: ['workspace_id'], type: 'missing', msg: 'Field required', input: null });
+  violations.push(...workspaceViolations(write, workspaceId));
   if (write.name == null) violations.push({ loc: ['name'], type: 'missing', msg: 'Field required', input: null });
   violations.push(...fieldViolations(write));
   throwIfAny(violations);
@@ -201,10 +204,7 @@ export function newCampaign(write: CampaignWrite): NewCampaign {
  * whole desired list. A workspace_id in the body must be the one acted in.
  */
 export function campaignPatch(write: CampaignWrite, workspaceId: string): CampaignPatch {
-  const violations: Violation[] = [];
-  if (write.workspaceId != null && write.workspaceId.toLowerCase() !== workspaceId.toLowerCase()) {
-    violations.push(valueError(['workspace_id'], write.workspaceId, 'workspace_id must match the workspace_id header'));
-  }
+  const violations: Violation[] = workspaceViolations(write, workspaceId);
   violations.push(...fieldViolations(write));
   throwIfAny(violations);
   const patch: CampaignPatch = present(write);

@@ -113,9 +113,10 @@ function pageInfo<T>({ total, page, pageSize }: Page<T>): { total: number; page:
 
 export function campaignHandlers(logger: Logger, db: Knex, feed: CategoryFeed): campaignV1.CampaignServiceServer {
   return {
-    createCampaign: unary(logger, 'CreateCampaign', async (request) => ({
-      campaign: toProto(await createCampaign(db, newCampaign(writeFromProto(request.campaign))), new Date()),
-    })),
+    createCampaign: unary(logger, 'CreateCampaign', async (request) => {
+      const campaign = newCampaign(writeFromProto(request.campaign), scope(request.workspaceId));
+      return { campaign: toProto(await createCampaign(db, campaign), new Date()) };
+    }),
     getCampaign: unary(logger, 'GetCampaign', async (request) => ({
       campaign: toProto(await getCampaign(db, scope(request.workspaceId), request.id), new Date()),
     })),
