@@ -62,7 +62,7 @@ export function createApp(deps: AppDependencies): Express {
 
   app.use(redirectSlashes(matchOperation));
   app.use(express.json({ limit: '1mb', strict: false, type: isJsonBody, verify: verifyJsonBody }));
-  app.use(authenticate(deps.authenticator, deps.clients.identity, matchOperation));
+  app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
   app.use(pydanticRequests(deps.document, matchOperation));
   app.use(
     OpenApiValidator.middleware({

@@ -1,5 +1,6 @@
-import { createClient } from '@mail/common';
+import { createClient, type Logger } from '@mail/common';
 import { analyticsV1, brandguideV1, campaignV1, identityV1 } from '@mail/proto';
+import { PrincipalResolver } from './auth/principal-cache';
 import type { GatewayConfig } from './config';
 
 /** One gRPC channel per downstream service, shared by every request. */
@@ -8,17 +9,22 @@ export interface ServiceClients {
   campaign: campaignV1.CampaignServiceClient;
   brandGuide: brandguideV1.BrandGuideServiceClient;
   analytics: analyticsV1.AnalyticsServiceClient;
+  /** identity's ResolvePrincipal, cached while its change stream is live. */
+  principals: PrincipalResolver;
 }
 
-export function createServiceClients(services: GatewayConfig['services']): ServiceClients {
+export function createServiceClients(services: GatewayConfig['services'], logger: Logger): ServiceClients {
+  const identity = createClient(identityV1.IdentityServiceClient, services.identity);
   return {
-    identity: createClient(identityV1.IdentityServiceClient, services.identity),
+    identity,
     campaign: createClient(campaignV1.CampaignServiceClient, services.campaign),
     brandGuide: createClient(brandguideV1.BrandGuideServiceClient, services.brandGuide),
     analytics: createClient(analyticsV1.AnalyticsServiceClient, services.analytics),
+    principals: new PrincipalResolver(identity, logger),
   };
 }
 
 export function closeServiceClients(clients: ServiceClients): void {
-  for (const client of Object.values(clients)) client.close();
+  clients.principals.close();
+  for (const client of [clients.identity, clients.campaign, clients.brandGuide, clients.analytics]) client.close();
 }

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   if (config.auth.devAuthEnabled) {
     logger.warn('DEV_AUTH_ENABLED=1: token checks are OFF, every request acts as dev@example.com (platform admin)');
   }
-  const clients = createServiceClients(config.services);
+  const clients = createServiceClients(config.services, logger);
   const webhook = createWebhook(config.webhook, logger);
   const health = gatewayReadiness(config.services, webhook.checkKafka);
   const app = createApp({

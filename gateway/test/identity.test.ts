@@ -11,6 +11,7 @@ import {
   type IdentityProvider,
   type IdentityService,
 } from './identity-harness';
+import { eventually } from './webhook-support';
 
 /**
  * Identity and tenancy end to end: the built gateway (JWT auth) in front of
@@ -27,15 +28,17 @@ let identity: IdentityService;
 let idp: IdentityProvider;
 let gateway: GatewayProcess;
 
+const gatewayEnv = (): Record<string, string> => ({
+  AUTH_JWKS_URL: idp.jwksUrl,
+  AUTH_ISSUER: ISSUER,
+  AUTH_AUDIENCE: AUDIENCE,
+  IDENTITY_GRPC_ADDR: identity.address,
+});
+
 beforeAll(async () => {
   identity = await startIdentityService('gateway_identity', ['root@example.com']);
   idp = await startIdentityProvider([key]);
-  gateway = await startGateway({
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: ISSUER,
-    AUTH_AUDIENCE: AUDIENCE,
-    IDENTITY_GRPC_ADDR: identity.address,
-  });
+  gateway = await startGateway(gatewayEnv());
 });
 
 afterAll(async () => {
@@ -211,6 +214,21 @@ describe('identity and tenancy (sequential scenario)', () => {
     expect((await api('ana', 'DELETE', `${members}/${users.bob}`)).status).toBe(204);
     expect((await api('ana', 'DELETE', `${members}/${users.bob}`)).status).toBe(404);
     expect((await api('bob', 'GET', '/auth/me', undefined, {})).body).toMatchObject({ id: users.bob, display_name: 'Bobby', memberships: [] });
+  });
+
+  it('a change made through another gateway reaches the access this one has cached, well before its TTL', async () => {
+    const other = await startGateway(gatewayEnv());
+    try {
+      const members = `/workspaces/${workspaces.marketing}/members`;
+      const ana = `${members}/${users.ana}`;
+      expect((await api('ana', 'GET', members)).status).toBe(200);
+      expect((await api('root', 'PUT', ana, { role: 'viewer' }, undefined, other.url)).status).toBe(200);
+      await eventually(async () => expect((await api('ana', 'GET', members)).status).toBe(403), 3_000);
+      expect((await api('root', 'PUT', ana, { role: 'admin' }, undefined, other.url)).status).toBe(200);
+      await eventually(async () => expect((await api('ana', 'GET', members)).status).toBe(200), 3_000);
+    } finally {
+      await other.stop();
+    }
   });
 
   it('a platform admin manages users', async () => {

@@ -93,12 +93,13 @@ beforeAll(async () => {
   fs.copyFileSync(path.join(__dirname, '..', 'openapi', 'openapi.yaml'), path.join(documentDir, 'openapi.yaml'));
   fs.writeFileSync(path.join(documentDir, 'things.yaml'), THINGS_FRAGMENT);
   const unused = '127.0.0.1:9';
+  const logger = createLogger('validation-test', 'silent');
   const app = createApp({
     document: loadOpenApiDocument(documentDir),
-    clients: createServiceClients({ identity: unused, campaign: unused, brandGuide: unused, analytics: unused }),
+    clients: createServiceClients({ identity: unused, campaign: unused, brandGuide: unused, analytics: unused }, logger),
     authenticator: devAuthenticator,
     readiness: new Readiness(),
-    logger: createLogger('validation-test', 'silent'),
+    logger,
   });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));

@@ -24,7 +24,7 @@ export async function startWebhookApp(env: Record<string, string>): Promise<Webh
   const config = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', ...env }));
   const logger = createLogger('gateway', 'silent');
   const webhook = createWebhook(config.webhook, logger);
-  const clients = createServiceClients(config.services);
+  const clients = createServiceClients(config.services, logger);
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,

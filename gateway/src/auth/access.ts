@@ -1,9 +1,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { call } from '@mail/common';
-import type { identityV1 } from '@mail/proto';
 import { HttpError, forbidden, fromGrpcError, notFound, unauthorized } from '../errors/http-error';
 import { parseUuid } from '../errors/pydantic-types';
 import type { MatchedOperation, OperationObject } from '../openapi/document';
+import type { PrincipalResolver } from './principal-cache';
 import { ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';
 import { roleFromProto } from './roles';
 
@@ -37,7 +36,7 @@ export function workspaceIdOf(res: Response): string {
 /** Step 1, before validation: verify the token (401) and load the caller's memberships. */
 export function authenticate(
   authenticator: Authenticator,
-  identity: identityV1.IdentityServiceClient,
+  principals: PrincipalResolver,
   matchOperation: (method: string, path: string) => MatchedOperation | undefined,
 ): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
@@ -47,19 +46,21 @@ export function authenticate(
     const level = match.operation['x-required-role'];
     if (level === 'public') return next();
     const token = await authenticator.authenticate(req.headers.authorization);
-    const resolved = await call(identity.resolvePrincipal.bind(identity), {
-      issuer: token.issuer,
-      subject: token.subject,
-      email: token.email,
-      displayName: token.displayName,
-      grantPlatformAdmin: authenticator.grantsPlatformAdmin,
-      workspaceId: workspaceToAuthorize(match, req.path, req.headers.workspace_id),
-    }).catch((error: unknown) => {
-      const httpError = fromGrpcError(error);
-      // The service rejects claims it cannot provision from (a first sign-in without a valid e-mail):
-      // that is the token's fault, not a body field's.
-      throw httpError.status === 422 ? unauthorized('Invalid token: a valid email claim is required to sign in') : httpError;
-    });
+    const resolved = await principals
+      .resolve({
+        issuer: token.issuer,
+        subject: token.subject,
+        email: token.email,
+        displayName: token.displayName,
+        grantPlatformAdmin: authenticator.grantsPlatformAdmin,
+        workspaceId: workspaceToAuthorize(match, req.path, req.headers.workspace_id),
+      })
+      .catch((error: unknown) => {
+        const httpError = fromGrpcError(error);
+        // The service rejects claims it cannot provision from (a first sign-in without a valid e-mail):
+        // that is the token's fault, not a body field's.
+        throw httpError.status === 422 ? unauthorized('Invalid token: a valid email claim is required to sign in') : httpError;
+      });
     if (!resolved.user) throw new HttpError(503, 'Identity service gave no user');
     locals(res).principal = {
       user: resolved.user,

@@ -50,6 +50,11 @@ const USER_FIELDS = ['email', 'display_name', 'is_platform_admin'];
 export const identityRoutes: RouteModule = (router, { clients }) => {
   const service = clients.identity;
   const id = (req: Request): string => pathParam(req);
+  /**
+   * A write to users, workspaces or memberships: cached principals are dropped before the answer goes out, so
+   * the caller's next request through this gateway sees it (other gateways hear of it from identity's stream).
+   */
+  const changingAccess = <T>(pending: Promise<T>): Promise<T> => pending.finally(() => clients.principals.accessChanged());
 
   router.get('/auth/me', (_req, res) => {
     const principal = principalOf(res);
@@ -74,7 +79,8 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
   });
 
   router.post('/workspaces/', async (req, res) => {
-    const answer = await callService(service.createWorkspace.bind(service), { name: (req.body as Json).name as string });
+    const name = (req.body as Json).name as string;
+    const answer = await changingAccess(callService(service.createWorkspace.bind(service), { name }));
     res.status(201).json(workspaceJson(answer.workspace));
   });
 
@@ -84,12 +90,13 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
   });
 
   router.put('/workspaces/:id', async (req, res) => {
-    const answer = await callService(service.updateWorkspace.bind(service), { id: id(req), name: given<string>((req.body as Json).name) });
+    const name = given<string>((req.body as Json).name);
+    const answer = await changingAccess(callService(service.updateWorkspace.bind(service), { id: id(req), name }));
     res.json(workspaceJson(answer.workspace));
   });
 
   router.delete('/workspaces/:id', async (req, res) => {
-    await callService(service.deleteWorkspace.bind(service), { id: id(req) });
+    await changingAccess(callService(service.deleteWorkspace.bind(service), { id: id(req) }));
     res.status(204).end();
   });
 
@@ -100,27 +107,28 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.post('/workspaces/:id/members', async (req, res) => {
     const body = req.body as Json;
-    const answer = await callService(service.addMember.bind(service), {
+    const answer = await changingAccess(callService(service.addMember.bind(service), {
       workspaceId: id(req),
       email: body.email as string,
       displayName: given<string>(body.display_name),
       role: roleToProto(body.role as Role),
-    });
+    }));
     res.status(201).json(memberJson(answer.member));
   });
 
   router.put('/workspaces/:id/members/:user_id', async (req, res) => {
     const role = given<Role>((req.body as Json).role);
-    const answer = await callService(service.updateMember.bind(service), {
+    const answer = await changingAccess(callService(service.updateMember.bind(service), {
       workspaceId: id(req),
       userId: pathParam(req, 'user_id'),
       role: role === undefined ? undefined : roleToProto(role),
-    });
+    }));
     res.json(memberJson(answer.member));
   });
 
   router.delete('/workspaces/:id/members/:user_id', async (req, res) => {
-    await callService(service.removeMember.bind(service), { workspaceId: id(req), userId: pathParam(req, 'user_id') });
+    const member = { workspaceId: id(req), userId: pathParam(req, 'user_id') };
+    await changingAccess(callService(service.removeMember.bind(service), member));
     res.status(204).end();
   });
 
@@ -134,11 +142,11 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.post('/users/', async (req, res) => {
     const body = req.body as Json;
-    const answer = await callService(service.createUser.bind(service), {
+    const answer = await changingAccess(callService(service.createUser.bind(service), {
       email: body.email as string,
       displayName: given<string>(body.display_name) ?? '',
       isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
-    });
+    }));
     res.status(201).json(userJson(answer.user));
   });
 
@@ -149,7 +157,7 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.put('/users/:id', async (req, res) => {
     const body = req.body as Json;
-    const answer = await callService(service.updateUser.bind(service), {
+    const answer = await changingAccess(callService(service.updateUser.bind(service), {
       id: id(req),
       updateMask: USER_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null),
       user: {
@@ -158,12 +166,12 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
         displayName: given<string>(body.display_name) ?? '',
         isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
       },
-    });
+    }));
     res.json(userJson(answer.user));
   });
 
   router.delete('/users/:id', async (req, res) => {
-    await callService(service.deleteUser.bind(service), { id: id(req) });
+    await changingAccess(callService(service.deleteUser.bind(service), { id: id(req) }));
     res.status(204).end();
   });
 };

@@ -80,13 +80,14 @@ export async function startGatewayStack(options: GatewayStackOptions): Promise<G
 
     const addresses = Object.fromEntries(options.processes.map((name) => [GRPC_ADDRESS_VARIABLES[name], stack!.urls.grpc[name]]));
     const config = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', ...addresses }));
-    const clients = createServiceClients(config.services);
+    const logger = createLogger('gateway', 'silent');
+    const clients = createServiceClients(config.services, logger);
     const app = createApp({
       document: loadOpenApiDocument(),
       clients,
       authenticator: devAuthenticator,
       readiness: new Readiness(),
-      logger: createLogger('gateway', 'silent'),
+      logger,
     });
     const server = app.listen(0, '127.0.0.1');
     closeGateway = async () => {

@@ -1,8 +1,8 @@
-import { runService } from '@mail/common';
+import { ChangeFeed, runService } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import { readConfig } from './config';
 import { campaignHandlers } from './grpc/handlers';
-import { CategoryFeed } from './store/category-feed';
+import { CATEGORY_CHANNEL } from './store/campaigns';
 import { openDatabase } from './store/database';
 
 void runService({
@@ -12,7 +12,7 @@ void runService({
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
     const db = await openDatabase(config.databaseUrl);
-    const feed = new CategoryFeed(config.databaseUrl, logger);
+    const feed = new ChangeFeed(config.databaseUrl, CATEGORY_CHANNEL, logger);
     await feed.start();
     // The gateway's /readyz asks this service for "postgres" by name.
     readiness.add('postgres', () => db.raw('select 1'));

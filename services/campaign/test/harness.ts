@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import * as grpc from '@grpc/grpc-js';
-import { Readiness, createLogger } from '@mail/common';
+import { ChangeFeed, Readiness, createLogger } from '@mail/common';
 import { createTestPostgres, startTestGrpcService, type Rpc, type TestPostgres } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { campaignHandlers } from '../src/grpc/handlers';
-import { CategoryFeed } from '../src/store/category-feed';
+import { CATEGORY_CHANNEL } from '../src/store/campaigns';
 import { openDatabase } from '../src/store/database';
 
 export { failure, type Failure } from '@mail/local';
@@ -29,7 +29,7 @@ export async function startCampaignService(): Promise<CampaignService> {
     open: async (postgres) => {
       const db = await openDatabase(postgres.url);
       const logger = createLogger('campaign', 'silent');
-      const feed = new CategoryFeed(postgres.url, logger, { initialMs: 50, maxMs: 200 });
+      const feed = new ChangeFeed(postgres.url, CATEGORY_CHANNEL, logger, { initialMs: 50, maxMs: 200 });
       await feed.start();
       return {
         definition: campaignV1.CampaignServiceService,

@@ -1,3 +1,5 @@
+export * from './change-feed';
+export * from './change-watch';
 export * from './config';
 export * from './errors';
 export * from './grpc-client';

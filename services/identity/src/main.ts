@@ -1,8 +1,8 @@
-import { runService } from '@mail/common';
+import { ChangeFeed, runService } from '@mail/common';
 import { identityV1 } from '@mail/proto';
 import { readConfig } from './config';
 import { identityHandlers } from './grpc/handlers';
-import { openDatabase } from './store/database';
+import { ACCESS_CHANNEL, openDatabase } from './store/database';
 
 void runService({
   name: 'identity',
@@ -11,12 +11,17 @@ void runService({
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
     const db = await openDatabase(config.databaseUrl);
+    const feed = new ChangeFeed(config.databaseUrl, ACCESS_CHANNEL, logger);
+    await feed.start();
     readiness.add('postgres', () => db.raw('select 1'));
     return {
       grpcServices: [
-        { definition: identityV1.IdentityServiceService, implementation: identityHandlers(logger, db, config) },
+        { definition: identityV1.IdentityServiceService, implementation: identityHandlers(logger, db, feed, config) },
       ],
-      close: [{ name: 'close postgres', run: () => db.destroy() }],
+      close: [
+        { name: 'close access change feed', run: () => feed.close() },
+        { name: 'close postgres', run: () => db.destroy() },
+      ],
     };
   },
 });

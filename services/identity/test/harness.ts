@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import * as grpc from '@grpc/grpc-js';
-import { createLogger } from '@mail/common';
+import { ChangeFeed, createLogger } from '@mail/common';
 import { createTestPostgres, startTestGrpcService, type Rpc } from '@mail/local';
 import { identityV1 } from '@mail/proto';
 import { identityHandlers } from '../src/grpc/handlers';
-import { openDatabase } from '../src/store/database';
+import { ACCESS_CHANNEL, openDatabase } from '../src/store/database';
 
 export { failure, type Failure } from '@mail/local';
 
@@ -22,10 +22,15 @@ export async function startIdentity(bootstrapPlatformAdmins: string[] = []): Pro
     client: identityV1.IdentityServiceClient,
     open: async (postgres) => {
       const db = await openDatabase(postgres.url);
-      const implementation = identityHandlers(createLogger('identity', 'silent'), db, {
-        bootstrapPlatformAdmins: new Set(bootstrapPlatformAdmins),
-      });
-      return { definition: identityV1.IdentityServiceService, implementation, resources: db, close: () => db.destroy() };
+      const logger = createLogger('identity', 'silent');
+      const feed = new ChangeFeed(postgres.url, ACCESS_CHANNEL, logger, { initialMs: 50, maxMs: 200 });
+      await feed.start();
+      const implementation = identityHandlers(logger, db, feed, { bootstrapPlatformAdmins: new Set(bootstrapPlatformAdmins) });
+      const close = async (): Promise<void> => {
+        await feed.close();
+        await db.destroy();
+      };
+      return { definition: identityV1.IdentityServiceService, implementation, resources: db, close };
     },
   });
   return { rpc: service.rpc, db: service.resources, close: service.close };

@@ -1,5 +1,4 @@
-import type * as grpc from '@grpc/grpc-js';
-import { call, type Logger } from '@mail/common';
+import { ChangeWatch, call, type Logger } from '@mail/common';
 import type { campaignV1 } from '@mail/proto';
 
 export type CategoryMatch = campaignV1.CategoryMatch;
@@ -23,21 +22,28 @@ interface Entry {
  */
 export class CategoryResolver {
   private readonly cache = new Map<string, Entry>();
-  private live = false;
+  private readonly watch: ChangeWatch<campaignV1.WatchCategoryChangesResponse>;
   /** Bumped by every invalidation: a lookup that overlapped one is used but not cached. */
   private generation = 0;
-  private stream?: grpc.ClientReadableStream<campaignV1.WatchCategoryChangesResponse>;
-  private resubscribeTimer?: NodeJS.Timeout;
-  private closed = false;
 
   constructor(
     private readonly client: campaignV1.CampaignServiceClient,
     private readonly ttlMs: number,
-    private readonly logger: Logger,
-  ) {}
+    logger: Logger,
+  ) {
+    const changed = ({ providerCategoryIds }: campaignV1.WatchCategoryChangesResponse): void => {
+      this.generation += 1;
+      for (const id of providerCategoryIds) this.cache.delete(id);
+    };
+    const reset = (): void => {
+      this.generation += 1;
+      this.cache.clear();
+    };
+    this.watch = new ChangeWatch('category changes', () => client.watchCategoryChanges({}), { changed, reset }, logger);
+  }
 
   start(): void {
-    this.subscribe(0);
+    this.watch.start();
   }
 
   /** The campaign of each category that names one; unknown categories are absent. */
@@ -51,7 +57,7 @@ export class CategoryResolver {
       else if (entry.match) found.set(id, entry.match);
     }
     const generation = this.generation;
-    const cacheable = this.live;
+    const cacheable = this.watch.live;
     for (let start = 0; start < missing.length; start += LOOKUP_CHUNK) {
       const ids = missing.slice(start, start + LOOKUP_CHUNK);
       const { matches } = await call(this.client.resolveCategories.bind(this.client), { providerCategoryIds: ids });
@@ -59,50 +65,19 @@ export class CategoryResolver {
       for (const id of ids) {
         const match = byId.get(id);
         if (match) found.set(id, match);
-        if (cacheable && this.live && generation === this.generation) this.remember(id, { match, expiresAt: now + this.ttlMs });
+        if (cacheable && this.watch.live && generation === this.generation) this.remember(id, { match, expiresAt: now + this.ttlMs });
       }
     }
     return found;
   }
 
   close(): void {
-    this.closed = true;
-    clearTimeout(this.resubscribeTimer);
-    this.stream?.cancel();
+    this.watch.close();
     this.client.close();
   }
 
   private remember(id: string, entry: Entry): void {
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
     this.cache.set(id, entry);
-  }
-
-  private subscribe(failures: number): void {
-    const stream = this.client.watchCategoryChanges({});
-    this.stream = stream;
-    stream.on('metadata', () => {
-      this.dropAll();
-      this.live = true;
-      failures = 0;
-    });
-    stream.on('data', ({ providerCategoryIds }: campaignV1.WatchCategoryChangesResponse) => {
-      this.generation += 1;
-      for (const id of providerCategoryIds) this.cache.delete(id);
-    });
-    // 'error' also comes with 'status'; handled there, listened to so it is not thrown.
-    stream.on('error', () => undefined);
-    stream.on('status', (status: grpc.StatusObject) => {
-      this.live = false;
-      this.dropAll();
-      if (this.closed) return;
-      const delayMs = Math.min(100 * 2 ** failures, 5_000);
-      this.logger.warn({ code: status.code, details: status.details, retryInMs: delayMs }, 'category change stream ended, cache dropped');
-      this.resubscribeTimer = setTimeout(() => this.subscribe(failures + 1), delayMs);
-    });
-  }
-
-  private dropAll(): void {
-    this.generation += 1;
-    this.cache.clear();
   }
 }

@@ -1,11 +1,9 @@
-import * as grpc from '@grpc/grpc-js';
 import type { Knex } from 'knex';
-import { InvalidArgumentError, NotFoundError, toServiceError, unary, valueError, type Logger } from '@mail/common';
+import { InvalidArgumentError, NotFoundError, unary, valueError, watchChanges, type ChangeFeed, type Logger } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import type { Campaign, DeliveryMode, Page, RecipientSource } from '../domain/model';
 import { nextRunAt } from '../domain/schedule';
 import { campaignPatch, isUuid, newCampaign, pageWindow, type CampaignWrite } from '../domain/validation';
-import type { CategoryFeed } from '../store/category-feed';
 import {
   createCampaign,
   deleteCampaign,
@@ -111,7 +109,7 @@ function pageInfo<T>({ total, page, pageSize }: Page<T>): { total: number; page:
   return { total, page, pageSize };
 }
 
-export function campaignHandlers(logger: Logger, db: Knex, feed: CategoryFeed): campaignV1.CampaignServiceServer {
+export function campaignHandlers(logger: Logger, db: Knex, feed: ChangeFeed): campaignV1.CampaignServiceServer {
   return {
     createCampaign: unary(logger, 'CreateCampaign', async (request) => {
       const campaign = newCampaign(writeFromProto(request.campaign), scope(request.workspaceId));
@@ -139,20 +137,6 @@ export function campaignHandlers(logger: Logger, db: Knex, feed: CategoryFeed): 
       matches: await resolveCategories(db, request.providerCategoryIds),
     })),
 
-    watchCategoryChanges: (call) => {
-      let unsubscribe: () => void;
-      try {
-        unsubscribe = feed.subscribe({
-          changed: (providerCategoryIds) => call.write({ providerCategoryIds }),
-          lost: () => call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'Category change feed interrupted' }),
-        });
-      } catch (error) {
-        call.emit('error', toServiceError(error));
-        return;
-      }
-      call.on('cancelled', () => unsubscribe());
-      // Response headers tell the subscriber it is live: changes from now on reach it, so it may start caching.
-      call.sendMetadata(new grpc.Metadata());
-    },
+    watchCategoryChanges: watchChanges(feed, (providerCategoryId) => ({ providerCategoryIds: [providerCategoryId] })),
   };
 }

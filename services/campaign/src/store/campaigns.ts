@@ -9,7 +9,7 @@ import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
  * transaction, and about half the CPU of the same work as separate queries.
  */
 
-/** Committed changes of provider_category_id are announced here (see category-feed.ts). */
+/** Committed changes of provider_category_id are announced on this channel (a ChangeFeed of @mail/common). */
 export const CATEGORY_CHANNEL = 'campaign_category_changed';
 
 const COLUMN_OF: Record<keyof CampaignFields, string> = {

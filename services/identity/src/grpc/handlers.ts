@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { unary, type Logger } from '@mail/common';
+import { unary, watchChanges, type ChangeFeed, type Logger } from '@mail/common';
 import { identityV1 } from '@mail/proto';
 import type { IdentityConfig } from '../config';
 import type { Member, Page } from '../domain/model';
@@ -23,9 +23,12 @@ function pageInfo<T>({ total, page, pageSize }: Page<T>): { total: number; page:
 export function identityHandlers(
   logger: Logger,
   db: Knex,
+  feed: ChangeFeed,
   config: Pick<IdentityConfig, 'bootstrapPlatformAdmins'>,
 ): identityV1.IdentityServiceServer {
   return {
+    watchAccessChanges: watchChanges(feed, () => ({})),
+
     resolvePrincipal: unary(logger, 'ResolvePrincipal', async (request) => {
       const user = await resolveUser(db, principalClaims(request, config.bootstrapPlatformAdmins));
       const memberships = await membershipsOf(db, user, request.workspaceId);

@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 import { openPostgres, type Migration } from '@mail/common';
 
+/** Every committed change to the tables a principal is made of is announced here (see WatchAccessChanges). */
+export const ACCESS_CHANNEL = 'identity_access_changed';
+
 export const migrations: Migration[] = [
   {
     name: '001_users_workspaces_memberships',
@@ -38,6 +41,33 @@ export const migrations: Migration[] = [
     },
     async down(db) {
       await db.raw('DROP TABLE memberships; DROP TABLE workspaces; DROP TABLE users;');
+    },
+  },
+  {
+    // Statement triggers, so no write path can forget to announce; NOTIFY is delivered on commit.
+    name: '002_announce_access_changes',
+    async up(db) {
+      await db.raw(`
+        CREATE FUNCTION announce_access_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          PERFORM pg_notify('${ACCESS_CHANNEL}', '');
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER users_access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON users
+          FOR EACH STATEMENT EXECUTE FUNCTION announce_access_change();
+        CREATE TRIGGER workspaces_access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON workspaces
+          FOR EACH STATEMENT EXECUTE FUNCTION announce_access_change();
+        CREATE TRIGGER memberships_access_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON memberships
+          FOR EACH STATEMENT EXECUTE FUNCTION announce_access_change();
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        DROP TRIGGER memberships_access_changed ON memberships;
+        DROP TRIGGER workspaces_access_changed ON workspaces;
+        DROP TRIGGER users_access_changed ON users;
+        DROP FUNCTION announce_access_change();
+      `);
     },
   },
 ];
