@@ -1,5 +1,5 @@
+import path from 'node:path';
 import express, { type Express } from 'express';
-import { getAbsoluteFSPath as swaggerUiAssetPath } from 'swagger-ui-dist';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { registry, type Logger, type Readiness } from '@mail/common';
 import type { ServiceClients } from './clients';
@@ -55,7 +55,7 @@ export function createApp(deps: AppDependencies): Express {
   app.get('/docs', (_req, res) => {
     res.type('html').send(DOCS_PAGE);
   });
-  app.use('/docs/assets', express.static(swaggerUiAssetPath(), { index: false, maxAge: '1d' }));
+  app.use('/docs/assets', express.static(SWAGGER_UI_ASSETS, { index: false, maxAge: '1d' }));
   app.use(dashboardRouter());
 
   if (deps.rawBodyRoutes) app.use(deps.rawBodyRoutes);
@@ -101,6 +101,9 @@ function redirectSlashes(matchOperation: (method: string, path: string) => Match
     res.redirect(307, other + req.url.slice(req.path.length));
   };
 }
+
+/** The package's folder: its main module would load the whole Swagger UI bundle into the gateway just to say where it is. */
+const SWAGGER_UI_ASSETS = path.dirname(require.resolve('swagger-ui-dist/package.json'));
 
 /** Human docs: Swagger UI (served from the swagger-ui-dist package, no CDN) rendering /openapi.json. */
 const DOCS_PAGE = `<!doctype html>

@@ -540,3 +540,14 @@ describe('a bounded answer to a body with very many failures', () => {
     ]);
   });
 });
+
+describe('the API docs', () => {
+  it('serve Swagger UI from the swagger-ui-dist package, no CDN', async () => {
+    const page = await fetch(`${baseUrl}/docs`);
+    expect([page.status, await page.text()]).toEqual([200, expect.stringContaining('/docs/assets/swagger-ui-bundle.js')]);
+    for (const asset of ['swagger-ui-bundle.js', 'swagger-ui.css']) {
+      const response = await fetch(`${baseUrl}/docs/assets/${asset}`);
+      expect([asset, response.status, (await response.arrayBuffer()).byteLength > 10_000]).toEqual([asset, 200, true]);
+    }
+  });
+});
