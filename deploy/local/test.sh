@@ -16,6 +16,8 @@ npx buf lint proto
 # ts-jest only transpiles (fast); the tests' types are checked here, once.
 npx tsc -p tsconfig.test.json
 load_infra_env
+# Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.
+node deploy/local/dist/prune-topics.js
 # Headless Chromium for the dashboard's browser test (gateway/test/dashboard.test.ts).
 bash "$REPO_ROOT/deploy/local/install-chromium.sh"
 npx jest --ci "$@"
