@@ -2,8 +2,9 @@
  * Engagement event pipeline throughput and webhook latency, end to end, on
  * the suite's stack (bench-stack.ts):
  *   1. ceiling: the raw kafkajs producer rate to the same broker (idempotent,
- *      acks=-1, requests of 1,000 ready-encoded EngagementEvents, one in
- *      flight, as the webhook's producer sends them);
+ *      acks=-1, requests of 1,000 ready-encoded EngagementEvents in one
+ *      EngagementEventBatch record per partition, one in flight, as the
+ *      webhook's producer sends them);
  *   2. maximum end-to-end rate: `events` SendGrid events in signed calls of
  *      100, `concurrency` calls at a time, timed from the first call until
  *      every event is queryable in ClickHouse (`count()` polled);
@@ -30,6 +31,8 @@ import { log, percentile, round } from './measure';
 import { cpuMs, infraServerPids } from './proc';
 
 const PER_CALL = 100;
+/** Events per produce request of the ceiling phase. */
+const EVENTS_PER_REQUEST = 1_000;
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
 export interface PipelineSettings {
@@ -115,8 +118,11 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
   await admin.createTopics({ topics: [{ topic, numPartitions: 6, replicationFactor: 1 }], waitForLeaders: true });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
+  const partitionMetadata = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions;
+  const partitioner = Partitioners.DefaultPartitioner();
   const now = new Date();
-  const messages = Array.from({ length: 1_000 }, (_, i) => {
+  const byPartition = new Map<number, Buffer[]>();
+  for (let i = 0; i < EVENTS_PER_REQUEST; i++) {
     const event: eventsV1.EngagementEvent = {
       providerEventId: `ceiling-${i}-xxxxxxxxxxxxxxxxxxxx`,
       providerMessageId: `14c5d75ce93.dfd.64b469.filter0001.${i}.5515E0B88.0`,
@@ -131,12 +137,18 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
       ip: '203.0.113.7',
       rawJson: JSON.stringify({ email: `recipient-${i}@example.com`, event: 'open', sg_event_id: `ceiling-${i}`, pad: 'x'.repeat(330) }),
     };
-    return { key: event.email, value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()) };
-  });
+    const partition = partitioner({ topic, partitionMetadata, message: { key: event.email, value: null } });
+    byPartition.set(partition, [...(byPartition.get(partition) ?? []), Buffer.from(eventsV1.EngagementEvent.encode(event).finish())]);
+  }
+  const messages = [...byPartition].map(([partition, values]) => ({
+    partition,
+    headers: { schema: 'events.v1.EngagementEventBatch' },
+    value: Buffer.from(eventsV1.EngagementEventBatch.encode({ events: values }).finish()),
+  }));
   try {
     await producer.send({ topic, acks: -1, messages });
     const started = performance.now();
-    for (let sent = 0; sent < events; sent += messages.length) await producer.send({ topic, acks: -1, messages });
+    for (let sent = 0; sent < events; sent += EVENTS_PER_REQUEST) await producer.send({ topic, acks: -1, messages });
     return events / ((performance.now() - started) / 1000);
   } finally {
     await producer.disconnect();

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { Kafka, logLevel, type Consumer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Consumer } from 'kafkajs';
 import { EnvReader, Readiness, createLogger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { createApp } from '../src/app';
@@ -103,7 +103,10 @@ export function sendgridEvent(fields: Record<string, unknown>): Record<string, u
 }
 
 export interface TopicReader {
-  records: { key: string; event: eventsV1.EngagementEvent }[];
+  /** The events read, each with its record's partition and offset. */
+  records: { partition: number; offset: bigint; event: eventsV1.EngagementEvent }[];
+  /** Kafka records read (each an EngagementEventBatch of events). */
+  kafkaRecords(): number;
   /** The records whose provider_event_id starts with prefix, once there are `count` of them (fails after timeoutMs). */
   waitFor(prefix: string, count: number, timeoutMs?: number): Promise<TopicReader['records']>;
   close(): Promise<void>;
@@ -114,15 +117,20 @@ export async function readTopic(brokers: string[], topic: string): Promise<Topic
   const kafka = new Kafka({ clientId: 'webhook-test', brokers, logLevel: logLevel.NOTHING });
   const consumer: Consumer = kafka.consumer({ groupId: `reader-${topic}`, maxWaitTimeInMs: 100 });
   const records: TopicReader['records'] = [];
+  let kafkaRecords = 0;
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
-    eachMessage: async ({ message }) => {
-      records.push({ key: message.key!.toString(), event: eventsV1.EngagementEvent.decode(message.value!) });
+    eachMessage: async ({ partition, message }) => {
+      kafkaRecords += 1;
+      for (const bytes of eventsV1.EngagementEventBatch.decode(message.value!).events) {
+        records.push({ partition, offset: BigInt(message.offset), event: eventsV1.EngagementEvent.decode(bytes) });
+      }
     },
   });
   return {
     records,
+    kafkaRecords: () => kafkaRecords,
     waitFor: async (prefix, count, timeoutMs = 15_000) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -143,6 +151,30 @@ export async function topicSize(brokers: string[], topic: string): Promise<numbe
   try {
     const offsets = await admin.fetchTopicOffsets(topic);
     return offsets.reduce((sum, partition) => sum + Number(partition.high) - Number(partition.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The partitions' high watermarks right now. */
+export async function topicEnds(brokers: string[], topic: string): Promise<Map<number, bigint>> {
+  const admin = new Kafka({ clientId: 'webhook-test', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    return new Map((await admin.fetchTopicOffsets(topic)).map(({ partition, high }) => [partition, BigInt(high)]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The partition kafkajs's default partitioner gives a record keyed by `key` on this topic. */
+export async function defaultPartitionOf(brokers: string[], topic: string): Promise<(key: string) => number> {
+  const admin = new Kafka({ clientId: 'webhook-test', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const [{ partitions }] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+    const partitioner = Partitioners.DefaultPartitioner();
+    return (key) => partitioner({ topic, partitionMetadata: partitions, message: { key, value: null } });
   } finally {
     await admin.disconnect();
   }

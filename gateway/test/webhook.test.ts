@@ -4,12 +4,14 @@ import { infraEnv, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readGatewayConfig } from '../src/config';
 import {
+  defaultPartitionOf,
   keyPair,
   post,
   readTopic,
   sendgridEvent,
   signedHeaders,
   startWebhookApp,
+  topicEnds,
   topicSize,
   WEBHOOK,
   type TopicReader,
@@ -260,7 +262,7 @@ describe('documentation', () => {
 });
 
 describe('normalization and delivery', () => {
-  it('publishes the kept types as EngagementEvents keyed by the lower-cased address, and drops the others', async () => {
+  it('publishes the kept types as EngagementEvents on the partition of the lower-cased address, and drops the others', async () => {
     const id = uniqueSuffix();
     const raw = [
       sendgridEvent({ event: 'processed', sg_event_id: `${id}-processed` }),
@@ -284,8 +286,9 @@ describe('normalization and delivery', () => {
     const byId = new Map(published.map((record) => [record.event.providerEventId.slice(id.length + 1), record]));
     expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'spam', 'unsub', 'untyped'].sort());
 
+    const partitionOf = await defaultPartitionOf(brokers, topics.open);
     const open0 = byId.get('open')!;
-    expect(open0.key).toBe('recipient@example.com');
+    expect(open0.partition).toBe(partitionOf('recipient@example.com'));
     expect(open0.event).toEqual({
       providerEventId: `${id}-open`,
       providerMessageId: '14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0',
@@ -311,17 +314,48 @@ describe('normalization and delivery', () => {
     expect(byId.get('untyped')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_HARD, reason: 'bounced' });
     expect(byId.get('unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE, categories: ['a', 'b'] });
     expect(byId.get('group-unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE });
-    expect(byId.get('spam')).toMatchObject({ key: 'other@example.com', event: { eventType: EventType.EVENT_TYPE_SPAM_REPORT } });
+    expect(byId.get('spam')).toMatchObject({ partition: partitionOf('other@example.com'), event: { eventType: EventType.EVENT_TYPE_SPAM_REPORT } });
   });
 
   it('answers 202 only once the events are in Kafka', async () => {
-    const topicBefore = await topicSize(brokers, topics.open);
+    const prefix = `durable-${uniqueSuffix()}`;
     for (let round = 0; round < 5; round++) {
-      const response = await post(open.url, batch(40, `durable-${round}`));
+      const response = await post(open.url, batch(40, `${prefix}-${round}`));
       expect(response.status).toBe(202);
-      // Read right after the answer, from another client: already on the broker.
-      expect(await topicSize(brokers, topics.open)).toBe(topicBefore + 40 * (round + 1));
+      // Read right after the answer, from another client: already on the broker, below the high watermarks.
+      const ends = await topicEnds(brokers, topics.open);
+      const published = await openTopic.waitFor(`${prefix}-${round}-`, 40);
+      expect(published.filter(({ partition, offset }) => offset >= ends.get(partition)!)).toEqual([]);
     }
+  });
+
+  it("keeps each recipient's events on its partition and in order, one record per partition and produce request", async () => {
+    const prefix = `ordered-${uniqueSuffix()}`;
+    const recipients = 25;
+    const calls = Array.from({ length: 20 }, (_, call) =>
+      Array.from({ length: 50 }, (_, i) =>
+        sendgridEvent({ event: 'click', email: `Reader-${i % recipients}@Example.com`, sg_event_id: `${prefix}-${call}-${i}`, url: `https://example.com/${i}` }),
+      ),
+    );
+    const recordsBefore = openTopic.kafkaRecords();
+    const responses = await Promise.all(calls.map((body) => post(open.url, JSON.stringify(body))));
+    expect(responses.map((response) => response.status)).toEqual(Array(calls.length).fill(202));
+
+    const published = await openTopic.waitFor(prefix, 1_000);
+    const partitionOf = await defaultPartitionOf(brokers, topics.open);
+    for (let r = 0; r < recipients; r++) {
+      const email = `reader-${r}@example.com`;
+      const mine = published.filter(({ event }) => event.email === email);
+      expect(new Set(mine.map(({ partition }) => partition))).toEqual(new Set([partitionOf(email)]));
+      // Within each call, in the order of its body.
+      for (let call = 0; call < calls.length; call++) {
+        const order = mine.filter(({ event }) => event.providerEventId.startsWith(`${prefix}-${call}-`)).map(({ event }) => Number(event.providerEventId.split('-').at(-1)));
+        expect(order).toEqual([...order].sort((a, b) => a - b));
+        expect(order).toHaveLength(2);
+      }
+    }
+    // Concurrent calls share produce requests, and each request carries one record per partition.
+    expect(openTopic.kafkaRecords() - recordsBefore).toBeLessThanOrEqual(calls.length * new Set(published.map(({ partition }) => partition)).size);
   });
 
   it('splits a call larger than one Kafka request over several, and accepts it', async () => {

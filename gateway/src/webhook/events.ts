@@ -33,7 +33,8 @@ const string =
   (minLength: number): Check =>
   (value, loc) => {
     if (typeof value !== 'string') return violation('string_type', loc, 'Input should be a valid string', value);
-    if ([...value].length < minLength) {
+    // Pydantic counts code points; spreading the string to count them is needed only when UTF-16 units leave it open.
+    if (value.length < 2 * minLength && [...value].length < minLength) {
       return violation('string_too_short', loc, `String should have at least ${minLength} character`, value, { min_length: minLength });
     }
     return undefined;
@@ -148,11 +149,20 @@ export function toEngagementEvent(event: SendgridEvent, receivedAt: Date): event
   };
 }
 
-/** Protobuf bytes of each event. One writer serves them all: its buffer grows once per call, not once per event. */
+/** EngagementEventBatch.events: field 1, length-delimited. */
+const BATCH_EVENTS_TAG = (1 << 3) | 2;
+
+/**
+ * Each event encoded as a one-event EngagementEventBatch. Protobuf appends
+ * the repeated fields of concatenated messages, so the record of a partition
+ * is its events' buffers back to back, with no second encoding. One writer
+ * serves them all: its buffer grows once per call, not once per event.
+ */
 export function encodeEvents(events: eventsV1.EngagementEvent[]): Buffer[] {
-  let writer: ReturnType<typeof eventsV1.EngagementEvent.encode> | undefined;
+  // An empty batch leaves the writer empty; finish() empties it again after each event.
+  const writer = eventsV1.EngagementEventBatch.encode({ events: [] });
   return events.map((event) => {
-    writer = eventsV1.EngagementEvent.encode(event, writer);
+    eventsV1.EngagementEvent.encode(event, writer.uint32(BATCH_EVENTS_TAG).fork()).join();
     const bytes = writer.finish();
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   });

@@ -22,7 +22,7 @@ export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
     [{ topic: config.eventsTopic, numPartitions: config.topicPartitions, replicationFactor: config.topicReplicationFactor }],
     logger,
   );
-  const publisher = new EventPublisher(kafka, config.eventsTopic, config.publishTimeoutMs, logger);
+  const publisher = new EventPublisher(kafka, admin, config.eventsTopic, config.publishTimeoutMs, logger);
   publisher.connect().catch((error: unknown) => logger.warn({ err: error }, 'kafka producer not connected yet'));
   return {
     router: webhookRouter({ sendgridPublicKey: config.sendgridPublicKey, basicAuth: config.basicAuth, publisher }),

@@ -1,32 +1,53 @@
-import type { Kafka, Message, Producer } from 'kafkajs';
+import { Partitioners, type Admin, type IHeaders, type Kafka, type Message, type PartitionMetadata, type Producer } from 'kafkajs';
 import { createIdempotentProducer, type Logger } from '@mail/common';
 
 /** Kafka could not take the events in time; the webhook answers 503 so the provider retries. */
 export class PublishError extends Error {}
 
 /**
- * Upper bound of one produce request's payload. The broker refuses a
- * partition's record batch above message.max.bytes (1 MiB by default), and
- * kafkajs groups a request's messages per partition in quadratic time, so
- * requests stay below both limits whatever the key distribution.
+ * Upper bound of one produce request's events. The broker refuses a
+ * partition's record above message.max.bytes (1 MiB by default); a record
+ * holds some of one request's events, so none reaches that limit whatever
+ * the key distribution.
  */
 const MAX_REQUEST_BYTES = 900_000;
 
 /**
- * The largest record the publisher takes: one that fills a produce request on
- * its own. The broker would refuse a larger one however often it is retried.
+ * The largest event (eventBytes) the publisher takes: one that fills a produce
+ * request on its own. The broker would refuse a larger one however often it is retried.
  */
-export const MAX_MESSAGE_BYTES = MAX_REQUEST_BYTES;
+export const MAX_EVENT_BYTES = MAX_REQUEST_BYTES;
 
-/** What a record counts towards MAX_REQUEST_BYTES. */
-export function messageBytes(message: Message): number {
-  return (message.value as Buffer).length + Buffer.byteLength(message.key as Buffer | string);
+/** Marks a record whose value is an EngagementEventBatch (ingestion reads records without it as one EngagementEvent). */
+export const BATCH_HEADERS: IHeaders = { schema: 'events.v1.EngagementEventBatch' };
+
+/** Kafka's partition count is re-read this often (as kafkajs refreshes its metadata), and with every new producer. */
+const PARTITIONS_MAX_AGE_MS = 300_000;
+
+/** Addresses whose partition is remembered; the memory starts over rather than growing without bound. */
+const MAX_REMEMBERED_KEYS = 100_000;
+
+/** One kept event: its recipient address, which picks the partition, and its bytes as a one-event EngagementEventBatch. */
+export interface KeyedEvent {
+  key: string;
+  value: Buffer;
 }
+
+/** What an event adds to its record. */
+export const eventBytes = (event: KeyedEvent): number => event.value.length;
 
 interface Chunk {
   request: PendingRequest;
-  messages: Message[];
+  events: KeyedEvent[];
   bytes: number;
+}
+
+interface Sender {
+  producer: Producer;
+  partitions: PartitionMetadata[];
+  partitionsReadAt: number;
+  /** Address → partition for these partitions (kafkajs hashes with 64-bit Long arithmetic: microseconds per event). */
+  partitionOfKey: Map<string, number>;
 }
 
 interface PendingRequest {
@@ -41,26 +62,32 @@ interface PendingRequest {
  * The webhook's one long-lived idempotent producer (acks from all in-sync
  * replicas). Requests that arrive while a produce request is in flight are
  * sent together in the next one, so concurrent webhook calls share round
- * trips (the idempotent producer allows one request in flight anyway).
- * `publish` resolves only once every message is acknowledged; it rejects
+ * trips (the idempotent producer allows one request in flight anyway), and
+ * each produce request carries one record per partition, an
+ * EngagementEventBatch of its events in the order they came: Kafka and both
+ * ends pay their per-record costs once per partition, not once per event.
+ * `publish` resolves only once every event is acknowledged; it rejects
  * when that does not happen within timeoutMs, and events that had not left
  * by then are not sent at all.
  */
 export class EventPublisher {
   private readonly queue: Chunk[] = [];
-  private producer?: Promise<Producer>;
+  private sender?: Promise<Sender>;
+  private readonly partitioner = Partitioners.DefaultPartitioner();
   private pumping = false;
   private closed = false;
 
   constructor(
     private readonly kafka: Kafka,
+    /** Reads the topic's partitions. */
+    private readonly admin: Admin,
     private readonly topic: string,
     private readonly timeoutMs: number,
     private readonly logger: Logger,
   ) {}
 
-  publish(messages: Message[]): Promise<void> {
-    if (messages.length === 0) return Promise.resolve();
+  publish(events: KeyedEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
     if (this.closed) return Promise.reject(new PublishError('The event publisher is closed'));
     return new Promise<void>((resolve, reject) => {
       const request: PendingRequest = {
@@ -73,7 +100,7 @@ export class EventPublisher {
           this.timeoutMs,
         ),
       };
-      for (const chunk of chunksOf(messages)) {
+      for (const chunk of chunksOf(events)) {
         request.chunksLeft += 1;
         this.queue.push({ request, ...chunk });
       }
@@ -83,7 +110,7 @@ export class EventPublisher {
 
   /** Connects at start-up so the first webhook call does not pay for it; a failure is retried on use. */
   async connect(): Promise<void> {
-    await this.connectedProducer();
+    await this.connectedSender();
   }
 
   /**
@@ -93,9 +120,9 @@ export class EventPublisher {
    */
   async close(): Promise<void> {
     this.closed = true;
-    const producer = this.producer;
-    this.producer = undefined;
-    await producer?.then((p) => p.disconnect()).catch(() => undefined);
+    const sender = this.sender;
+    this.sender = undefined;
+    await sender?.then(({ producer }) => producer.disconnect()).catch(() => undefined);
   }
 
   private async pump(): Promise<void> {
@@ -104,17 +131,18 @@ export class EventPublisher {
     try {
       while (this.queue.length > 0 && !this.closed) {
         const chunks = this.takeRequestLoad();
-        const producer = this.connectedProducer();
+        const sender = this.connectedSender();
         try {
-          await (await producer).send({ topic: this.topic, acks: -1, messages: chunks.flatMap((chunk) => chunk.messages) });
+          const current = await this.withCurrentPartitions(sender);
+          await current.producer.send({ topic: this.topic, acks: -1, messages: this.records(chunks, current) });
           for (const { request } of chunks) {
             request.chunksLeft -= 1;
             if (request.chunksLeft === 0) this.succeed(request);
           }
         } catch (error) {
-          this.logger.warn({ err: error, events: chunks.reduce((n, chunk) => n + chunk.messages.length, 0) }, 'publishing events to kafka failed');
+          this.logger.warn({ err: error, events: chunks.reduce((n, chunk) => n + chunk.events.length, 0) }, 'publishing events to kafka failed');
           for (const { request } of chunks) this.fail(request, new PublishError('Kafka is unavailable'));
-          this.retire(producer);
+          this.retire(sender);
         }
       }
     } finally {
@@ -133,15 +161,71 @@ export class EventPublisher {
     return this.queue.splice(0, count);
   }
 
-  private connectedProducer(): Promise<Producer> {
-    if (!this.producer) {
+  /**
+   * One record per partition, its events in queue order. The partition of
+   * each event is the one kafkajs's default partitioner gives its address, as
+   * it did when every event was a record keyed by it.
+   */
+  private records(chunks: Chunk[], sender: Sender): Message[] {
+    const byPartition = new Map<number, Buffer[]>();
+    for (const chunk of chunks) {
+      for (const event of chunk.events) {
+        const partition = this.partitionOf(event, sender);
+        const values = byPartition.get(partition);
+        if (values) values.push(event.value);
+        else byPartition.set(partition, [event.value]);
+      }
+    }
+    return [...byPartition].map(([partition, values]) => ({ partition, headers: BATCH_HEADERS, value: Buffer.concat(values) }));
+  }
+
+  private partitionOf(event: KeyedEvent, sender: Sender): number {
+    let partition = sender.partitionOfKey.get(event.key);
+    if (partition === undefined) {
+      partition = this.partitioner({ topic: this.topic, partitionMetadata: sender.partitions, message: event });
+      if (sender.partitionOfKey.size >= MAX_REMEMBERED_KEYS) sender.partitionOfKey.clear();
+      sender.partitionOfKey.set(event.key, partition);
+    }
+    return partition;
+  }
+
+  private connectedSender(): Promise<Sender> {
+    if (!this.sender) {
       // Its retries are unlimited; callers stop waiting at timeoutMs.
       const producer = createIdempotentProducer(this.kafka);
-      const connected = producer.connect().then(() => producer);
-      connected.catch(() => this.retire(connected));
-      this.producer = connected;
+      const connected = Promise.all([producer.connect(), this.readPartitions()]).then(([, partitions]) => ({
+        producer,
+        partitions,
+        partitionsReadAt: Date.now(),
+        partitionOfKey: new Map<string, number>(),
+      }));
+      // A failed start leaves no sender whose producer retire() could reach.
+      connected.catch(() => {
+        if (this.sender === connected) this.sender = undefined;
+        void producer.disconnect().catch(() => undefined);
+      });
+      this.sender = connected;
     }
-    return this.producer;
+    return this.sender;
+  }
+
+  /** The sender, its partition list re-read first when it is older than PARTITIONS_MAX_AGE_MS. */
+  private async withCurrentPartitions(sender: Promise<Sender>): Promise<Sender> {
+    const current = await sender;
+    if (Date.now() - current.partitionsReadAt > PARTITIONS_MAX_AGE_MS) {
+      current.partitions = await this.readPartitions();
+      current.partitionsReadAt = Date.now();
+      current.partitionOfKey.clear();
+    }
+    return current;
+  }
+
+  private async readPartitions(): Promise<PartitionMetadata[]> {
+    await this.admin.connect();
+    const { topics } = await this.admin.fetchTopicMetadata({ topics: [this.topic] });
+    const partitions = topics.find((topic) => topic.name === this.topic)?.partitions ?? [];
+    if (partitions.length === 0) throw new Error(`topic ${this.topic} has no partitions yet`);
+    return partitions;
   }
 
   /**
@@ -149,9 +233,9 @@ export class EventPublisher {
    * reused its sequence numbers could be taken for a duplicate and silently
    * dropped: the next send uses a new producer (a new producer id) instead.
    */
-  private retire(producer: Promise<Producer>): void {
-    if (this.producer === producer) this.producer = undefined;
-    void producer.then((p) => p.disconnect()).catch(() => undefined);
+  private retire(sender: Promise<Sender>): void {
+    if (this.sender === sender) this.sender = undefined;
+    void sender.then(({ producer }) => producer.disconnect()).catch(() => undefined);
   }
 
   private succeed(request: PendingRequest): void {
@@ -172,16 +256,16 @@ export class EventPublisher {
   }
 }
 
-function chunksOf(messages: Message[]): { messages: Message[]; bytes: number }[] {
-  const chunks: { messages: Message[]; bytes: number }[] = [];
-  let current: { messages: Message[]; bytes: number } = { messages: [], bytes: 0 };
-  for (const message of messages) {
-    const bytes = messageBytes(message);
-    if (current.messages.length > 0 && current.bytes + bytes > MAX_REQUEST_BYTES) {
+function chunksOf(events: KeyedEvent[]): { events: KeyedEvent[]; bytes: number }[] {
+  const chunks: { events: KeyedEvent[]; bytes: number }[] = [];
+  let current: { events: KeyedEvent[]; bytes: number } = { events: [], bytes: 0 };
+  for (const event of events) {
+    const bytes = eventBytes(event);
+    if (current.events.length > 0 && current.bytes + bytes > MAX_REQUEST_BYTES) {
       chunks.push(current);
-      current = { messages: [], bytes: 0 };
+      current = { events: [], bytes: 0 };
     }
-    current.messages.push(message);
+    current.events.push(event);
     current.bytes += bytes;
   }
   chunks.push(current);

@@ -1,13 +1,12 @@
 import type { KeyObject } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Router } from 'express';
-import type { Message } from 'kafkajs';
 import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, unprocessable } from '../errors/http-error';
 import { assertReadableJson } from '../errors/json-body';
 import { jsonSyntaxViolations } from '../errors/validation';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from './auth';
 import { bodyViolations, encodeEvents, toEngagementEvent, type SendgridEvent } from './events';
-import { MAX_MESSAGE_BYTES, PublishError, messageBytes, type EventPublisher } from './publisher';
+import { MAX_EVENT_BYTES, PublishError, eventBytes, type EventPublisher, type KeyedEvent } from './publisher';
 
 export const WEBHOOK_PATH = '/campaign-events/webhook';
 /** SendGrid posts up to 768 KB; the contract takes up to 5 MB. */
@@ -53,27 +52,27 @@ export function webhookRouter(options: WebhookOptions): Router {
       const failure = signatureFailure(options.sendgridPublicKey, req.get(SIGNATURE_HEADER), req.get(TIMESTAMP_HEADER), raw);
       if (failure) throw unauthorized(failure);
     }
-    const { accepted, messages } = toMessages(raw);
+    const { accepted, events } = toKeyedEvents(raw);
     try {
-      await options.publisher.publish(messages);
+      await options.publisher.publish(events);
     } catch (error) {
       if (error instanceof PublishError) throw new HttpError(503, 'Event broker unavailable, retry later');
       throw error;
     }
-    webhookEvents.inc({ outcome: 'published' }, messages.length);
-    webhookEvents.inc({ outcome: 'dropped' }, accepted - messages.length);
+    webhookEvents.inc({ outcome: 'published' }, events.length);
+    webhookEvents.inc({ outcome: 'dropped' }, accepted - events.length);
     res.status(202).json({ accepted });
   });
   return router;
 }
 
 /**
- * The Kafka records for a body, and how many events it held. Nothing else of
- * the parsed body outlives this call, so it does not stay on the heap while
- * the records wait for Kafka's acknowledgement. A kept event too large for
- * one Kafka record is a 422 at its index: a 503 would be retried forever.
+ * The kept events of a body, encoded, and how many events it held. Nothing
+ * else of the parsed body outlives this call, so it does not stay on the heap
+ * while the events wait for Kafka's acknowledgement. A kept event too large
+ * for one Kafka record is a 422 at its index: a 503 would be retried forever.
  */
-function toMessages(raw: Buffer): { accepted: number; messages: Message[] } {
+function toKeyedEvents(raw: Buffer): { accepted: number; events: KeyedEvent[] } {
   const events = parseEvents(raw);
   const receivedAt = new Date();
   const kept = events.flatMap((event, index) => {
@@ -81,15 +80,15 @@ function toMessages(raw: Buffer): { accepted: number; messages: Message[] } {
     return normalized ? [{ index, normalized }] : [];
   });
   const values = encodeEvents(kept.map(({ normalized }) => normalized));
-  const messages = kept.map(({ normalized }, i) => ({ key: normalized.email, value: values[i] }));
-  const tooLarge = messages.flatMap((message, i): Violation[] => {
-    const bytes = messageBytes(message);
-    if (bytes <= MAX_MESSAGE_BYTES) return [];
+  const keyed = kept.map(({ normalized }, i) => ({ key: normalized.email, value: values[i] }));
+  const tooLarge = keyed.flatMap((event, i): Violation[] => {
+    const bytes = eventBytes(event);
+    if (bytes <= MAX_EVENT_BYTES) return [];
     const index = kept[i].index;
-    return [valueError(['body', index], events[index], `event too large: ${bytes} bytes as a Kafka record, at most ${MAX_MESSAGE_BYTES}`)];
+    return [valueError(['body', index], events[index], `event too large: ${bytes} bytes as a Kafka record, at most ${MAX_EVENT_BYTES}`)];
   });
   if (tooLarge.length > 0) throw unprocessable(tooLarge);
-  return { accepted: events.length, messages };
+  return { accepted: events.length, events: keyed };
 }
 
 /**

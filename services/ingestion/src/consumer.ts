@@ -3,7 +3,7 @@ import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { createIdempotentProducer, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from './config';
-import { decodeEvent } from './domain/events';
+import { decodeRecord, type Poison } from './domain/events';
 import { ingestionMetrics as metrics } from './metrics';
 import type { IngestResult } from './pipeline';
 
@@ -15,10 +15,9 @@ import type { IngestResult } from './pipeline';
 const PARTITIONS_CONSUMED_CONCURRENTLY = 64;
 const MAX_RETRY_DELAY_MS = 3_000;
 
-interface PoisonRecord {
+interface PoisonRecord extends Poison {
   message: KafkaMessage;
   partition: number;
-  reason: string;
 }
 
 export interface EventConsumer {
@@ -67,16 +66,10 @@ export async function startConsumer(
     await deadLetters.send({
       topic: config.deadLetterTopic,
       acks: -1,
-      messages: poison.map(({ message, partition, reason }) => ({
+      messages: poison.map(({ message, partition, reason, value, eventIndex }) => ({
         key: message.key,
         value: Buffer.from(
-          eventsV1.DeadLetter.encode({
-            sourceTopic: config.eventsTopic,
-            partition,
-            offset: message.offset,
-            reason,
-            value: message.value ?? Buffer.alloc(0),
-          }).finish(),
+          eventsV1.DeadLetter.encode({ sourceTopic: config.eventsTopic, partition, offset: message.offset, reason, value, eventIndex }).finish(),
         ),
       })),
     });
@@ -88,9 +81,9 @@ export async function startConsumer(
     const poison: PoisonRecord[] = [];
     for (const { batch } of payloads) {
       for (const message of batch.messages) {
-        const decoded = decodeEvent(message.value);
-        if ('event' in decoded) events.push(decoded.event);
-        else poison.push({ message, partition: batch.partition, reason: decoded.poison });
+        const decoded = decodeRecord(message.value, message.headers?.schema?.toString());
+        for (const event of decoded.events) events.push(event);
+        for (const found of decoded.poison) poison.push({ ...found, message, partition: batch.partition });
       }
     }
     const offsets = payloads.map(({ batch }) => ({ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }));
@@ -101,7 +94,9 @@ export async function startConsumer(
         if (!deadLettered) {
           await sendToDeadLetters(poison);
           deadLettered = true;
-          for (const { partition, message, reason } of poison) logger.warn({ partition, offset: message.offset, reason }, 'record dead-lettered');
+          for (const { partition, message, reason, eventIndex } of poison) {
+            logger.warn({ partition, offset: message.offset, eventIndex, reason }, 'record dead-lettered');
+          }
         }
         const written = await ingest(events);
         await payloads[0].commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] });

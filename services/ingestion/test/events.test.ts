@@ -1,5 +1,5 @@
 import { eventsV1 } from '@mail/proto';
-import { decodeEvent, eventId, signalReason, storedBounceType, storedType } from '../src/domain/events';
+import { BATCH_SCHEMA, decodeEvent, decodeRecord, eventId, signalReason, storedBounceType, storedType } from '../src/domain/events';
 
 const { EventType, BounceType } = eventsV1;
 
@@ -37,6 +37,39 @@ describe('decodeEvent', () => {
   ])('calls %s poison', (_case, value, reason) => {
     const decoded = decodeEvent(value);
     expect('poison' in decoded && decoded.poison).toContain(reason);
+  });
+});
+
+describe('decodeRecord', () => {
+  const batch = (events: Buffer[]): Buffer => Buffer.from(eventsV1.EngagementEventBatch.encode({ events }).finish());
+  const decodedValid = { ...valid, providerMessageId: undefined, url: undefined, reason: undefined, userAgent: undefined, ip: undefined };
+
+  it('decodes the events of a batch record in order, and sets apart each one that is poison with its index and bytes', () => {
+    const bad = encode({ providerEventId: '' });
+    const { events, poison } = decodeRecord(batch([encode({ providerEventId: 'a' }), bad, Buffer.from('garbage'), encode({ providerEventId: 'b' })]), BATCH_SCHEMA);
+    expect(events).toEqual([{ ...decodedValid, providerEventId: 'a' }, { ...decodedValid, providerEventId: 'b' }]);
+    expect(poison).toEqual([
+      { reason: 'provider_event_id is empty', value: bad, eventIndex: 1 },
+      { reason: expect.stringContaining('not an EngagementEvent'), value: Buffer.from('garbage'), eventIndex: 2 },
+    ]);
+  });
+
+  it('reads a record without the schema header as one EngagementEvent (records written before batching)', () => {
+    expect(decodeRecord(encode({}), undefined)).toEqual({ events: [decodedValid], poison: [] });
+    expect(decodeRecord(Buffer.from('garbage'), undefined)).toEqual({
+      events: [],
+      poison: [{ reason: expect.stringContaining('not an EngagementEvent'), value: Buffer.from('garbage') }],
+    });
+  });
+
+  it.each<[string, Buffer | null, string | undefined, string]>([
+    ['an unknown schema', encode({}), 'events.v9.Other', 'unknown record schema "events.v9.Other"'],
+    ['an empty batch record', null, BATCH_SCHEMA, 'empty record'],
+    ['a batch that does not decode', Buffer.from([0x0a, 0xff]), BATCH_SCHEMA, 'not an EngagementEventBatch'],
+  ])('calls %s poison as a whole', (_case, value, schema, reason) => {
+    const { events, poison } = decodeRecord(value, schema);
+    expect(events).toEqual([]);
+    expect(poison).toEqual([{ reason: expect.stringContaining(reason), value: value ?? Buffer.alloc(0) }]);
   });
 });
 

@@ -7,6 +7,7 @@ import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { call, createClickHouse, createClient } from '@mail/common';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
+import { BATCH_SCHEMA } from '../src/domain/events';
 
 /**
  * The real campaign and ingestion processes (started by the launcher from
@@ -23,8 +24,10 @@ export interface Ingestion {
   /** A campaign in a fresh workspace whose provider_category_id is `category`. */
   createCampaign(category: string): Promise<{ id: string; workspaceId: string }>;
   setCategory(campaign: { id: string; workspaceId: string }, category: string | null): Promise<void>;
-  /** Records keyed by e-mail; raw buffers are sent as they are. */
+  /** Records keyed by e-mail, one event each, as written before batching; raw buffers are sent as they are. */
   produce(records: (eventsV1.EngagementEvent | Buffer)[]): Promise<void>;
+  /** One EngagementEventBatch record per list, as the webhook writes them; raw buffers go in as events' bytes. */
+  produceBatches(batches: (eventsV1.EngagementEvent | Buffer)[][]): Promise<void>;
   rows<T>(query: string): Promise<T[]>;
   count(query: string): Promise<number>;
   /** Resolves once the consumer group has committed everything on the events topic. */
@@ -117,6 +120,20 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
             ? { key: 'poison', value: record }
             : { key: record.email, value: Buffer.from(eventsV1.EngagementEvent.encode(record).finish()) },
         ),
+      });
+    },
+    produceBatches: async (batches) => {
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: batches.map((events) => ({
+          headers: { schema: BATCH_SCHEMA },
+          value: Buffer.from(
+            eventsV1.EngagementEventBatch.encode({
+              events: events.map((event) => (Buffer.isBuffer(event) ? event : Buffer.from(eventsV1.EngagementEvent.encode(event).finish()))),
+            }).finish(),
+          ),
+        })),
       });
     },
     rows,

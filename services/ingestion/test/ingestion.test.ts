@@ -149,6 +149,36 @@ it('sends records it cannot decode to the dead-letter topic and carries on', asy
   expect(await ingestion.metric('ingestion_events_dead_lettered_total')).toBe(2);
 });
 
+it('stores the events of batch records and dead-letters a poison event of a batch alone, with its index', async () => {
+  const p = `batch-poison-${uniqueSuffix()}`;
+  const missingId = engagementEvent({ providerEventId: '', categories: [categoryA] });
+  const deadLetteredBefore = await ingestion.metric('ingestion_events_dead_lettered_total');
+  await ingestion.produceBatches([
+    [engagementEvent({ providerEventId: `${p}-1`, categories: [categoryA] }), missingId, engagementEvent({ providerEventId: `${p}-2`, categories: [categoryB] })],
+    Array.from({ length: 40 }, (_, i) => engagementEvent({ providerEventId: `${p}-many-${i}`, categories: [i % 2 === 0 ? categoryA : categoryB] })),
+  ]);
+  await ingestion.waitForCount(countWhere('engagement_events', p), 42);
+  await ingestion.waitUntilCaughtUp();
+
+  const consumer = ingestion.kafka.consumer({ groupId: `dlq-reader-${uniqueSuffix()}`, maxWaitTimeInMs: 100 });
+  const letters: eventsV1.DeadLetter[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic: ingestion.deadLetterTopic, fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void letters.push(eventsV1.DeadLetter.decode(message.value!)) });
+  const encoded = Buffer.from(eventsV1.EngagementEvent.encode(missingId).finish());
+  const mine = (): eventsV1.DeadLetter[] => letters.filter((letter) => letter.eventIndex !== undefined && Buffer.from(letter.value).equals(encoded));
+  try {
+    for (let waited = 0; mine().length < 1 && waited < 20_000; waited += 100) await sleep(100);
+  } finally {
+    await consumer.disconnect();
+  }
+  expect(mine()).toEqual([
+    expect.objectContaining({ sourceTopic: ingestion.topic, offset: expect.stringMatching(/^\d+$/), reason: 'provider_event_id is empty', eventIndex: 1 }),
+  ]);
+  expect(await ingestion.metric('ingestion_events_dead_lettered_total')).toBe(deadLetteredBefore + 1);
+  expect(await ingestion.count(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%' AND campaign_id = toUUID('${campaignB.id}')`)).toBe(21);
+});
+
 it('follows campaign category changes at once (the change stream invalidates the cache)', async () => {
   const p = `moves-${uniqueSuffix()}`;
   const [oldCategory, newCategory] = [`old-${p}`, `new-${p}`];

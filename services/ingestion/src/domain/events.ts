@@ -10,6 +10,46 @@ const MAX_SECONDS = 4_294_967_295;
 
 export type Decoded = { event: EngagementEvent } | { poison: string };
 
+/** What cannot be stored: a whole record, or one event of a batch record (eventIndex set, value its bytes). */
+export interface Poison {
+  reason: string;
+  value: Buffer;
+  eventIndex?: number;
+}
+
+/** The value of the "schema" header on records that carry an EngagementEventBatch. */
+export const BATCH_SCHEMA = 'events.v1.EngagementEventBatch';
+
+/**
+ * The events of a Kafka record and what of it is poison. A record with the
+ * batch schema header carries an EngagementEventBatch, whose events are
+ * checked one by one; a record without the header (written before batching)
+ * is one EngagementEvent.
+ */
+export function decodeRecord(value: Buffer | null, schema: string | undefined): { events: EngagementEvent[]; poison: Poison[] } {
+  const record = value ?? Buffer.alloc(0);
+  if (schema === undefined) {
+    const decoded = decodeEvent(value);
+    return 'event' in decoded ? { events: [decoded.event], poison: [] } : { events: [], poison: [{ reason: decoded.poison, value: record }] };
+  }
+  if (schema !== BATCH_SCHEMA) return { events: [], poison: [{ reason: `unknown record schema ${JSON.stringify(schema)}`, value: record }] };
+  if (record.length === 0) return { events: [], poison: [{ reason: 'empty record', value: record }] };
+  let batch: eventsV1.EngagementEventBatch;
+  try {
+    batch = eventsV1.EngagementEventBatch.decode(record);
+  } catch (error) {
+    return { events: [], poison: [{ reason: `not an EngagementEventBatch: ${(error as Error).message}`, value: record }] };
+  }
+  const events: EngagementEvent[] = [];
+  const poison: Poison[] = [];
+  batch.events.forEach((bytes, eventIndex) => {
+    const decoded = decodeEvent(bytes);
+    if ('event' in decoded) events.push(decoded.event);
+    else poison.push({ reason: decoded.poison, value: bytes, eventIndex });
+  });
+  return { events, poison };
+}
+
 /**
  * A Kafka record as an EngagementEvent, or why it cannot be one (it then
  * goes to the dead-letter topic instead of blocking its partition).
@@ -90,7 +130,12 @@ const EVENT_ID_NAMESPACE = Buffer.from('5b0d6a4e8f3c4d2a9c1e7f60a2b4c6d8', 'hex'
 
 /** Name-based (SHA-1, version 5) UUID of provider + provider_event_id, so a redelivered event gets the same id. */
 export function eventId(event: EngagementEvent): string {
-  const hash = crypto.createHash('sha1').update(EVENT_ID_NAMESPACE).update(eventKey(event), 'utf8').digest();
+  const key = eventKey(event);
+  // One buffer and the one-shot hash: half the cost of a Hash object per event.
+  const input = Buffer.allocUnsafe(EVENT_ID_NAMESPACE.length + Buffer.byteLength(key, 'utf8'));
+  EVENT_ID_NAMESPACE.copy(input);
+  input.write(key, EVENT_ID_NAMESPACE.length, 'utf8');
+  const hash = crypto.hash('sha1', input, 'buffer');
   hash[6] = (hash[6] & 0x0f) | 0x50;
   hash[8] = (hash[8] & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');

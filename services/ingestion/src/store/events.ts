@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { chsql, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/common';
 import { providerEventKey } from '../domain/events';
@@ -6,8 +7,9 @@ const { dateTime, identifier, list, sql, str, uuid } = chsql;
 
 /**
  * Rows exactly as the tables of @mail/common's schema hold them. Every column
- * is always sent: the old ClickHouse fills an omitted column with its type's
- * zero value, not its DEFAULT. Times are unix seconds.
+ * is always sent (the *_COLUMNS lists name them all): the old ClickHouse fills
+ * an omitted column with its type's zero value, not its DEFAULT. Times are
+ * unix seconds.
  */
 export interface EngagementEventRow {
   id: string;
@@ -50,20 +52,66 @@ export interface SuppressionSignalRow {
   ingested_at: number;
 }
 
-/** What the ingestion pipeline reads and writes in ClickHouse. */
+type Cell = string | number | null | string[];
+
+const ENGAGEMENT_COLUMNS = [
+  'id', 'workspace_id', 'campaign_id', 'event_type', 'bounce_type', 'email', 'occurred_at', 'received_at', 'url', 'reason',
+  'user_agent', 'ip', 'provider', 'provider_event_id', 'provider_message_id', 'raw', 'ingested_at',
+] as const satisfies readonly (keyof EngagementEventRow)[];
+const UNMATCHED_COLUMNS = [
+  'provider_event_id', 'provider', 'event_type', 'email', 'categories', 'occurred_at', 'received_at', 'raw', 'ingested_at',
+] as const satisfies readonly (keyof UnmatchedEventRow)[];
+const SIGNAL_COLUMNS = [
+  'workspace_id', 'email', 'reason', 'occurred_at', 'provider_event_id', 'ingested_at',
+] as const satisfies readonly (keyof SuppressionSignalRow)[];
+
+const TSV_SPECIAL = /[\\\t\n\r\0]/g;
+const QUOTED_SPECIAL = /[\\\t\n\r\0']/g;
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0', "'": "\\'" };
+const escape = (char: string): string => ESCAPES[char];
+
+/**
+ * One value in ClickHouse's TabSeparated format: strings with backslash
+ * escapes for the characters that would end or corrupt the field, NULL as
+ * \N, numbers as they are (times go in as unix seconds, read with
+ * date_time_input_format=basic), arrays of strings as quoted literals.
+ */
+export function tsvCell(value: Cell): string {
+  if (typeof value === 'string') return value.replace(TSV_SPECIAL, escape);
+  if (typeof value === 'number') return String(value);
+  if (value === null) return '\\N';
+  return `[${value.map((item) => `'${item.replace(QUOTED_SPECIAL, escape)}'`).join(',')}]`;
+}
+
+/** Rows as TabSeparated text, their cells in the order of `columns`. */
+export function toTabSeparated<Row extends Record<Column, Cell>, Column extends string>(rows: Row[], columns: readonly Column[]): Buffer {
+  let text = '';
+  for (const row of rows) {
+    let line = tsvCell(row[columns[0]]);
+    for (let i = 1; i < columns.length; i++) line += `\t${tsvCell(row[columns[i]])}`;
+    text += `${line}\n`;
+  }
+  return Buffer.from(text, 'utf8');
+}
+
+/**
+ * What the ingestion pipeline reads and writes in ClickHouse. Rows go in as
+ * TabSeparated: the server parses it at a fraction of JSONEachRow's cost,
+ * and this side builds it without a JSON document per row.
+ */
 export class EventStore {
   constructor(private readonly clickhouse: ClickHouseClient) {}
 
   insertSignals(rows: SuppressionSignalRow[]): Promise<void> {
-    return this.insert('suppression_signals', rows);
+    return this.insert('suppression_signals', rows, SIGNAL_COLUMNS);
   }
 
   insertEvents(rows: EngagementEventRow[]): Promise<void> {
-    return this.insert('engagement_events', rows);
+    return this.insert('engagement_events', rows, ENGAGEMENT_COLUMNS);
   }
 
   insertUnmatched(rows: UnmatchedEventRow[]): Promise<void> {
-    return this.insert('unmatched_events', rows);
+    return this.insert('unmatched_events', rows, UNMATCHED_COLUMNS);
   }
 
   /**
@@ -93,7 +141,14 @@ export class EventStore {
     return new Set(stored.map((row) => providerEventKey(row.provider, row.provider_event_id)));
   }
 
-  private async insert(table: string, values: object[]): Promise<void> {
-    if (values.length > 0) await this.clickhouse.insert({ table, values, format: 'JSONEachRow' });
+  private async insert<Row extends Record<Column, Cell>, Column extends string>(table: string, rows: Row[], columns: readonly Column[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.clickhouse.insert({
+      table,
+      values: Readable.from([toTabSeparated(rows, columns)], { objectMode: false }),
+      format: 'TabSeparated',
+      columns: [...columns] as [Column, ...Column[]],
+      clickhouse_settings: { date_time_input_format: 'basic' },
+    });
   }
 }

@@ -1,0 +1,135 @@
+import crypto from 'node:crypto';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { createClickHouse, ensureEventSchema } from '@mail/common';
+import { createTestClickHouse, type TestClickHouse } from '@mail/local';
+import { EventStore, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
+
+/** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
+const HOSTILE = [
+  'tab\there',
+  'new\nline',
+  'carriage\rreturn',
+  'nul\u0000byte',
+  'back\\slash',
+  'trailing backslash\\',
+  '\\t is not a tab',
+  '\\N',
+  '\\',
+  "single ' quote",
+  '"double" quotes',
+  "['not', 'an', 'array']",
+  '\u0001\u0002\u0007\u0008\u000b\u000c\u001b\u001f\u007f controls',
+  'ünïcödé – 日本語 – 🎉 emoji',
+  '',
+  ' leading and trailing spaces ',
+  "'); DROP TABLE engagement_events; --",
+];
+
+let testClickHouse: TestClickHouse;
+let clickhouse: ClickHouseClient;
+let store: EventStore;
+
+beforeAll(async () => {
+  testClickHouse = await createTestClickHouse('ingestion_store');
+  await ensureEventSchema(testClickHouse.url, testClickHouse.database);
+  clickhouse = createClickHouse(testClickHouse.url, testClickHouse.database);
+  store = new EventStore(clickhouse);
+});
+
+afterAll(async () => {
+  await clickhouse?.close();
+  await testClickHouse?.drop();
+});
+
+const rows = async <T>(query: string): Promise<T[]> => (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
+
+describe('tsvCell', () => {
+  it.each<[Parameters<typeof tsvCell>[0], string]>([
+    ['plain', 'plain'],
+    ['a\tb\nc\rd\u0000e\\f', 'a\\tb\\nc\\rd\\0e\\\\f'],
+    ["it's", "it's"],
+    [null, '\\N'],
+    ['\\N', '\\\\N'],
+    [4_294_967_295, '4294967295'],
+    [["it's", 'a\tb', 'c\\d'], "['it\\'s','a\\tb','c\\\\d']"],
+    [[], '[]'],
+  ])('writes %j as %j', (value, expected) => {
+    expect(tsvCell(value)).toBe(expected);
+  });
+});
+
+describe('EventStore inserts (TabSeparated)', () => {
+  it('stores hostile strings in every string column exactly as given', async () => {
+    const workspaceId = crypto.randomUUID();
+    const events: EngagementEventRow[] = HOSTILE.map((text, i) => ({
+      id: crypto.randomUUID(),
+      workspace_id: workspaceId,
+      campaign_id: crypto.randomUUID(),
+      event_type: 'click',
+      bounce_type: 'none',
+      email: `${text}@example.com`,
+      occurred_at: 1_763_719_200 + i,
+      received_at: 1_763_719_300,
+      url: text,
+      reason: i % 2 === 0 ? text : null,
+      user_agent: text,
+      ip: text,
+      provider: 'sendgrid',
+      provider_event_id: `hostile-${i}-${text}`,
+      provider_message_id: i % 2 === 0 ? null : text,
+      raw: JSON.stringify({ text }) + text,
+      ingested_at: 1_763_719_400,
+    }));
+    await store.insertEvents(events);
+
+    const stored = await rows<Omit<EngagementEventRow, 'occurred_at' | 'received_at' | 'ingested_at'> & Record<'occurred_at' | 'received_at' | 'ingested_at', number>>(
+      `SELECT toString(id) AS id, toString(workspace_id) AS workspace_id, toString(campaign_id) AS campaign_id, event_type, bounce_type, email,
+        toUnixTimestamp(occurred_at) AS occurred_at, toUnixTimestamp(received_at) AS received_at, url, reason, user_agent, ip, provider,
+        provider_event_id, provider_message_id, raw, toUnixTimestamp(ingested_at) AS ingested_at
+      FROM engagement_events WHERE workspace_id = '${workspaceId}' /* the String alias */`,
+    );
+    const byId = new Map(stored.map((row) => [row.id, { ...row, occurred_at: Number(row.occurred_at), received_at: Number(row.received_at), ingested_at: Number(row.ingested_at) }]));
+    expect(byId.size).toBe(events.length);
+    for (const event of events) expect(byId.get(event.id)).toEqual(event);
+  });
+
+  it('stores hostile categories and the whole DateTime range in unmatched_events and suppression_signals', async () => {
+    const prefix = `unmatched-${crypto.randomUUID()}`;
+    const unmatched: UnmatchedEventRow[] = [
+      { categories: HOSTILE, occurred_at: 0, received_at: 4_294_967_295 },
+      { categories: [], occurred_at: 86_400, received_at: 1_763_719_200 },
+    ].map((fields, i) => ({
+      provider_event_id: `${prefix}-${i}`,
+      provider: 'sendgrid',
+      event_type: 'spam_report',
+      email: HOSTILE[i],
+      raw: HOSTILE.join('|'),
+      ingested_at: 1_763_719_400,
+      ...fields,
+    }));
+    await store.insertUnmatched(unmatched);
+    const storedUnmatched = await rows<UnmatchedEventRow>(
+      `SELECT provider_event_id, provider, event_type, email, categories, toUnixTimestamp(occurred_at) AS occurred_at,
+        toUnixTimestamp(received_at) AS received_at, raw, toUnixTimestamp(ingested_at) AS ingested_at
+      FROM unmatched_events WHERE provider_event_id LIKE '${prefix}%' ORDER BY provider_event_id`,
+    );
+    expect(storedUnmatched.map((row) => ({ ...row, occurred_at: Number(row.occurred_at), received_at: Number(row.received_at), ingested_at: Number(row.ingested_at) }))).toEqual(unmatched);
+
+    const workspaceId = crypto.randomUUID();
+    const signals: SuppressionSignalRow[] = HOSTILE.map((text, i) => ({
+      workspace_id: workspaceId,
+      email: text,
+      reason: 'unsubscribe',
+      occurred_at: 1_763_719_200 + i,
+      provider_event_id: `${text}-${i}`,
+      ingested_at: 1_763_719_400,
+    }));
+    await store.insertSignals(signals);
+    const storedSignals = await rows<SuppressionSignalRow>(
+      `SELECT toString(workspace_id) AS workspace_id, email, reason, toUnixTimestamp(occurred_at) AS occurred_at, provider_event_id,
+        toUnixTimestamp(ingested_at) AS ingested_at
+      FROM suppression_signals WHERE workspace_id = '${workspaceId}' /* the String alias */ ORDER BY occurred_at`,
+    );
+    expect(storedSignals.map((row) => ({ ...row, occurred_at: Number(row.occurred_at), ingested_at: Number(row.ingested_at) }))).toEqual(signals);
+  });
+});
