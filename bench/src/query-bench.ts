@@ -2,8 +2,8 @@
  * Analytics read latency at scale: runs bench/query-analytics.ts (compiled
  * to bench/dist/query-analytics.js by deploy/local/bench.sh) as a child
  * process and reads the JSON it writes to bench/results/. It generates
- * BENCH_EVENTS events in its own ClickHouse database (reused while the row
- * count matches, since 10 M take minutes), starts its own analytics process
+ * BENCH_EVENTS events in its own ClickHouse database (reused while the data
+ * set's version and size match, since 10 M take minutes), starts its own analytics process
  * and times ListEvents / GetStats / ListSuppressions over gRPC, then SQL
  * shapes straight on ClickHouse.
  */

@@ -68,8 +68,9 @@ beforeAll(async () => {
     event({ occurred_at: '2026-03-11T00:00:00Z', event_type: 'unsubscribe' }),
   ];
   await clickhouse.insert({ table: 'engagement_events', values: rows, format: 'JSONEachRow' });
-  // A redelivered copy of the click, stored by a separate insert.
+  // A second copy of the click, as a fault can store it: ingestion then marks its day unsettled.
   await clickhouse.insert({ table: 'engagement_events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
+  await clickhouse.insert({ table: 'unsettled_days', values: [{ workspace_id: click.workspace_id, day: '2026-03-10', marked_at: new Date().toISOString() }], format: 'JSONEachRow' });
 }, 120_000);
 
 afterAll(async () => {

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createClickHouse } from '@mail/common';
+import { createClickHouse, refreshSuppressionState } from '@mail/common';
 import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
 import { loadOpenApiDocument, type OperationObject } from '../src/openapi/document';
 import { AUDIENCE, ISSUER, signingKey, startGateway, startIdentityProvider, type GatewayProcess, type IdentityProvider } from './identity-harness';
@@ -138,6 +138,8 @@ async function suppress(workspace: string, email: string): Promise<void> {
   const now = new Date().toISOString();
   const row = { workspace_id: workspace, email, reason: 'hard_bounce', occurred_at: now, provider_event_id: fresh('sg'), ingested_at: now };
   await clickhouse.insert({ table: 'suppression_signals', values: [row], format: 'JSONEachRow' });
+  // As ingestion does after storing signals.
+  await refreshSuppressionState(clickhouse, [{ workspaceId: workspace, email }]);
 }
 
 async function seedWorkspace(fixtures: Fixtures, name: string): Promise<void> {

@@ -1,10 +1,11 @@
-import { createClickHouse } from '@mail/common';
+import { createClickHouse, refreshSuppressionState } from '@mail/common';
 import { startGatewayStack, type GatewayStack } from './support/stack';
 
 /**
  * GET /suppressions/ and DELETE /suppressions/{email} end to end: the
  * gateway (in-process, DEV_AUTH_ENABLED=1) against the real identity and
- * analytics processes, over signals written straight into ClickHouse.
+ * analytics processes, over signals written straight into ClickHouse (with
+ * their addresses' state, as ingestion writes them).
  */
 
 let clickhouse: ReturnType<typeof createClickHouse>;
@@ -17,6 +18,7 @@ async function signal(email: string, reason: string, occurredAt: string): Promis
   sequence += 1;
   const row = { workspace_id: workspace, email, reason, occurred_at: occurredAt, provider_event_id: `sg-${sequence}`, ingested_at: occurredAt };
   await clickhouse.insert({ table: 'suppression_signals', values: [row], format: 'JSONEachRow' });
+  await refreshSuppressionState(clickhouse, [{ workspaceId: workspace, email }]);
 }
 
 beforeAll(async () => {

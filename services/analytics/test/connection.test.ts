@@ -10,7 +10,20 @@ it('creates the database and the shared tables when ingestion never ran', async 
   try {
     await store.ping();
     const tables = await store.rows<{ name: string }>(sql`SELECT name FROM system.tables WHERE database = ${str(database)} ORDER BY name`);
-    expect(tables.map((table) => table.name)).toEqual(['engagement_events', 'suppression_lifts', 'suppression_signals', 'unmatched_events']);
+    expect(tables.map((table) => table.name)).toEqual([
+      'engagement_events',
+      'event_rollup_daily',
+      'event_rollup_daily_feed',
+      'events_by_address',
+      'events_by_address_feed',
+      'link_rollup_daily',
+      'link_rollup_daily_feed',
+      'suppression_lifts',
+      'suppression_signals',
+      'suppression_state',
+      'unmatched_events',
+      'unsettled_days',
+    ]);
   } finally {
     await store.close();
     const admin = createClickHouse(infraEnv().clickhouseUrl, 'default');

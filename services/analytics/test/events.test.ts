@@ -206,8 +206,8 @@ describe('ListEvents with duplicates', () => {
     const redelivered = { ...original, id: randomUUID(), ingested_at: '2026-03-10T12:05:00Z' };
     const other = event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-03-10T11:00:00Z' });
     await analytics.insertEvents([original, other]);
-    await analytics.insertEvents([redelivered]);
-    await analytics.insertEvents([{ ...original, id: randomUUID(), ingested_at: '2026-03-10T12:01:00Z' }]);
+    await analytics.insertFaultCopies([redelivered]);
+    await analytics.insertFaultCopies([{ ...original, id: randomUUID(), ingested_at: '2026-03-10T12:01:00Z' }]);
 
     const response = await analytics.rpc('listEvents', { filter: { workspaceId }, page: { page: 1, pageSize: 1 } });
     expect(response.page?.total).toBe(2);

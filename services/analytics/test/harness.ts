@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
-import { createLogger } from '@mail/common';
+import { createLogger, refreshSuppressionState } from '@mail/common';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
@@ -43,6 +43,14 @@ export interface Analytics {
   rpc: Rpc<analyticsV1.AnalyticsServiceClient>;
   /** Each call is one INSERT, so rows of separate calls land in separate parts (unmerged duplicates). */
   insertEvents(rows: EventRow[]): Promise<void>;
+  /**
+   * Stores rows again as a fault can (they reach engagement_events and the
+   * rollups a second time) and marks their days unsettled, as ingestion does.
+   */
+  insertFaultCopies(rows: EventRow[]): Promise<void>;
+  /** Marks (workspace, YYYY-MM-DD) days unsettled, as ingestion does after a failed write. */
+  markUnsettled(workspaceId: string, days: string[]): Promise<void>;
+  /** Stores signals and recomputes their addresses' suppression state, as ingestion does. */
   insertSignals(rows: SignalRow[]): Promise<void>;
   clickhouse: ClickHouseClient;
   close(): Promise<void>;
@@ -75,10 +83,20 @@ export async function startAnalytics(label: string): Promise<Analytics> {
   const insert = async (table: string, values: object[]) => {
     await clickhouse.insert({ table, values, format: 'JSONEachRow' });
   };
+  const markUnsettled = (workspaceId: string, days: string[]) =>
+    insert('unsettled_days', days.map((day) => ({ workspace_id: workspaceId, day, marked_at: new Date().toISOString() })));
   return {
     rpc: service.rpc,
     insertEvents: (rows) => insert('engagement_events', rows),
-    insertSignals: (rows) => insert('suppression_signals', rows),
+    insertFaultCopies: async (rows) => {
+      await insert('engagement_events', rows);
+      for (const row of rows) await markUnsettled(row.workspace_id, [row.occurred_at.slice(0, 10)]);
+    },
+    markUnsettled,
+    insertSignals: async (rows) => {
+      await insert('suppression_signals', rows);
+      await refreshSuppressionState(clickhouse, rows.map((row) => ({ workspaceId: row.workspace_id, email: row.email })));
+    },
     clickhouse,
     close: service.close,
   };

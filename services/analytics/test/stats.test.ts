@@ -45,8 +45,8 @@ beforeAll(async () => {
     event({ workspace_id: W, campaign_id: C2, event_type: 'click', url: LINK_A, email: 'e@example.com', occurred_at: '2026-03-11T00:30:00Z' }),
     event({ workspace_id: randomUUID(), campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
   ]);
-  // The same provider event again, in its own insert: stays a separate part until a merge.
-  await analytics.insertEvents([{ ...lateOpen, id: randomUUID() }]);
+  // The same provider event again, as a fault can store it (its day is then unsettled).
+  await analytics.insertFaultCopies([{ ...lateOpen, id: randomUUID() }]);
   await analytics.insertSignals([
     signal({ workspace_id: W, email: 'c@example.com', reason: 'hard_bounce', occurred_at: '2026-03-12T01:00:00Z' }),
     signal({ workspace_id: W, email: 'd@example.com', reason: 'soft_bounce', occurred_at: '2026-03-12T02:00:00Z' }),

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { chsql, createClickHouse, ensureEventSchema, suppressionStateTable, suppressionStates } from '@mail/common';
+import { createTestClickHouse } from '@mail/local';
 import { SuppressionReason, failure, signal, startAnalytics, status, type Analytics, type SignalRow } from './harness';
 
 const W = randomUUID();
@@ -149,5 +151,126 @@ describe('LiftSuppression', () => {
       expect((await failure(analytics.rpc('liftSuppression', { workspaceId: W, email }))).code).toBe(status.NOT_FOUND);
     }
     expect(await suppressionOf('hard_bounce@example.com')).toBeDefined();
+  });
+});
+
+describe('stored suppression state', () => {
+  const { identifier, sql, str, uuid } = chsql;
+  const query = async <T>(statement: chsql.SqlFragment): Promise<T[]> =>
+    (await analytics.clickhouse.query({ query: statement.text, format: 'JSONEachRow' })).json<T>();
+  const command = (statement: chsql.SqlFragment) => analytics.clickhouse.command({ query: statement.text });
+  const stateOf = async (email: string) =>
+    (await query<{ reason: string; version: string }>(
+      sql`SELECT reason, version FROM suppression_state FINAL WHERE workspace_id = ${uuid(W)} AND email = ${str(email)}`,
+    ))[0];
+  /** What a writer computed for the address now, kept aside to be written late (a slow concurrent writer). */
+  async function computeNow(email: string): Promise<() => Promise<void>> {
+    const table = identifier(`stale_${randomUUID().replace(/-/g, '')}`);
+    await command(sql`CREATE TABLE ${table} ENGINE = Memory AS ${suppressionStates([{ workspaceId: W, email }])}`);
+    return async () => {
+      await command(sql`INSERT INTO suppression_state SELECT * FROM ${table}`);
+      await command(sql`DROP TABLE ${table}`);
+    };
+  }
+  const liftedAt = async (email: string) =>
+    Number((await query<{ at: number }>(sql`SELECT toUInt32(max(lifted_at)) AS at FROM suppression_lifts WHERE workspace_id = ${uuid(W)} AND email = ${str(email)}`))[0].at);
+  const second = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
+
+  it('a replayed batch writes the same row again', async () => {
+    const batch = [
+      signal({ workspace_id: W, email: 'replay@example.com', reason: 'soft_bounce', occurred_at: day(1) }),
+      signal({ workspace_id: W, email: 'replay@example.com', reason: 'hard_bounce', occurred_at: day(2) }),
+    ];
+    await analytics.insertSignals(batch);
+    const first = await stateOf('replay@example.com');
+    await analytics.insertSignals(batch.map((row) => ({ ...row, ingested_at: new Date().toISOString() })));
+    expect(await stateOf('replay@example.com')).toEqual(first);
+    expect(first).toEqual({ reason: 'hard_bounce', version: '2' });
+    expect(await suppressionOf('replay@example.com')).toMatchObject({ suppressedAt: new Date(day(2)) });
+  });
+
+  it('a lift racing a new bounce: a late write of the state before the bounce does not undo it', async () => {
+    await signals('race@example.com', ['hard_bounce', day(1)]);
+    await analytics.rpc('liftSuppression', { workspaceId: W, email: 'race@example.com' });
+    // The lift's writer computed before the bounce below was visible, and writes after ingestion did.
+    const liftWriterLate = await computeNow('race@example.com');
+    const bounceAt = second((await liftedAt('race@example.com')) + 1);
+    await signals('race@example.com', ['spam_report', bounceAt]);
+    await liftWriterLate();
+    expect(await suppressionOf('race@example.com')).toMatchObject({
+      reason: SuppressionReason.SUPPRESSION_REASON_SPAM_REPORT,
+      suppressedAt: new Date(bounceAt),
+    });
+    expect(await stateOf('race@example.com')).toEqual({ reason: 'spam_report', version: '3' });
+  });
+
+  it('a lift racing ingestion: a late write of the state before the lift does not undo it', async () => {
+    await signals('race-lift@example.com', ['hard_bounce', day(1)]);
+    // Ingestion (say a replayed batch) computed before the lift was visible, and writes after the lift's writer did.
+    const ingestionLate = await computeNow('race-lift@example.com');
+    await analytics.rpc('liftSuppression', { workspaceId: W, email: 'race-lift@example.com' });
+    await ingestionLate();
+    expect(await suppressionOf('race-lift@example.com')).toBeUndefined();
+    expect(await stateOf('race-lift@example.com')).toEqual({ reason: 'none', version: '2' });
+  });
+
+  it('soft bounces arriving out of order, in separate batches, suppress once three fall within 30 days', async () => {
+    await signals('late-soft@example.com', ['soft_bounce', day(45)], ['soft_bounce', day(0)]);
+    await signals('late-soft@example.com', ['soft_bounce', day(20)]);
+    expect(await suppressionOf('late-soft@example.com')).toBeUndefined();
+    await signals('late-soft@example.com', ['soft_bounce', day(30)]);
+    expect(await suppressionOf('late-soft@example.com')).toMatchObject({
+      reason: SuppressionReason.SUPPRESSION_REASON_SOFT_BOUNCES,
+      suppressedAt: new Date(day(30)),
+    });
+  });
+
+  it('after a lift, a bounce in the lift second does not count and a later one suppresses', async () => {
+    await signals('relapse@example.com', ['unsubscribe', day(1)]);
+    await analytics.rpc('liftSuppression', { workspaceId: W, email: 'relapse@example.com' });
+    const lifted = await liftedAt('relapse@example.com');
+    await signals('relapse@example.com', ['hard_bounce', second(lifted)]);
+    expect(await suppressionOf('relapse@example.com')).toBeUndefined();
+    await signals('relapse@example.com', ['hard_bounce', second(lifted + 1)]);
+    expect(await suppressionOf('relapse@example.com')).toMatchObject({
+      reason: SuppressionReason.SUPPRESSION_REASON_HARD_BOUNCE,
+      suppressedAt: new Date(second(lifted + 1)),
+    });
+  });
+});
+
+describe('suppression_state over signals stored before it existed', () => {
+  it('is filled from them when created, reusing a staging table left by a crash', async () => {
+    const database = await createTestClickHouse('analytics_suppression_backfill');
+    const client = createClickHouse(database.url, database.database);
+    const run = (text: string) => client.command({ query: text });
+    try {
+      await ensureEventSchema(database.url, database.database);
+      const workspace = randomUUID();
+      await client.insert({
+        table: 'suppression_signals',
+        format: 'JSONEachRow',
+        values: [
+          signal({ workspace_id: workspace, email: 'hard@example.com', reason: 'hard_bounce', occurred_at: day(1) }),
+          signal({ workspace_id: workspace, email: 'soft@example.com', reason: 'soft_bounce', occurred_at: day(1) }),
+        ],
+      });
+      await run('DROP TABLE suppression_state');
+      // A crashed build left a staging table with an older computation in it.
+      await run(suppressionStateTable(chsql.identifier(database.database), 'suppression_state_backfill').text);
+      await run(`INSERT INTO suppression_state_backfill VALUES ('${workspace}', 'soft@example.com', 'soft_bounces', 0, 0)`);
+
+      await ensureEventSchema(database.url, database.database);
+      const result = await client.query({ query: 'SELECT email, reason, version FROM suppression_state FINAL ORDER BY email', format: 'JSONEachRow' });
+      expect(await result.json()).toEqual([
+        { email: 'hard@example.com', reason: 'hard_bounce', version: '1' },
+        { email: 'soft@example.com', reason: 'none', version: '1' },
+      ]);
+      const tables = await client.query({ query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'suppression_state%'", format: 'JSONEachRow' });
+      expect(await tables.json()).toEqual([{ name: 'suppression_state' }]);
+    } finally {
+      await client.close();
+      await database.drop();
+    }
   });
 });

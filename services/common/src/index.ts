@@ -18,4 +18,5 @@ export * from './validation/email';
 export * from './validation/text';
 export * from './clickhouse/client';
 export * from './clickhouse/schema';
+export * from './clickhouse/suppression';
 export * as chsql from './clickhouse/sql';

@@ -6,6 +6,7 @@ import type { IngestionConfig } from './config';
 import { decodeRecord, type Poison } from './domain/events';
 import { ingestionMetrics as metrics } from './metrics';
 import type { IngestResult } from './pipeline';
+import { EventsWriteError, type WorkspaceDay } from './store/unsettled';
 
 /**
  * kafkajs hands the partition batches of one fetch to eachBatch at once (one
@@ -33,11 +34,16 @@ export interface EventConsumer {
  * only then are its offsets committed. A failed write is retried, with
  * backoff and heartbeats, until it succeeds, the consumer stops, or the group
  * rebalances: offsets never move past an event that is not stored.
+ * A write that failed, or whose offsets then failed to commit (another owner
+ * may write the same events again), may leave the rollups of its days short
+ * or doubled: those days are marked unsettled before the batch is retried or
+ * handed over.
  */
 export async function startConsumer(
   kafka: Kafka,
   config: IngestionConfig,
   ingest: (events: eventsV1.EngagementEvent[]) => Promise<IngestResult>,
+  markUnsettled: (days: WorkspaceDay[]) => Promise<void>,
   logger: Logger,
   /** kafkajs gave up on the consumer (it restarts it itself after retriable errors). */
   onFatalCrash: (error: Error) => void,
@@ -89,8 +95,21 @@ export async function startConsumer(
     const offsets = payloads.map(({ batch }) => ({ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }));
     let deadLettered = poison.length === 0;
     let result: IngestResult | undefined;
+    const unsettled = new Map<string, WorkspaceDay>();
+    const collect = (days: WorkspaceDay[]) => days.forEach((day) => unsettled.set(`${day.workspaceId} ${day.day}`, day));
+    const markCollected = async () => {
+      if (unsettled.size === 0) return;
+      await markUnsettled([...unsettled.values()]);
+      unsettled.clear();
+    };
+    /** Before the next owner retries the batch; if ClickHouse is still down, there is nothing more to do. */
+    const handOver = () =>
+      markCollected().catch((error: unknown) =>
+        logger.error({ err: error, days: [...unsettled.values()] }, 'could not mark days unsettled; their rollups may be off'),
+      );
     for (let failures = 0; !result; failures += 1) {
       try {
+        await markCollected();
         if (!deadLettered) {
           await sendToDeadLetters(poison);
           deadLettered = true;
@@ -99,16 +118,26 @@ export async function startConsumer(
           }
         }
         const written = await ingest(events);
-        await payloads[0].commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] });
+        await payloads[0].commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] }).catch((error: unknown) => {
+          collect(written.written);
+          throw error;
+        });
         result = written;
       } catch (error) {
+        if (error instanceof EventsWriteError) collect(error.days);
         metrics.retries.inc();
-        if (!payloads[0].isRunning()) throw new Error('consumer stopping; the batch stays uncommitted for the next owner');
+        if (!payloads[0].isRunning()) {
+          await handOver();
+          throw new Error('consumer stopping; the batch stays uncommitted for the next owner');
+        }
         const delayMs = Math.min(100 * 2 ** failures, MAX_RETRY_DELAY_MS);
         logger.warn({ err: error, events: events.length, retryInMs: delayMs }, 'batch failed, retrying it');
         await sleep(delayMs);
         // Throws while the group rebalances: the partitions' next owner then takes the batch over from the committed offsets.
-        await payloads[0].heartbeat();
+        await payloads[0].heartbeat().catch(async (heartbeatError: unknown) => {
+          await handOver();
+          throw heartbeatError;
+        });
       }
     }
     for (const { batch, resolveOffset } of payloads) {

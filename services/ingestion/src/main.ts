@@ -5,6 +5,8 @@ import { readConfig } from './config';
 import { startConsumer } from './consumer';
 import { ingest } from './pipeline';
 import { EventStore } from './store/events';
+import { SuppressionStateStore } from './store/suppressions';
+import { UnsettledDays } from './store/unsettled';
 
 void runService({
   name: 'ingestion',
@@ -20,6 +22,7 @@ void runService({
     await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
     const clickhouse = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase);
     const store = new EventStore(clickhouse);
+    const suppressions = new SuppressionStateStore(clickhouse);
 
     const categories = new CategoryResolver(
       createClient(campaignV1.CampaignServiceClient, config.campaignAddress),
@@ -33,8 +36,9 @@ void runService({
     await admin.connect();
     const topic = (name: string) => ({ topic: name, numPartitions: config.topicPartitions, replicationFactor: config.topicReplicationFactor });
     await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
-    const write = (events: eventsV1.EngagementEvent[]) => ingest(events, { resolve: (ids) => categories.resolve(ids), store });
-    const consumer = await startConsumer(kafka, config, write, logger, (error) => {
+    const write = (events: eventsV1.EngagementEvent[]) => ingest(events, { resolve: (ids) => categories.resolve(ids), store, suppressions });
+    const unsettled = new UnsettledDays(clickhouse);
+    const consumer = await startConsumer(kafka, config, write, (days) => unsettled.mark(days), logger, (error) => {
       // The uncommitted batch is redelivered to whoever consumes next; a supervisor restarts this process.
       logger.fatal({ err: error }, 'kafka consumer stopped for good, exiting');
       process.exit(1);

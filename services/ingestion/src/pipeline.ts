@@ -2,6 +2,8 @@ import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from './categories';
 import { eventId, eventKey, providerEventKey, signalReason, storedBounceType, storedType, unmatchedTypeName } from './domain/events';
 import type { EngagementEventRow, EventStore, SuppressionSignalRow, UnmatchedEventRow } from './store/events';
+import type { SuppressionStateStore } from './store/suppressions';
+import { EventsWriteError, workspaceDays, type WorkspaceDay } from './store/unsettled';
 
 type EngagementEvent = eventsV1.EngagementEvent;
 
@@ -11,11 +13,14 @@ export interface IngestResult {
   duplicates: number;
   unmatched: number;
   signals: number;
+  /** The (workspace, day) pairs of the events written. */
+  written: WorkspaceDay[];
 }
 
 export interface IngestDependencies {
   resolve(categoryIds: Iterable<string>): Promise<Map<string, CategoryMatch>>;
   store: EventStore;
+  suppressions: SuppressionStateStore;
 }
 
 const seconds = (date: Date | undefined): number => Math.floor(date!.getTime() / 1000);
@@ -23,7 +28,8 @@ const seconds = (date: Date | undefined): number => Math.floor(date!.getTime() /
 /**
  * Writes one batch of decoded events. The order makes a retry of the whole
  * batch, or its redelivery after a crash, safe: suppression signals first
- * (collapsed by their table's key if written twice), then only the events
+ * (collapsed by their table's key if written twice) and the state of their
+ * addresses recomputed from them (the same rows again), then only the events
  * engagement_events does not hold yet, then the unmatched ones (collapsed by
  * their key). A throw leaves the batch to be retried; nothing is skipped.
  */
@@ -69,12 +75,15 @@ export async function ingest(events: EngagementEvent[], deps: IngestDependencies
   }
 
   await deps.store.insertSignals(signals);
+  await deps.suppressions.refresh(signals);
   const stored = await deps.store.storedEventKeys(rows);
   const fresh = rows.filter((row) => !stored.has(providerEventKey(row.provider, row.provider_event_id)));
   duplicates += rows.length - fresh.length;
-  await deps.store.insertEvents(fresh);
+  await deps.store.insertEvents(fresh).catch((error: unknown) => {
+    throw new EventsWriteError(workspaceDays(fresh), error);
+  });
   await deps.store.insertUnmatched(unmatched);
-  return { inserted: fresh.length, duplicates, unmatched: unmatched.length, signals: signals.length };
+  return { inserted: fresh.length, duplicates, unmatched: unmatched.length, signals: signals.length, written: workspaceDays(fresh) };
 }
 
 function toRow(event: EngagementEvent, eventType: EngagementEventRow['event_type'], match: CategoryMatch, ingestedAt: number): EngagementEventRow {

@@ -4,19 +4,17 @@ import type { EventFilter } from '../domain/filter';
 const { dateTime, join, oneOf, raw, sql, str, uuid } = chsql;
 
 /**
- * Events counted once per provider event id. ReplacingMergeTree collapses
- * duplicates only when it merges parts, so reads deduplicate too. Used inside
+ * Events counted once per provider event id, where rows are read one by one
+ * (partial and unsettled days, an address's events, hourly buckets): a
+ * stored duplicate (after a fault) counts once. Used inside
  * GROUP BYs whose groups keep every copy of an event together (copies share
  * occurred_at, campaign, type and URL), which keeps each hash set small; the
- * 64-bit hash reads far faster than the string (see bench/query-analytics.ts).
+ * 64-bit hash reads far faster than the string.
  */
 export const DISTINCT_EVENTS = raw.trusted('uniqExact(cityHash64(provider_event_id))');
 
-/** Distinct recipients, on a 64-bit hash of the address for the same reason. */
-export const DISTINCT_ADDRESSES = raw.trusted('uniqExact(cityHash64(email))');
-
 /** Stored times have whole seconds: a bound with milliseconds is the next whole second, for >= and < alike. */
-function wholeSecondAtOrAfter(time: Date): Date {
+export function wholeSecondAtOrAfter(time: Date): Date {
   return new Date(Math.ceil(time.getTime() / 1000) * 1000);
 }
 

@@ -6,6 +6,8 @@ export interface EventStore {
   /** The rows of a GROUP BY ... WITH TOTALS query and its totals row (absent when no row matched). */
   rowsWithTotals<T>(query: chsql.SqlFragment): Promise<{ rows: T[]; totals?: T }>;
   insert(table: string, rows: object[]): Promise<void>;
+  /** A statement without result rows, e.g. INSERT ... SELECT. */
+  command(query: chsql.SqlFragment): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -30,6 +32,9 @@ export async function openEventStore(url: string, database: string): Promise<Eve
     },
     insert: async (table, rows) => {
       await client.insert({ table, values: rows, format: 'JSONEachRow' });
+    },
+    command: async (query) => {
+      await client.command({ query: query.text });
     },
     ping: async () => {
       const result = await client.ping();

@@ -2,7 +2,8 @@ import { chsql } from '@mail/common';
 import type { EventFilter, Interval } from '../domain/filter';
 import type { EventCounts, StatsInput, UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';
-import { DISTINCT_ADDRESSES, DISTINCT_EVENTS, eventConditions } from './conditions';
+import { DISTINCT_EVENTS } from './conditions';
+import { planRead, unionAll } from './read-plan';
 import { suppressedAddresses } from './suppressions';
 
 const { raw, sql } = chsql;
@@ -16,11 +17,8 @@ const BUCKET_FUNCTION: Record<Interval, chsql.SqlFragment> = {
 
 /** ClickHouse sends 64-bit numbers as strings. */
 interface CountRow {
-  /** 1: per campaign, 2: per bucket. */
-  grouping: number;
-  campaign: string;
-  /** Unix seconds. */
-  bucket: number;
+  /** A campaign id, or a bucket start in unix seconds. */
+  key: string | number;
   opens: string;
   clicks: string;
   hard_bounces: string;
@@ -56,49 +54,107 @@ const uniqueCounts = (row: UniqueRow): UniqueCounts => ({
   uniqueClicks: Number(row.unique_clicks),
 });
 
+/** A key of the stats groups, as read from the daily rollups and from rows. */
+interface GroupKey {
+  rollup: chsql.SqlFragment;
+  row: chsql.SqlFragment;
+}
+
+/** Runs the query over `from`, or answers `none` when there is nothing to read. */
+function readFrom<T>(from: chsql.SqlFragment | undefined, query: (from: chsql.SqlFragment) => Promise<T>, none: T): Promise<T> {
+  return from ? query(from) : Promise.resolve(none);
+}
+
 /**
- * The stats reads, run at once. Counts are deduplicated per (campaign,
- * bucket, type) and then summed twice, per campaign and per bucket, through
- * ARRAY JOIN (ClickHouse 18.16 has no GROUPING SETS); distinct addresses do
- * not add up, so each level counts them itself.
+ * The stats reads, run at once. Whole settled days come from the daily
+ * rollups (event counts, and sets of address hashes merged at read time),
+ * the rest from rows deduplicated per event; each read adds the two up per
+ * campaign, per bucket, or per link (ClickHouse 18.16 has no GROUPING SETS).
+ * Distinct addresses do not add up, so each level merges the sets itself.
  */
 export async function readStats(store: EventStore, filter: EventFilter, interval: Interval): Promise<StatsData> {
-  const where = eventConditions(filter);
-  const bucket = sql`toUInt32(${BUCKET_FUNCTION[interval]}(occurred_at))`;
-  const engaged = sql`${where} AND event_type IN ('open', 'click')`;
-  const uniques = (key: chsql.SqlFragment, totals: chsql.SqlFragment) => sql`
-    SELECT ${key} AS key,
-      uniqExactIf(cityHash64(email), event_type = 'open') AS unique_opens,
-      uniqExactIf(cityHash64(email), event_type = 'click') AS unique_clicks
-    FROM engagement_events WHERE ${engaged} GROUP BY key ${totals}`;
+  const { uncovered, rollups } = await planRead(store, filter, interval === 'day');
+  const campaign: GroupKey = { rollup: raw.trusted('toString(campaign_id)'), row: raw.trusted('toString(campaign_id)') };
+  const bucket: GroupKey = {
+    rollup: raw.trusted('toUInt32(toUInt32(day) * 86400)'),
+    row: sql`toUInt32(${BUCKET_FUNCTION[interval]}(occurred_at))`,
+  };
+  const eventRollups = rollups?.events;
 
-  const [counts, campaignUniques, bucketUniques, links, suppressions] = await Promise.all([
-    store.rows<CountRow>(sql`
-      SELECT grouping,
-        toString(if(grouping = 1, campaign_id, toUUID('00000000-0000-0000-0000-000000000000'))) AS campaign,
-        if(grouping = 2, bucket_start, 0) AS bucket,
-        sumIf(events, event_type = 'open') AS opens,
-        sumIf(events, event_type = 'click') AS clicks,
-        sumIf(events, bounce_type = 'hard') AS hard_bounces,
-        sumIf(events, bounce_type = 'soft') AS soft_bounces,
-        sumIf(events, event_type = 'unsubscribe') AS unsubscribes
-      FROM (
-        SELECT campaign_id, ${bucket} AS bucket_start, event_type, bounce_type, ${DISTINCT_EVENTS} AS events
-        FROM engagement_events WHERE ${where}
-        GROUP BY campaign_id, bucket_start, event_type, bounce_type
-      )
-      ARRAY JOIN [1, 2] AS grouping
-      GROUP BY grouping, campaign, bucket`),
-    // The totals row counts the distinct addresses of all campaigns together, in the same scan.
-    store.rowsWithTotals<UniqueRow>(uniques(raw.trusted('toString(campaign_id)'), raw.trusted('WITH TOTALS'))),
-    store.rows<UniqueRow>(uniques(bucket, raw.trusted(''))),
-    store.rows<{ campaign_id: string; link: string; clicks: string; unique_clicks: string }>(sql`
-      SELECT campaign_id, assumeNotNull(url) AS link,
-        ${DISTINCT_EVENTS} AS clicks, ${DISTINCT_ADDRESSES} AS unique_clicks
-      FROM engagement_events WHERE ${where} AND event_type = 'click' AND isNotNull(url)
-      GROUP BY campaign_id, link
-      ORDER BY clicks DESC, unique_clicks DESC, link, campaign_id
-      LIMIT ${chsql.int(TOP_LINKS)}`),
+  const countsBy = (key: GroupKey) =>
+    unionAll([
+      eventRollups &&
+        sql`SELECT ${key.rollup} AS key, event_type, bounce_type, countMerge(events) AS events
+          FROM event_rollup_daily WHERE ${eventRollups}
+          GROUP BY key, event_type, bounce_type`,
+      ...uncovered.map(
+        (rows) => sql`SELECT ${key.row} AS key, event_type, bounce_type, ${DISTINCT_EVENTS} AS events
+          FROM ${rows.table} WHERE ${rows.where}
+          GROUP BY key, event_type, bounce_type`,
+      ),
+    ]);
+  const readCounts = (key: GroupKey) =>
+    readFrom(
+      countsBy(key),
+      (from) =>
+        store.rows<CountRow>(sql`
+          SELECT key,
+            sumIf(events, event_type = 'open') AS opens,
+            sumIf(events, event_type = 'click') AS clicks,
+            sumIf(events, bounce_type = 'hard') AS hard_bounces,
+            sumIf(events, bounce_type = 'soft') AS soft_bounces,
+            sumIf(events, event_type = 'unsubscribe') AS unsubscribes
+          FROM (${from})
+          GROUP BY key`),
+      [],
+    );
+  const addressSetsBy = (key: GroupKey) =>
+    unionAll([
+      eventRollups &&
+        sql`SELECT ${key.rollup} AS key, event_type, addresses
+          FROM event_rollup_daily WHERE ${eventRollups} AND event_type IN ('open', 'click')`,
+      ...uncovered.map(
+        (rows) => sql`SELECT ${key.row} AS key, event_type, uniqExactState(cityHash64(email)) AS addresses
+          FROM ${rows.table} WHERE ${rows.where} AND event_type IN ('open', 'click')
+          GROUP BY key, event_type`,
+      ),
+    ]);
+  const uniques = (from: chsql.SqlFragment, totals: chsql.SqlFragment) => sql`
+    SELECT key,
+      uniqExactMergeIf(addresses, event_type = 'open') AS unique_opens,
+      uniqExactMergeIf(addresses, event_type = 'click') AS unique_clicks
+    FROM (${from})
+    GROUP BY key ${totals}`;
+  const linkRollups = rollups?.links;
+  const links = unionAll([
+    linkRollups &&
+      sql`SELECT campaign_id, url AS link, countMerge(clicks) AS clicks, uniqExactMergeState(addresses) AS addresses
+        FROM link_rollup_daily WHERE ${linkRollups}
+        GROUP BY campaign_id, link`,
+    ...uncovered.map(
+      (rows) => sql`SELECT campaign_id, assumeNotNull(url) AS link, ${DISTINCT_EVENTS} AS clicks, uniqExactState(cityHash64(email)) AS addresses
+        FROM ${rows.table} WHERE ${rows.where} AND event_type = 'click' AND isNotNull(url)
+        GROUP BY campaign_id, link`,
+    ),
+  ]);
+
+  const [campaignCounts, bucketCounts, campaignUniques, bucketUniques, topLinks, suppressions] = await Promise.all([
+    readCounts(campaign),
+    readCounts(bucket),
+    // The totals row counts the distinct addresses of all campaigns together, in the same read.
+    readFrom(addressSetsBy(campaign), (from) => store.rowsWithTotals<UniqueRow>(uniques(from, raw.trusted('WITH TOTALS'))), { rows: [] }),
+    readFrom(addressSetsBy(bucket), (from) => store.rows<UniqueRow>(uniques(from, raw.trusted(''))), []),
+    readFrom(
+      links,
+      (from) =>
+        store.rows<{ campaign_id: string; link: string; clicks: string; unique_clicks: string }>(sql`
+          SELECT campaign_id, link, sum(clicks) AS clicks, uniqExactMerge(addresses) AS unique_clicks
+          FROM (${from})
+          GROUP BY campaign_id, link
+          ORDER BY clicks DESC, unique_clicks DESC, link, campaign_id
+          LIMIT ${chsql.int(TOP_LINKS)}`),
+      [],
+    ),
     store.rows<{ reason: string; addresses: string }>(sql`
       SELECT reason, count() AS addresses
       FROM (${suppressedAddresses(filter.workspaceId, { email: filter.email, from: filter.from, before: filter.before })})
@@ -106,12 +162,12 @@ export async function readStats(store: EventStore, filter: EventFilter, interval
   ]);
   const ms = (unixSeconds: string | number) => Number(unixSeconds) * 1000;
   return {
-    campaignEvents: new Map(counts.filter((row) => row.grouping === 1).map((row) => [row.campaign, eventCounts(row)])),
-    bucketEvents: new Map(counts.filter((row) => row.grouping === 2).map((row) => [ms(row.bucket), eventCounts(row)])),
+    campaignEvents: new Map(campaignCounts.map((row) => [String(row.key), eventCounts(row)])),
+    bucketEvents: new Map(bucketCounts.map((row) => [ms(row.key), eventCounts(row)])),
     campaignUniques: new Map(campaignUniques.rows.map((row) => [String(row.key), uniqueCounts(row)])),
     bucketUniques: new Map(bucketUniques.map((row) => [ms(row.key), uniqueCounts(row)])),
     totalUniques: campaignUniques.totals ? uniqueCounts(campaignUniques.totals) : { uniqueOpens: 0, uniqueClicks: 0 },
-    links: links.map((row) => ({
+    links: topLinks.map((row) => ({
       campaignId: row.campaign_id,
       url: row.link,
       clicks: Number(row.clicks),

@@ -1,5 +1,7 @@
 import { createClickHouse } from './client';
 import { identifier, sql, type SqlFragment } from './sql';
+import { ensureEventRollups } from './rollups';
+import { ensureSuppressionState } from './suppression';
 
 /**
  * The engagement event store, shared by ingestion (writes) and analytics
@@ -78,9 +80,10 @@ const tables = (db: SqlFragment): SqlFragment[] => [
 ];
 
 /**
- * Creates the database and tables if missing; safe to run from every replica
- * at start-up. It connects to `default`, because a client bound to a database
- * that does not exist yet cannot run CREATE DATABASE.
+ * Creates the database and tables if missing (suppression_state filled from
+ * the signals already stored); safe to run from every replica at start-up.
+ * It connects to `default`, because a client bound to a database that does
+ * not exist yet cannot run CREATE DATABASE.
  */
 export async function ensureEventSchema(url: string, database: string): Promise<void> {
   const client = createClickHouse(url, 'default');
@@ -88,7 +91,14 @@ export async function ensureEventSchema(url: string, database: string): Promise<
     const db = identifier(database);
     await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
     for (const statement of tables(db)) await client.command({ query: statement.text });
+    await ensureEventRollups(client, db);
   } finally {
     await client.close();
+  }
+  const events = createClickHouse(url, database);
+  try {
+    await ensureSuppressionState(events, identifier(database));
+  } finally {
+    await events.close();
   }
 }

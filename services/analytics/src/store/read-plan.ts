@@ -1,0 +1,103 @@
+import { EVENT_TYPES, chsql } from '@mail/common';
+import { DAY_MS, splitDays, type TimeRange } from '../domain/day-split';
+import type { EventFilter } from '../domain/filter';
+import type { EventStore } from './connection';
+import { eventConditions, wholeSecondAtOrAfter } from './conditions';
+
+const { dateTime, join, list, oneOf, raw, sql, uuid } = chsql;
+
+/** A table rows are read from, and which of its rows. */
+export interface RowSource {
+  table: chsql.SqlFragment;
+  where: chsql.SqlFragment;
+}
+
+/**
+ * Where a read finds its events. `rows`: every event of the filter, from
+ * engagement_events, or for one address from its copy sorted by address
+ * (engagement_events on unsettled days). A read that groups by whole days
+ * takes the settled ones from the daily `rollups`, and reads row by row only
+ * the rest (`uncovered`). Reads query each source on its own and add up, so
+ * each table is read with its own index and only for the columns needed.
+ */
+export interface ReadPlan {
+  rows: RowSource[];
+  /** The rows the rollups do not cover; empty when they cover all. */
+  uncovered: RowSource[];
+  /** Conditions on the rollups, absent when they cover none of the range. */
+  rollups?: {
+    /** On event_rollup_daily. */
+    events: chsql.SqlFragment;
+    /** On link_rollup_daily, which holds clicks only: absent when the filter wants another type. */
+    links?: chsql.SqlFragment;
+  };
+}
+
+const toDate = (day: Date) => sql`toDate(${dateTime(day)})`;
+
+function inRanges(ranges: TimeRange[]): chsql.SqlFragment {
+  return sql`(${join(
+    ranges.map((range) => sql`(occurred_at >= ${dateTime(range.from)} AND occurred_at < ${dateTime(range.before)})`),
+    ' OR ',
+  )})`;
+}
+
+/** The days of this workspace whose rollups may disagree with its events, as day starts. */
+async function unsettledDays(store: EventStore, workspaceId: string): Promise<Date[]> {
+  const rows = await store.rows<{ day: number }>(
+    sql`SELECT DISTINCT toUInt32(day) AS day FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)} ORDER BY day`,
+  );
+  return rows.map((row) => new Date(Number(row.day) * DAY_MS));
+}
+
+/** One address's events: from their sorted copy, except on unsettled days, which only engagement_events has right. */
+function addressRows(where: chsql.SqlFragment, unsettled: Date[]): RowSource[] {
+  if (unsettled.length === 0) return [{ table: raw.trusted('events_by_address'), where }];
+  const days = inRanges(unsettled.map((day) => ({ from: day, before: new Date(day.getTime() + DAY_MS) })));
+  return [
+    { table: raw.trusted('events_by_address'), where: sql`${where} AND NOT ${days}` },
+    { table: raw.trusted('engagement_events'), where: sql`${where} AND ${days}` },
+  ];
+}
+
+/**
+ * `useRollups`: the read groups by whole days, so rollups can answer for them.
+ * The address filter is not in the rollups: its events are few, read row by row.
+ */
+export async function planRead(store: EventStore, filter: EventFilter, useRollups: boolean): Promise<ReadPlan> {
+  const where = eventConditions(filter);
+  if (filter.email !== undefined) {
+    const rows = addressRows(where, await unsettledDays(store, filter.workspaceId));
+    return { rows, uncovered: rows };
+  }
+  const table = raw.trusted('engagement_events');
+  const rows = [{ table, where }];
+  if (!useRollups) return { rows, uncovered: rows };
+
+  const from = filter.from && wholeSecondAtOrAfter(filter.from);
+  const before = filter.before && wholeSecondAtOrAfter(filter.before);
+  const split = splitDays(from, before, await unsettledDays(store, filter.workspaceId));
+  const uncovered = split.eventRanges.length > 0 ? [{ table, where: sql`${where} AND ${inRanges(split.eventRanges)}` }] : [];
+  if (!split.wholeDays) return { rows, uncovered };
+  const days = [
+    sql`workspace_id = ${uuid(filter.workspaceId)}`,
+    ...(split.wholeDays.from ? [sql`day >= ${toDate(split.wholeDays.from)}`] : []),
+    ...(split.wholeDays.before ? [sql`day < ${toDate(split.wholeDays.before)}`] : []),
+    ...(split.unsettled.length > 0 ? [sql`day NOT IN (${list(split.unsettled.map(toDate))})`] : []),
+    ...(filter.campaignId ? [sql`campaign_id = ${uuid(filter.campaignId)}`] : []),
+  ];
+  return {
+    rows,
+    uncovered,
+    rollups: {
+      events: join([...days, ...(filter.eventType ? [sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`] : [])], ' AND '),
+      links: filter.eventType === undefined || filter.eventType === 'click' ? join(days, ' AND ') : undefined,
+    },
+  };
+}
+
+/** The parts that have something to read, as one UNION ALL; undefined when none has. */
+export function unionAll(parts: (chsql.SqlFragment | undefined)[]): chsql.SqlFragment | undefined {
+  const present = parts.filter((part): part is chsql.SqlFragment => part !== undefined);
+  return present.length > 0 ? join(present, ' UNION ALL ') : undefined;
+}

@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto';
+import type { eventsV1 } from '@mail/proto';
+import { EventType, Interval, event, startAnalytics, type Analytics, type EventRow } from './harness';
+
+/**
+ * Reads answered from the daily rollups (whole settled days) and from rows
+ * (partial days, unsettled days, one address) must equal the exact answer
+ * computed here from the distinct events.
+ */
+const W = randomUUID();
+const C1 = '00000000-0000-4000-8000-0000000000c1';
+const C2 = '00000000-0000-4000-8000-0000000000c2';
+const DAYS = ['2026-04-01', '2026-04-02', '2026-04-03', '2026-04-04', '2026-04-05'];
+/** Holds copies of some events, as a fault can leave them; marked unsettled. */
+const DUPLICATED_DAY = '2026-04-03';
+/** Its rollups hold events that are not stored, as a fault can leave them; marked unsettled. */
+const SKEWED_DAY = '2026-04-04';
+
+let analytics: Analytics;
+const stored: EventRow[] = [];
+
+function generated(): EventRow[] {
+  const types = ['open', 'open', 'open', 'click', 'click', 'bounce', 'bounce', 'unsubscribe'] as const;
+  return Array.from({ length: 400 }, (_, i) => {
+    const type = types[(i * 7) % types.length];
+    const seconds = (i * 7919) % 86_400;
+    const time = new Date(Date.parse(`${DAYS[i % DAYS.length]}T00:00:00Z`) + seconds * 1000).toISOString();
+    return event({
+      workspace_id: W,
+      campaign_id: (i * 13) % 3 === 0 ? C2 : C1,
+      event_type: type,
+      bounce_type: type === 'bounce' ? (i % 2 === 0 ? 'hard' : 'soft') : 'none',
+      email: `r${(i * 31) % 17}@example.com`,
+      occurred_at: time,
+      received_at: time,
+      url: type === 'click' ? `https://example.com/${i % 3}` : null,
+    });
+  });
+}
+
+beforeAll(async () => {
+  analytics = await startAnalytics('analytics_rollups');
+  const rows = generated();
+  stored.push(...rows);
+  for (let start = 0; start < rows.length; start += 100) await analytics.insertEvents(rows.slice(start, start + 100));
+  await analytics.insertEvents([event({ workspace_id: randomUUID(), campaign_id: C1, occurred_at: '2026-04-02T10:00:00Z' })]);
+  await analytics.insertFaultCopies(
+    rows.filter((row) => row.occurred_at.startsWith(DUPLICATED_DAY)).slice(0, 12).map((row) => ({ ...row, id: randomUUID() })),
+  );
+  await analytics.clickhouse.command({
+    query: `INSERT INTO event_rollup_daily
+      SELECT toUUID('${W}'), toDate('${SKEWED_DAY}'), toUUID('${C1}'), 'open', 'none', countState(), uniqExactState(number) FROM numbers(5)`,
+  });
+  await analytics.clickhouse.command({
+    query: `INSERT INTO link_rollup_daily
+      SELECT toUUID('${W}'), toDate('${SKEWED_DAY}'), toUUID('${C1}'), 'https://example.com/0', countState(), uniqExactState(number) FROM numbers(50)`,
+  });
+  await analytics.markUnsettled(W, [SKEWED_DAY]);
+});
+
+afterAll(() => analytics.close());
+
+interface Filter {
+  eventType?: eventsV1.EventType;
+  campaignId?: string;
+  email?: string;
+  occurredFrom?: Date;
+  occurredBefore?: Date;
+}
+
+const TYPES: Record<string, EventRow['event_type']> = {
+  [EventType.EVENT_TYPE_OPEN]: 'open',
+  [EventType.EVENT_TYPE_CLICK]: 'click',
+  [EventType.EVENT_TYPE_BOUNCE]: 'bounce',
+  [EventType.EVENT_TYPE_UNSUBSCRIBE]: 'unsubscribe',
+};
+
+function matching(filter: Filter): EventRow[] {
+  return stored.filter((row) => {
+    const time = new Date(row.occurred_at);
+    return (
+      (filter.eventType === undefined || row.event_type === TYPES[filter.eventType]) &&
+      (filter.campaignId === undefined || row.campaign_id === filter.campaignId) &&
+      (filter.email === undefined || row.email === filter.email) &&
+      (filter.occurredFrom === undefined || time >= filter.occurredFrom) &&
+      (filter.occurredBefore === undefined || time < filter.occurredBefore)
+    );
+  });
+}
+
+function expectedCounts(rows: EventRow[]) {
+  const distinct = (type: string) => new Set(rows.filter((row) => row.event_type === type).map((row) => row.email)).size;
+  const [uniqueOpens, uniqueClicks] = [distinct('open'), distinct('click')];
+  return {
+    opens: rows.filter((row) => row.event_type === 'open').length,
+    uniqueOpens,
+    clicks: rows.filter((row) => row.event_type === 'click').length,
+    uniqueClicks,
+    clickToOpenRate: uniqueOpens === 0 ? 0 : uniqueClicks / uniqueOpens,
+    hardBounces: rows.filter((row) => row.bounce_type === 'hard').length,
+    softBounces: rows.filter((row) => row.bounce_type === 'soft').length,
+    unsubscribes: rows.filter((row) => row.event_type === 'unsubscribe').length,
+  };
+}
+
+function groupBy(rows: EventRow[], key: (row: EventRow) => string): Map<string, EventRow[]> {
+  const groups = new Map<string, EventRow[]>();
+  for (const row of rows) groups.set(key(row), [...(groups.get(key(row)) ?? []), row]);
+  return groups;
+}
+
+function expectedLinks(rows: EventRow[]) {
+  const clicks = groupBy(
+    rows.filter((row) => row.event_type === 'click' && row.url !== null),
+    (row) => `${row.campaign_id} ${row.url}`,
+  );
+  return [...clicks.values()]
+    .map((group) => ({
+      campaignId: group[0].campaign_id,
+      url: group[0].url!,
+      clicks: group.length,
+      uniqueClicks: new Set(group.map((row) => row.email)).size,
+    }))
+    .sort((a, b) => b.clicks - a.clicks || b.uniqueClicks - a.uniqueClicks || a.url.localeCompare(b.url) || a.campaignId.localeCompare(b.campaignId))
+    .slice(0, 10);
+}
+
+const at = (iso: string) => new Date(iso);
+const RANGES: [string, Pick<Filter, 'occurredFrom' | 'occurredBefore'>][] = [
+  ['all time', {}],
+  ['partial days at both ends, unsettled days inside', { occurredFrom: at('2026-04-01T06:00:00Z'), occurredBefore: at('2026-04-04T18:00:00Z') }],
+  ['whole days only', { occurredFrom: at('2026-04-02T00:00:00Z'), occurredBefore: at('2026-04-05T00:00:00Z') }],
+  ['whole settled days only', { occurredFrom: at('2026-04-01T00:00:00Z'), occurredBefore: at('2026-04-03T00:00:00Z') }],
+  ['within one day', { occurredFrom: at('2026-04-03T05:00:00Z'), occurredBefore: at('2026-04-03T17:00:00.500Z') }],
+  ['open start, partial end', { occurredBefore: at('2026-04-02T12:00:00Z') }],
+  ['partial start, open end', { occurredFrom: at('2026-04-04T12:00:00Z') }],
+];
+const FILTERS: [string, Filter][] = [
+  ['no filter', {}],
+  ['clicks', { eventType: EventType.EVENT_TYPE_CLICK }],
+  ['bounces', { eventType: EventType.EVENT_TYPE_BOUNCE }],
+  ['one campaign', { campaignId: C2 }],
+  ['one address', { email: 'r3@example.com' }],
+  ['campaign and clicks', { campaignId: C1, eventType: EventType.EVENT_TYPE_CLICK }],
+];
+const CASES = RANGES.flatMap(([range, bounds]) => FILTERS.map(([name, filter]) => [`${name}, ${range}`, { ...filter, ...bounds }] as const));
+
+describe.each(CASES)('%s', (_name, filter) => {
+  const expected = () => matching(filter);
+
+  it('lists every event once, newest first, with the exact total', async () => {
+    const newestFirst = expected()
+      .sort((a, b) => b.occurred_at.localeCompare(a.occurred_at) || (b.provider_event_id < a.provider_event_id ? -1 : 1))
+      .map((row) => row.provider_event_id);
+    const response = await analytics.rpc('listEvents', { filter: { workspaceId: W, ...filter }, page: { page: 1, pageSize: 500 } });
+    expect(response.page?.total).toBe(newestFirst.length);
+    expect(response.events.map((e) => e.providerEventId)).toEqual(newestFirst);
+    const second = await analytics.rpc('listEvents', { filter: { workspaceId: W, ...filter }, page: { page: 2, pageSize: 7 } });
+    expect(second.events.map((e) => e.providerEventId)).toEqual(newestFirst.slice(7, 14));
+  });
+
+  it('counts daily stats exactly', async () => {
+    const rows = expected();
+    const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_DAY });
+    expect(stats.totals).toEqual(expectedCounts(rows));
+    expect(stats.campaigns).toEqual(
+      [...groupBy(rows, (row) => row.campaign_id)].sort(([a], [b]) => a.localeCompare(b)).map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
+    );
+    const byDay = groupBy(rows, (row) => row.occurred_at.slice(0, 10));
+    expect(stats.series.filter((bucket) => byDay.has(bucket.bucketStart!.toISOString().slice(0, 10)))).toEqual(
+      [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, group]) => ({ bucketStart: at(`${day}T00:00:00Z`), counts: expectedCounts(group) })),
+    );
+    expect(stats.series.length).toBeGreaterThanOrEqual(byDay.size);
+    expect(stats.topLinks).toEqual(expectedLinks(rows));
+  });
+});
+
+it('counts hourly stats exactly from the rows', async () => {
+  const filter = { occurredFrom: at('2026-04-02T06:00:00Z'), occurredBefore: at('2026-04-04T06:00:00Z') };
+  const rows = matching(filter);
+  const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_HOUR });
+  expect(stats.totals).toEqual(expectedCounts(rows));
+  expect(stats.series).toHaveLength(48);
+  const byHour = groupBy(rows, (row) => row.occurred_at.slice(0, 13));
+  for (const bucket of stats.series) {
+    expect(bucket.counts).toEqual(expectedCounts(byHour.get(bucket.bucketStart!.toISOString().slice(0, 13)) ?? []));
+  }
+  expect(stats.topLinks).toEqual(expectedLinks(rows));
+});

@@ -1,0 +1,184 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { dateTime, int, sql, str, type SqlFragment } from './sql';
+
+/**
+ * Tables derived from engagement_events by materialized views, so reads need
+ * not deduplicate every stored row. They are exact because ingestion stores
+ * each provider event once; the exception is a fault, after which ingestion
+ * records the (workspace, day) in unsettled_days (a view's insert is not
+ * atomic with its base table's: ClickHouse dying in between commits the event
+ * without its rollup, and the retry then skips it as stored). Readers take
+ * unsettled days, and partial days at the ends of a range, from
+ * engagement_events itself.
+ * - event_rollup_daily: events and distinct addresses (64-bit hashes, exact
+ *   sets) per workspace, day, campaign, type and bounce type;
+ * - link_rollup_daily: clicks and distinct addresses per link and day;
+ * - events_by_address: the events sorted by address, for the address filter.
+ * Aggregate states are merged at read time (parts may not have merged yet).
+ * Small index granules let a campaign filter skip most of a workspace's days,
+ * and an address's few events be read without the rows around them.
+ */
+const EVENT_TYPE = sql`Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4)`;
+const BOUNCE_TYPE = sql`Enum8('none' = 0, 'hard' = 1, 'soft' = 2)`;
+
+/** The columns of an event record (engagement_events without raw), in events_by_address's order. */
+const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at,
+  url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
+
+const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
+  sql`CREATE TABLE IF NOT EXISTS ${db}.unsettled_days (
+    workspace_id UUID,
+    day Date,
+    marked_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree(marked_at)
+  ORDER BY (workspace_id, day)`;
+
+interface DerivedTable {
+  name: string;
+  /** CREATE TABLE without IF NOT EXISTS: the one process whose statement succeeds fills it from the stored events. */
+  create(db: SqlFragment): SqlFragment;
+  view(db: SqlFragment): SqlFragment;
+  /** INSERT ... SELECT of the stored events of one month (YYYYMM), each provider event counted once. */
+  backfill(db: SqlFragment, month: SqlFragment): SqlFragment;
+}
+
+const DERIVED_TABLES: DerivedTable[] = [
+  {
+    name: 'event_rollup_daily',
+    create: (db) => sql`CREATE TABLE ${db}.event_rollup_daily (
+      workspace_id UUID,
+      day Date,
+      campaign_id UUID,
+      event_type ${EVENT_TYPE},
+      bounce_type ${BOUNCE_TYPE},
+      events AggregateFunction(count),
+      addresses AggregateFunction(uniqExact, UInt64)
+    ) ENGINE = AggregatingMergeTree()
+    PARTITION BY toYYYYMM(day)
+    ORDER BY (workspace_id, day, campaign_id, event_type, bounce_type)
+    SETTINGS index_granularity = 256`,
+    view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.event_rollup_daily_feed TO ${db}.event_rollup_daily AS
+      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type,
+        countState() AS events, uniqExactState(cityHash64(email)) AS addresses
+      FROM ${db}.engagement_events
+      GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
+    backfill: (db, month) => sql`INSERT INTO ${db}.event_rollup_daily
+      SELECT workspace_id, day, campaign_id, event_type, bounce_type, countState() AS events, uniqExactState(address) AS addresses
+      FROM (
+        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type, provider_event_id,
+          cityHash64(email) AS address
+        FROM ${db}.engagement_events WHERE toYYYYMM(occurred_at) = ${month}
+      )
+      GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
+  },
+  {
+    name: 'link_rollup_daily',
+    create: (db) => sql`CREATE TABLE ${db}.link_rollup_daily (
+      workspace_id UUID,
+      day Date,
+      campaign_id UUID,
+      url String,
+      clicks AggregateFunction(count),
+      addresses AggregateFunction(uniqExact, UInt64)
+    ) ENGINE = AggregatingMergeTree()
+    PARTITION BY toYYYYMM(day)
+    ORDER BY (workspace_id, day, campaign_id, url)
+    SETTINGS index_granularity = 256`,
+    view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.link_rollup_daily_feed TO ${db}.link_rollup_daily AS
+      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url,
+        countState() AS clicks, uniqExactState(cityHash64(email)) AS addresses
+      FROM ${db}.engagement_events
+      WHERE event_type = 'click' AND isNotNull(url)
+      GROUP BY workspace_id, day, campaign_id, url`,
+    backfill: (db, month) => sql`INSERT INTO ${db}.link_rollup_daily
+      SELECT workspace_id, day, campaign_id, url, countState() AS clicks, uniqExactState(address) AS addresses
+      FROM (
+        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url, provider_event_id,
+          cityHash64(email) AS address
+        FROM ${db}.engagement_events
+        WHERE toYYYYMM(occurred_at) = ${month} AND event_type = 'click' AND isNotNull(url)
+      )
+      GROUP BY workspace_id, day, campaign_id, url`,
+  },
+  {
+    name: 'events_by_address',
+    create: (db) => sql`CREATE TABLE ${db}.events_by_address (
+      id UUID,
+      workspace_id UUID,
+      campaign_id UUID,
+      event_type ${EVENT_TYPE},
+      bounce_type ${BOUNCE_TYPE},
+      email String,
+      occurred_at DateTime('UTC'),
+      received_at DateTime('UTC'),
+      url Nullable(String),
+      reason Nullable(String),
+      user_agent Nullable(String),
+      ip Nullable(String),
+      provider String,
+      provider_event_id String,
+      provider_message_id Nullable(String),
+      ingested_at DateTime('UTC')
+    ) ENGINE = ReplacingMergeTree(ingested_at)
+    PARTITION BY toYYYYMM(occurred_at)
+    ORDER BY (workspace_id, email, occurred_at, provider_event_id)
+    SETTINGS index_granularity = 256`,
+    view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_by_address_feed TO ${db}.events_by_address AS
+      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events`,
+    // Readers deduplicate an address's few rows exactly, so copies may stay.
+    backfill: (db, month) => sql`INSERT INTO ${db}.events_by_address
+      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events WHERE toYYYYMM(occurred_at) = ${month}`,
+  },
+];
+
+/**
+ * Rows a batch stamped this long before the views existed may be written
+ * after them, so their days may be counted by both the view and the backfill:
+ * those days are marked unsettled (ingested_at is the ingesting host's clock).
+ */
+const BACKFILL_OVERLAP_MS = 10 * 60_000;
+
+/**
+ * Creates unsettled_days and the derived tables with their views. A derived
+ * table this call creates is then filled from the events already stored,
+ * month by month, and the days of events stored around that time are marked
+ * unsettled. Should the process die during a backfill, the table stays
+ * incomplete: drop it (and its view) to have it rebuilt.
+ */
+export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragment): Promise<void> {
+  await client.command({ query: unsettledDaysTable(db).text });
+  const viewsFrom = new Date(Date.now() - BACKFILL_OVERLAP_MS);
+  const created: DerivedTable[] = [];
+  const existing = await client.query({
+    query: sql`SELECT name FROM system.tables WHERE database = ${str(db.text)}`.text,
+    format: 'JSONEachRow',
+  });
+  const names = new Set((await existing.json<{ name: string }>()).map((row) => row.name));
+  for (const table of DERIVED_TABLES) {
+    if (!names.has(table.name)) {
+      try {
+        await client.command({ query: table.create(db).text });
+        created.push(table);
+      } catch (error) {
+        // Another process created it in the meantime, and fills it.
+        if (!/already exists/i.test(String(error))) throw error;
+      }
+    }
+    await client.command({ query: table.view(db).text });
+  }
+  if (created.length === 0) return;
+  const result = await client.query({
+    query: sql`SELECT DISTINCT toYYYYMM(occurred_at) AS month FROM ${db}.engagement_events ORDER BY month`.text,
+    format: 'JSONEachRow',
+  });
+  const months = (await result.json<{ month: number }>()).map((row) => int(Number(row.month)));
+  if (months.length === 0) return;
+  for (const table of created) {
+    for (const month of months) await client.command({ query: table.backfill(db, month).text });
+  }
+  await client.command({
+    query: sql`INSERT INTO ${db}.unsettled_days
+      SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at
+      FROM ${db}.engagement_events WHERE ingested_at >= ${dateTime(viewsFrom)}`.text,
+  });
+}

@@ -1,0 +1,156 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { identifier, int, join, list, raw, sql, str, uuid, type SqlFragment } from './sql';
+
+/** Bounce tracking rules (contract, "Engagement events"). */
+
+/** A hard bounce, an unsubscribe or a spam report suppresses at once; soft bounces need this many ... */
+export const SOFT_BOUNCES_TO_SUPPRESS = 3;
+/** ... within this many days, counted from the first of them to the last. */
+export const SOFT_BOUNCE_WINDOW_DAYS = 30;
+
+/** Signals that suppress at once; at the same second, the first listed names the reason. */
+export const IMMEDIATE_REASONS = ['hard_bounce', 'unsubscribe', 'spam_report'] as const;
+
+export const SUPPRESSION_REASONS = ['hard_bounce', 'soft_bounces', 'unsubscribe', 'spam_report'] as const;
+export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
+
+/** suppression_state.reason; 'none': the address has signals but is not suppressed (any more). */
+const SUPPRESSION_STATE_REASON_TYPE = "Enum8('none' = 0, 'hard_bounce' = 1, 'soft_bounces' = 2, 'unsubscribe' = 3, 'spam_report' = 4)";
+
+/**
+ * The stored outcome of the rules per address, so reads need not derive it
+ * from every signal. Each row is a function of the address's inputs (its
+ * distinct signals and lifts), and `version` counts those inputs: they only
+ * ever grow, so the row computed from more of them is the newer one, and two
+ * rows with the same version are the same row. Writers (ingestion after
+ * storing signals, analytics after a lift) recompute their addresses after
+ * their own write, so the last computation sees every input and the
+ * ReplacingMergeTree keeps it, whatever the order of concurrent writers.
+ * Readers take the highest version per address (FINAL).
+ */
+export const suppressionStateTable = (db: SqlFragment, name = 'suppression_state'): SqlFragment =>
+  sql`CREATE TABLE IF NOT EXISTS ${db}.${identifier(name)} (
+    workspace_id UUID,
+    email String,
+    reason ${raw.trusted(SUPPRESSION_STATE_REASON_TYPE)},
+    suppressed_at DateTime('UTC'),
+    version UInt64
+  ) ENGINE = ReplacingMergeTree(version)
+  ORDER BY (workspace_id, email)`;
+
+export interface SuppressedAddress {
+  workspaceId: string;
+  email: string;
+}
+
+/**
+ * The given addresses in the given workspaces: a superset of the pairs when
+ * several workspaces are involved, which is harmless (recomputing an address
+ * writes its current state) and reads far faster than a tuple IN on 18.16.
+ */
+function addressScope(addresses: SuppressedAddress[]): SqlFragment {
+  const workspaces = [...new Set(addresses.map((address) => address.workspaceId))];
+  const emails = [...new Set(addresses.map((address) => address.email))];
+  return sql`workspace_id IN (${list(workspaces.map(uuid))}) AND email IN (${list(emails.map(str))})`;
+}
+
+/**
+ * Rows of suppression_state (workspace_id, email, reason, suppressed_at,
+ * version) computed from the signals and lifts of `addresses`, or of every
+ * address with a signal. Per address, signals at or before its latest lift
+ * are ignored; the earliest hard bounce, unsubscribe or spam report
+ * suppresses at once, and so does the third soft bounce within the window.
+ * - The earliest immediate signal is one minimum over time * 4 + rank (rank
+ *   1-3 in IMMEDIATE_REASONS order), which keeps its reason and breaks ties
+ *   in one cheap number per address.
+ * - Soft bounces are collected as distinct (time, provider event id) pairs, so
+ *   a stored duplicate counts once; of their sorted times t, the first t[i]
+ *   with t[i] - t[i - 2] within the window is the suppression time (index 0,
+ *   which arrayFirst gives when none qualifies, reads as 0 = "never").
+ * - version: distinct provider event ids plus distinct lift times, all of
+ *   them, lifted or not.
+ */
+export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment {
+  const scope = addresses === undefined ? raw.trusted('1') : addressScope(addresses);
+  const lag = int(SOFT_BOUNCES_TO_SUPPRESS - 1);
+  const reasons = sql`[${list(IMMEDIATE_REASONS.map((reason) => str(reason)))}]`;
+  const rank = sql`multiIf(${join(
+    IMMEDIATE_REASONS.map((reason, index) => sql`reason = ${str(reason)}, ${int(index + 1)}`),
+    ', ',
+  )}, 0)`;
+  return sql`
+    SELECT workspace_id, email,
+      CAST(multiIf(immediate_first, immediate_reason, soft_at > 0, 'soft_bounces', 'none') AS ${raw.trusted(SUPPRESSION_STATE_REASON_TYPE)}) AS reason,
+      toDateTime(multiIf(immediate_first, immediate_at, soft_at), 'UTC') AS suppressed_at,
+      version
+    FROM (
+      SELECT workspace_id, email, version,
+        toUInt32(intDiv(first_immediate, 4)) AS immediate_at,
+        ${reasons}[first_immediate % 4] AS immediate_reason,
+        arrayMap(soft -> soft.1, arraySort(arrayDistinct(soft_bounces))) AS soft_times,
+        soft_times[arrayFirst(
+          i -> i > ${lag} AND soft_times[i] - soft_times[i - ${lag}] <= ${int(SOFT_BOUNCE_WINDOW_DAYS * 86_400)},
+          arrayEnumerate(soft_times))] AS soft_at,
+        immediate_at > 0 AND (soft_at = 0 OR immediate_at <= soft_at) AS immediate_first
+      FROM (
+        SELECT workspace_id, email,
+          minIf(toUInt64(occurred_at) * 4 + ${rank}, ${rank} > 0 AND occurred_at > last_lift) AS first_immediate,
+          groupArrayIf((toUInt32(occurred_at), provider_event_id), reason = 'soft_bounce' AND occurred_at > last_lift) AS soft_bounces,
+          uniqExact(provider_event_id) + any(lifts) AS version
+        FROM (SELECT workspace_id, email, reason, occurred_at, provider_event_id FROM suppression_signals WHERE ${scope})
+        ANY LEFT JOIN (
+          SELECT workspace_id, email, max(lifted_at) AS last_lift, uniqExact(lifted_at) AS lifts
+          FROM suppression_lifts WHERE ${scope} GROUP BY workspace_id, email
+        ) USING (workspace_id, email)
+        GROUP BY workspace_id, email
+      )
+    )`;
+}
+
+/**
+ * Recomputes the stored state of these addresses from their signals and
+ * lifts; run by every writer after its own insert. A query text per batch
+ * can outgrow the default 256 KiB query limit, hence the setting.
+ */
+export async function refreshSuppressionState(client: ClickHouseClient, addresses: SuppressedAddress[]): Promise<void> {
+  if (addresses.length === 0) return;
+  const query = suppressionStateRefresh(addresses).text;
+  await client.command({ query, clickhouse_settings: { max_query_size: String(query.length + 1024) } });
+}
+
+/** The statement refreshSuppressionState runs, for a client of another shape (a few addresses). */
+export function suppressionStateRefresh(addresses: SuppressedAddress[]): SqlFragment {
+  return sql`INSERT INTO suppression_state ${suppressionStates(addresses)}`;
+}
+
+/** Writes the state of every address with a signal (e.g. after a bulk load of signals). */
+export async function backfillSuppressionState(client: ClickHouseClient, table = 'suppression_state'): Promise<void> {
+  await client.command({ query: sql`INSERT INTO ${identifier(table)} ${suppressionStates()}`.text });
+}
+
+const STAGING_TABLE = 'suppression_state_backfill';
+
+async function tableExists(client: ClickHouseClient, table: string): Promise<boolean> {
+  const result = await client.query({ query: sql`EXISTS TABLE ${identifier(table)}`.text, format: 'JSONEachRow' });
+  const [{ result: exists }] = await result.json<{ result: number }>();
+  return Number(exists) === 1;
+}
+
+/**
+ * Creates suppression_state over the signals already stored, filled from
+ * them: built under a staging name and renamed once complete, so readers never
+ * see it half filled. A staging table left by a crash holds valid rows, so a
+ * later build reuses it; replicas starting together may each build, and the
+ * first rename wins. `client` is bound to the event database `db`.
+ */
+export async function ensureSuppressionState(client: ClickHouseClient, db: SqlFragment): Promise<void> {
+  if (await tableExists(client, 'suppression_state')) return;
+  await client.command({ query: suppressionStateTable(db, STAGING_TABLE).text });
+  await backfillSuppressionState(client, STAGING_TABLE);
+  try {
+    await client.command({ query: sql`RENAME TABLE ${db}.${identifier(STAGING_TABLE)} TO ${db}.suppression_state`.text });
+  } catch (error) {
+    if (!(await tableExists(client, 'suppression_state'))) throw error;
+    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(STAGING_TABLE)}`.text });
+  }
+}

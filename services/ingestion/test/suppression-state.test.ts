@@ -1,0 +1,104 @@
+import { chsql, createClickHouse, ensureEventSchema } from '@mail/common';
+import { createTestClickHouse, uniqueSuffix } from '@mail/local';
+import { eventsV1 } from '@mail/proto';
+import { ingest, type IngestDependencies } from '../src/pipeline';
+import { EventStore } from '../src/store/events';
+import { SuppressionStateStore } from '../src/store/suppressions';
+import { engagementEvent, startIngestion, type Ingestion } from './harness';
+
+// Ingestion keeps suppression_state current for the addresses of the signals it stores.
+const { EventType, BounceType } = eventsV1;
+const { sql, uuid } = chsql;
+jest.setTimeout(90_000);
+
+const DAY = 86_400_000;
+const T0 = Date.parse('2026-10-01T00:00:00Z');
+
+function bounces(p: string, categories: string[]): eventsV1.EngagementEvent[] {
+  const bounce = (id: string, email: string, bounceType: eventsV1.BounceType, day: number) =>
+    engagementEvent({ providerEventId: `${p}-${id}`, email, eventType: EventType.EVENT_TYPE_BOUNCE, bounceType, categories, occurredAt: new Date(T0 + day * DAY) });
+  return [
+    bounce('hard', 'hard@example.com', BounceType.BOUNCE_TYPE_HARD, 3),
+    ...[0, 10, 20].map((day) => bounce(`soft-${day}`, 'soft@example.com', BounceType.BOUNCE_TYPE_SOFT, day)),
+    ...[0, 40].map((day) => bounce(`apart-${day}`, 'apart@example.com', BounceType.BOUNCE_TYPE_SOFT, day)),
+    engagementEvent({ providerEventId: `${p}-open`, email: 'reader@example.com', categories }),
+  ];
+}
+
+const expectedStates = [
+  { email: 'apart@example.com', reason: 'none', suppressed_ts: 0, version: '2' },
+  { email: 'hard@example.com', reason: 'hard_bounce', suppressed_ts: (T0 + 3 * DAY) / 1000, version: '1' },
+  { email: 'soft@example.com', reason: 'soft_bounces', suppressed_ts: (T0 + 20 * DAY) / 1000, version: '3' },
+];
+
+const statesQuery = (workspaceId: string): string =>
+  sql`SELECT email, reason, toUInt32(suppressed_at) AS suppressed_ts, version FROM suppression_state FINAL
+    WHERE workspace_id = ${uuid(workspaceId)} ORDER BY email`.text;
+
+describe('through Kafka', () => {
+  let ingestion: Ingestion;
+
+  beforeAll(async () => {
+    ingestion = await startIngestion({ label: 'suppression_state' });
+  });
+
+  afterAll(async () => {
+    await ingestion?.close();
+  });
+
+  it('writes the state of each signalled address, and the same rows again when the events come again', async () => {
+    const p = `state-${uniqueSuffix()}`;
+    const campaign = await ingestion.createCampaign(`cat-${p}`);
+    const events = bounces(p, [`cat-${p}`]);
+    await ingestion.produce(events);
+    // Committed only once written: the state is there.
+    await ingestion.waitUntilCaughtUp();
+    expect(await ingestion.rows(statesQuery(campaign.workspaceId))).toEqual(expectedStates);
+
+    await ingestion.produce(events);
+    await ingestion.waitUntilCaughtUp();
+    expect(await ingestion.rows(statesQuery(campaign.workspaceId))).toEqual(expectedStates);
+  });
+});
+
+describe('a batch that fails between storing its signals and refreshing the state', () => {
+  /** The real store, with the ClickHouse write failing once, as when the process dies at that point. */
+  class FailingOnce extends SuppressionStateStore {
+    failed = false;
+    override async refresh(...args: Parameters<SuppressionStateStore['refresh']>): Promise<void> {
+      if (!this.failed) {
+        this.failed = true;
+        throw new Error('connection lost');
+      }
+      return super.refresh(...args);
+    }
+  }
+
+  it('is repaired by its redelivery', async () => {
+    const database = await createTestClickHouse('ingestion_suppression_state');
+    await ensureEventSchema(database.url, database.database);
+    const clickhouse = createClickHouse(database.url, database.database);
+    try {
+      const workspaceId = crypto.randomUUID();
+      const campaignId = crypto.randomUUID();
+      const deps: IngestDependencies = {
+        resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }])),
+        store: new EventStore(clickhouse),
+        suppressions: new FailingOnce(clickhouse),
+      };
+      const events = bounces('crash', ['cat']);
+      const rows = async () => (await clickhouse.query({ query: statesQuery(workspaceId), format: 'JSONEachRow' })).json();
+
+      await expect(ingest(events, deps)).rejects.toThrow('connection lost');
+      const signals = await clickhouse.query({ query: 'SELECT count() AS n FROM suppression_signals', format: 'JSONEachRow' });
+      expect(await signals.json()).toEqual([{ n: '6' }]);
+      expect(await rows()).toEqual([]);
+
+      await ingest(events, deps);
+      expect(await rows()).toEqual(expectedStates);
+    } finally {
+      await clickhouse.close();
+      await database.drop();
+    }
+  });
+});

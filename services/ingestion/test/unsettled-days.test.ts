@@ -1,0 +1,140 @@
+import crypto from 'node:crypto';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { EnvReader, chsql, createClickHouse, createKafka, createLogger, ensureEventSchema, ensureTopics } from '@mail/common';
+import { createTestClickHouse, infraEnv, uniqueSuffix, type TestClickHouse } from '@mail/local';
+import { eventsV1 } from '@mail/proto';
+import { readConfig } from '../src/config';
+import { startConsumer } from '../src/consumer';
+import { ingest, type IngestDependencies } from '../src/pipeline';
+import { EventStore, type EngagementEventRow } from '../src/store/events';
+import { SuppressionStateStore } from '../src/store/suppressions';
+import { EventsWriteError, UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
+import { engagementEvent, sleep } from './harness';
+
+// A failed events insert may have been committed without the rollups its views feed: its days get marked unsettled.
+jest.setTimeout(90_000);
+const { sql, uuid } = chsql;
+
+/** The real store; its first events insert is written, then reported failed, as when ClickHouse dies before answering. */
+class LosesFirstAnswer extends EventStore {
+  failedDays?: WorkspaceDay[];
+  override async insertEvents(rows: EngagementEventRow[]): Promise<void> {
+    await super.insertEvents(rows);
+    if (!this.failedDays && rows.length > 0) {
+      this.failedDays = workspaceDays(rows);
+      throw new Error('connection reset');
+    }
+  }
+}
+
+let database: TestClickHouse;
+let clickhouse: ClickHouseClient;
+
+beforeAll(async () => {
+  database = await createTestClickHouse('ingestion_unsettled');
+  await ensureEventSchema(database.url, database.database);
+  clickhouse = createClickHouse(database.url, database.database);
+});
+
+afterAll(async () => {
+  await clickhouse.close();
+  await database.drop();
+});
+
+function dependencies(store: EventStore, workspaceId: string): IngestDependencies {
+  const campaignId = crypto.randomUUID();
+  return {
+    resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }])),
+    store,
+    suppressions: new SuppressionStateStore(clickhouse),
+  };
+}
+
+const opens = (p: string) =>
+  ['2026-10-01T10:00:00Z', '2026-10-01T23:59:59Z', '2026-10-02T00:00:00Z'].map((time, i) =>
+    engagementEvent({ providerEventId: `${p}-${i}`, categories: ['cat'], occurredAt: new Date(time) }),
+  );
+
+async function markedDays(workspaceId: string): Promise<string[]> {
+  const result = await clickhouse.query({
+    query: sql`SELECT DISTINCT toString(day) AS day FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)} ORDER BY day`.text,
+    format: 'JSONEachRow',
+  });
+  return (await result.json<{ day: string }>()).map((row) => row.day);
+}
+
+it('reports the days of a failed events insert, and the days written', async () => {
+  const workspaceId = crypto.randomUUID();
+  const deps = dependencies(new LosesFirstAnswer(clickhouse), workspaceId);
+  const events = opens(`pipeline-${uniqueSuffix()}`);
+
+  const failure = await ingest(events, deps).catch((error: unknown) => error);
+  expect(failure).toBeInstanceOf(EventsWriteError);
+  expect((failure as EventsWriteError).days).toEqual([
+    { workspaceId, day: '2026-10-01' },
+    { workspaceId, day: '2026-10-02' },
+  ]);
+  // The retry finds the events stored and writes nothing: had the rollups missed them, only the mark would tell.
+  expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 3, written: [] });
+});
+
+it('marks the days of a failed events insert unsettled before the consumer retries the batch', async () => {
+  const workspaceId = crypto.randomUUID();
+  const suffix = uniqueSuffix();
+  const config = readConfig(
+    new EnvReader({
+      KAFKA_BROKERS: infraEnv().kafkaBrokers.join(','),
+      KAFKA_EVENTS_TOPIC: `unsettled-events-${suffix}`,
+      KAFKA_DLQ_TOPIC: `unsettled-dlq-${suffix}`,
+      KAFKA_CONSUMER_GROUP: `unsettled-${suffix}`,
+      KAFKA_TOPIC_PARTITIONS: '1',
+    }),
+  );
+  const logger = createLogger('unsettled-test', process.env.LOG_LEVEL ?? 'silent');
+  const kafka = createKafka('unsettled-test', config.kafkaBrokers, logger);
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, [config.eventsTopic, config.deadLetterTopic].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })));
+  const producer = kafka.producer();
+  await producer.connect();
+
+  const store = new LosesFirstAnswer(clickhouse);
+  const deps = dependencies(store, workspaceId);
+  const unsettled = new UnsettledDays(clickhouse);
+  const marks: string[][] = [];
+  const consumer = await startConsumer(
+    kafka,
+    config,
+    (events) => ingest(events, deps),
+    async (days) => {
+      marks.push(days.map((day) => day.day));
+      await unsettled.mark(days);
+    },
+    logger,
+    () => undefined,
+  );
+  try {
+    await producer.send({
+      topic: config.eventsTopic,
+      messages: opens(`consumer-${suffix}`).map((event) => ({ key: event.email, value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()) })),
+    });
+    const stored = sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(workspaceId)}`.text;
+    for (let waited = 0; marks.length === 0 || (await countOf(stored)) < 3; waited += 200) {
+      if (waited > 30_000) throw new Error('the batch was not retried');
+      await sleep(200);
+    }
+    expect(store.failedDays).toBeDefined();
+    expect(marks).toEqual([store.failedDays!.map((day) => day.day)]);
+    expect(await markedDays(workspaceId)).toEqual(['2026-10-01', '2026-10-02']);
+  } finally {
+    await consumer.stop();
+    await producer.disconnect();
+    await admin.deleteTopics({ topics: [config.eventsTopic, config.deadLetterTopic] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+});
+
+async function countOf(query: string): Promise<number> {
+  const result = await clickhouse.query({ query, format: 'JSONEachRow' });
+  return Number((await result.json<{ n: string }>())[0].n);
+}
