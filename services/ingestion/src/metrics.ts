@@ -4,7 +4,7 @@ const counter = (name: string, help: string): prometheus.Counter =>
   new prometheus.Counter({ name: `ingestion_${name}_total`, help, registers: [registry] });
 
 export const ingestionMetrics = {
-  consumed: counter('events_consumed', 'Kafka records read from the events topic'),
+  consumed: counter('events_consumed', 'Events read from the events topic (a record carries a batch of them), poison ones included'),
   inserted: counter('events_inserted', 'Events written to engagement_events'),
   duplicates: counter('events_duplicate', 'Events skipped as already stored or repeated within a batch'),
   unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
