@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { chsql, createClickHouse, ensureEventSchema, suppressionStateTable, suppressionStates } from '@mail/common';
 import { createTestClickHouse } from '@mail/local';
 import { SuppressionReason, failure, signal, startAnalytics, status, type Analytics, type SignalRow } from './harness';
@@ -273,4 +274,25 @@ describe('suppression_state over signals stored before it existed', () => {
       await database.drop();
     }
   });
+
+  it('is built once when every replica starts at the same moment on a fresh database', async () => {
+    // As ingestion and analytics do under `npm run up`: a build whose staging table the winner renamed away must end quietly.
+    for (let round = 0; round < 5; round++) {
+      const database = await createTestClickHouse('analytics_suppression_race');
+      const client = createClickHouse(database.url, database.database);
+      try {
+        // Staggered a few milliseconds apart, so that some builds are under way when the first renames its table.
+        await Promise.all(Array.from({ length: 6 }, (_, i) => sleep(i * 7).then(() => ensureEventSchema(database.url, database.database))));
+        const tables = await client.query({
+          query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'suppression_state%'",
+          format: 'JSONEachRow',
+        });
+        expect(await tables.json()).toEqual([{ name: 'suppression_state' }]);
+      } finally {
+        await client.close();
+        await database.drop();
+      }
+    }
+  });
+
 });

@@ -140,14 +140,16 @@ async function tableExists(client: ClickHouseClient, table: string): Promise<boo
  * Creates suppression_state over the signals already stored, filled from
  * them: built under a staging name and renamed once complete, so readers never
  * see it half filled. A staging table left by a crash holds valid rows, so a
- * later build reuses it; replicas starting together may each build, and the
- * first rename wins. `client` is bound to the event database `db`.
+ * later build reuses it. Replicas starting together may each build: the
+ * first rename wins, and a build the winner's rename cut short (its staging
+ * table renamed away under it) ends there too. `client` is bound to the event
+ * database `db`.
  */
 export async function ensureSuppressionState(client: ClickHouseClient, db: SqlFragment): Promise<void> {
   if (await tableExists(client, 'suppression_state')) return;
-  await client.command({ query: suppressionStateTable(db, STAGING_TABLE).text });
-  await backfillSuppressionState(client, STAGING_TABLE);
   try {
+    await client.command({ query: suppressionStateTable(db, STAGING_TABLE).text });
+    await backfillSuppressionState(client, STAGING_TABLE);
     await client.command({ query: sql`RENAME TABLE ${db}.${identifier(STAGING_TABLE)} TO ${db}.suppression_state`.text });
   } catch (error) {
     if (!(await tableExists(client, 'suppression_state'))) throw error;
