@@ -26,7 +26,7 @@ import { campaignSettings, runCampaignBench, type CampaignResult } from './campa
 import { log } from './measure';
 import { MemorySampler } from './memory';
 import { runPipelineBench, pipelineSettings, type PipelineResult } from './pipeline-bench';
-import { infraServerPids, postgresPrivateMb, statusMb } from './proc';
+import { idleShare, infraServerPids, postgresPrivateMb, statusMb } from './proc';
 import { querySettings, runQueryBench, type QueryResult } from './query-bench';
 import {
   TARGETS,
@@ -59,6 +59,18 @@ async function waitForQuiet(): Promise<void> {
   while (os.loadavg()[0] > threshold && Date.now() < deadline) {
     log('bench', `load average ${os.loadavg()[0].toFixed(2)} > ${threshold} on ${cores} cores: waiting for a quieter moment`);
     await sleep(15_000);
+  }
+}
+
+/**
+ * One benchmark's aftermath (ClickHouse merging the pipeline's parts, Kafka
+ * flushing) must not be measured as the next one's latency: wait, up to a
+ * minute, for a few seconds in which the machine is mostly idle.
+ */
+async function waitUntilSettled(next: Benchmark): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (let idle = await idleShare(3_000); idle < 0.85 && Date.now() < deadline; idle = await idleShare(3_000)) {
+    log('bench', `${Math.round((1 - idle) * 100)} % CPU busy before ${next}: waiting for the last benchmark's work to settle`);
   }
 }
 
@@ -99,12 +111,14 @@ async function main(): Promise<void> {
       for (const name of PROCESS_NAMES) memory.trackPid(name, () => bench.stack.pid(name));
       try {
         pipeline = await attempt('pipeline', () => runPipelineBench(bench, pipelineSettings()));
+        if (pipeline) await waitUntilSettled('campaign');
         campaign = await attempt('campaign', () => runCampaignBench(bench, campaignSettings()));
       } finally {
         memory.sample();
         await bench.close();
       }
     }
+    if (pipeline || campaign) await waitUntilSettled('query');
     query = await attempt('query', () => runQueryBench(memory, querySettings()));
   } finally {
     memory.stop();

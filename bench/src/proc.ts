@@ -70,3 +70,18 @@ export function postgresPrivateMb(postmaster: number | undefined): number | unde
   if (postmaster === undefined) return undefined;
   return [postmaster, ...childrenOf(postmaster)].reduce((sum, pid) => sum + (statusMb(pid, 'RssAnon') ?? 0), 0);
 }
+
+/** Idle and total CPU ticks of the whole machine so far (the "cpu" line of /proc/stat). */
+function machineTicks(): { idle: number; total: number } {
+  const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  // idle and iowait are the 4th and 5th numbers.
+  return { idle: fields[3] + fields[4], total: fields.reduce((sum, ticks) => sum + ticks, 0) };
+}
+
+/** The share of the machine's CPU time that was idle over the next `ms`. */
+export async function idleShare(ms: number): Promise<number> {
+  const before = machineTicks();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const after = machineTicks();
+  return (after.idle - before.idle) / Math.max(1, after.total - before.total);
+}
