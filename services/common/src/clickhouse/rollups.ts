@@ -21,7 +21,7 @@ import { dateTime, int, sql, str, type SqlFragment } from './sql';
 const EVENT_TYPE = sql`Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4)`;
 const BOUNCE_TYPE = sql`Enum8('none' = 0, 'hard' = 1, 'soft' = 2)`;
 
-/** The columns of an event record (engagement_events without raw), in events_by_address's order. */
+/** The columns events_by_address is filled with: all of engagement_events but raw. */
 const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at,
   url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
 
@@ -102,31 +102,16 @@ const DERIVED_TABLES: DerivedTable[] = [
   },
   {
     name: 'events_by_address',
-    create: (db) => sql`CREATE TABLE ${db}.events_by_address (
-      id UUID,
-      workspace_id UUID,
-      campaign_id UUID,
-      event_type ${EVENT_TYPE},
-      bounce_type ${BOUNCE_TYPE},
-      email String,
-      occurred_at DateTime('UTC'),
-      received_at DateTime('UTC'),
-      url Nullable(String),
-      reason Nullable(String),
-      user_agent Nullable(String),
-      ip Nullable(String),
-      provider String,
-      provider_event_id String,
-      provider_message_id Nullable(String),
-      ingested_at DateTime('UTC')
-    ) ENGINE = ReplacingMergeTree(ingested_at)
+    // engagement_events' columns, so the two cannot drift apart; its raw column stays empty here.
+    create: (db) => sql`CREATE TABLE ${db}.events_by_address AS ${db}.engagement_events
+    ENGINE = ReplacingMergeTree(ingested_at)
     PARTITION BY toYYYYMM(occurred_at)
     ORDER BY (workspace_id, email, occurred_at, provider_event_id)
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_by_address_feed TO ${db}.events_by_address AS
-      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events`,
+      SELECT ${EVENTS_BY_ADDRESS_COLUMNS}, '' AS raw FROM ${db}.engagement_events`,
     // Readers deduplicate an address's few rows exactly, so copies may stay.
-    backfill: (db, month) => sql`INSERT INTO ${db}.events_by_address
+    backfill: (db, month) => sql`INSERT INTO ${db}.events_by_address (${EVENTS_BY_ADDRESS_COLUMNS})
       SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events WHERE toYYYYMM(occurred_at) = ${month}`,
   },
 ];
