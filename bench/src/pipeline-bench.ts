@@ -23,7 +23,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
-import { call, createClickHouse, createClient } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClickHouse, createClient } from '@mail/common';
 import { infraEnv } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import type { BenchStack } from './bench-stack';
@@ -142,7 +142,7 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
   }
   const messages = [...byPartition].map(([partition, values]) => ({
     partition,
-    headers: { schema: 'events.v1.EngagementEventBatch' },
+    headers: { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA },
     value: Buffer.from(eventsV1.EngagementEventBatch.encode({ events: values }).finish()),
   }));
   try {

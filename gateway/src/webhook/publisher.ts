@@ -1,5 +1,5 @@
 import { Partitioners, type Admin, type IHeaders, type Kafka, type Message, type PartitionMetadata, type Producer } from 'kafkajs';
-import { createIdempotentProducer, type Logger } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
 
 /** Kafka could not take the events in time; the webhook answers 503 so the provider retries. */
 export class PublishError extends Error {}
@@ -18,8 +18,7 @@ const MAX_REQUEST_BYTES = 900_000;
  */
 export const MAX_EVENT_BYTES = MAX_REQUEST_BYTES;
 
-/** Marks a record whose value is an EngagementEventBatch (ingestion reads records without it as one EngagementEvent). */
-export const BATCH_HEADERS: IHeaders = { schema: 'events.v1.EngagementEventBatch' };
+const BATCH_HEADERS: IHeaders = { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA };
 
 /** Kafka's partition count is re-read this often (as kafkajs refreshes its metadata), and with every new producer. */
 const PARTITIONS_MAX_AGE_MS = 300_000;

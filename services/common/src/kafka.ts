@@ -8,6 +8,15 @@ const PINO_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/**
+ * The engagement events topic's record contract between the webhook (writer)
+ * and ingestion (reader): a record whose header `schema` is EVENT_BATCH_SCHEMA
+ * carries an events.v1.EngagementEventBatch; one without it (written before
+ * batching) carries one events.v1.EngagementEvent.
+ */
+export const RECORD_SCHEMA_HEADER = 'schema';
+export const EVENT_BATCH_SCHEMA = 'events.v1.EngagementEventBatch';
+
 /** kafkajs logs into the process's pino logger, warnings and worse only (its info level is chatty). */
 export function createKafka(clientId: string, brokers: string[], logger: Logger): Kafka {
   const toPino: logCreator =

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { createIdempotentProducer, type Logger } from '@mail/common';
+import { RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from './config';
 import { decodeRecord, type Poison } from './domain/events';
@@ -87,7 +87,7 @@ export async function startConsumer(
     const poison: PoisonRecord[] = [];
     for (const { batch } of payloads) {
       for (const message of batch.messages) {
-        const decoded = decodeRecord(message.value, message.headers?.schema?.toString());
+        const decoded = decodeRecord(message.value, message.headers?.[RECORD_SCHEMA_HEADER]?.toString());
         for (const event of decoded.events) events.push(event);
         for (const found of decoded.poison) poison.push({ ...found, message, partition: batch.partition });
       }

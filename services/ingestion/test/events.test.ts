@@ -1,5 +1,6 @@
+import { EVENT_BATCH_SCHEMA } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
-import { BATCH_SCHEMA, decodeEvent, decodeRecord, eventId, signalReason, storedBounceType, storedType } from '../src/domain/events';
+import { decodeEvent, decodeRecord, eventId, signalReason, storedBounceType, storedType } from '../src/domain/events';
 
 const { EventType, BounceType } = eventsV1;
 
@@ -46,7 +47,7 @@ describe('decodeRecord', () => {
 
   it('decodes the events of a batch record in order, and sets apart each one that is poison with its index and bytes', () => {
     const bad = encode({ providerEventId: '' });
-    const { events, poison } = decodeRecord(batch([encode({ providerEventId: 'a' }), bad, Buffer.from('garbage'), encode({ providerEventId: 'b' })]), BATCH_SCHEMA);
+    const { events, poison } = decodeRecord(batch([encode({ providerEventId: 'a' }), bad, Buffer.from('garbage'), encode({ providerEventId: 'b' })]), EVENT_BATCH_SCHEMA);
     expect(events).toEqual([{ ...decodedValid, providerEventId: 'a' }, { ...decodedValid, providerEventId: 'b' }]);
     expect(poison).toEqual([
       { reason: 'provider_event_id is empty', value: bad, eventIndex: 1 },
@@ -64,8 +65,8 @@ describe('decodeRecord', () => {
 
   it.each<[string, Buffer | null, string | undefined, string]>([
     ['an unknown schema', encode({}), 'events.v9.Other', 'unknown record schema "events.v9.Other"'],
-    ['an empty batch record', null, BATCH_SCHEMA, 'empty record'],
-    ['a batch that does not decode', Buffer.from([0x0a, 0xff]), BATCH_SCHEMA, 'not an EngagementEventBatch'],
+    ['an empty batch record', null, EVENT_BATCH_SCHEMA, 'empty record'],
+    ['a batch that does not decode', Buffer.from([0x0a, 0xff]), EVENT_BATCH_SCHEMA, 'not an EngagementEventBatch'],
   ])('calls %s poison as a whole', (_case, value, schema, reason) => {
     const { events, poison } = decodeRecord(value, schema);
     expect(events).toEqual([]);

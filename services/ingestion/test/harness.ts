@@ -4,10 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
-import { call, createClickHouse, createClient } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClickHouse, createClient } from '@mail/common';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
-import { BATCH_SCHEMA } from '../src/domain/events';
 
 /**
  * The real campaign and ingestion processes (started by the launcher from
@@ -127,7 +126,7 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
         topic,
         acks: -1,
         messages: batches.map((events) => ({
-          headers: { schema: BATCH_SCHEMA },
+          headers: { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA },
           value: Buffer.from(
             eventsV1.EngagementEventBatch.encode({
               events: events.map((event) => (Buffer.isBuffer(event) ? event : Buffer.from(eventsV1.EngagementEvent.encode(event).finish()))),

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { StoredBounceType, StoredEventType, SignalReason } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 
 const { EventType, BounceType } = eventsV1;
@@ -17,9 +17,6 @@ export interface Poison {
   eventIndex?: number;
 }
 
-/** The value of the "schema" header on records that carry an EngagementEventBatch. */
-export const BATCH_SCHEMA = 'events.v1.EngagementEventBatch';
-
 /**
  * The events of a Kafka record and what of it is poison. A record with the
  * batch schema header carries an EngagementEventBatch, whose events are
@@ -32,7 +29,7 @@ export function decodeRecord(value: Buffer | null, schema: string | undefined): 
     const decoded = decodeEvent(value);
     return 'event' in decoded ? { events: [decoded.event], poison: [] } : { events: [], poison: [{ reason: decoded.poison, value: record }] };
   }
-  if (schema !== BATCH_SCHEMA) return { events: [], poison: [{ reason: `unknown record schema ${JSON.stringify(schema)}`, value: record }] };
+  if (schema !== EVENT_BATCH_SCHEMA) return { events: [], poison: [{ reason: `unknown record schema ${JSON.stringify(schema)}`, value: record }] };
   if (record.length === 0) return { events: [], poison: [{ reason: 'empty record', value: record }] };
   let batch: eventsV1.EngagementEventBatch;
   try {
