@@ -14,9 +14,9 @@ bootstrap_die() {
 }
 
 # The code targets Node 20 (package.json engines); older versions fail late and obscurely.
-command -v node >/dev/null || bootstrap_die "Node.js 20 or newer is required (e.g. apt-get install nodejs, or nodesource)"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-((node_major >= 20)) || bootstrap_die "Node.js 20 or newer is required, found $(node --version)"
+command -v node >/dev/null || bootstrap_die "Node.js 20.19 or newer is required (e.g. apt-get install nodejs, or nodesource)"
+node -e 'const [major, minor] = process.versions.node.split(".").map(Number); process.exit(major > 20 || (major === 20 && minor >= 19) ? 0 : 1)' ||
+  bootstrap_die "Node.js 20.19 or newer is required, found $(node --version)"
 
 # npm ci wipes node_modules, so run it only when nothing is installed or the
 # lockfile changed since the last install (npm records that install in
