@@ -4,9 +4,7 @@ import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 import { given, pageRequest, pathParam, updateMaskOf, type Json } from './http';
 
-/** name and is_active cannot be null: a null there leaves them unchanged. */
 const WRITE_FIELDS = ['name', 'description', 'prompt_content', 'is_active'];
-const NOT_NULLABLE = new Set(['name', 'is_active']);
 
 function brandGuideInput(body: Json): brandguideV1.BrandGuideInput {
   return {
@@ -64,7 +62,7 @@ export const brandGuideRoutes: RouteModule = (router, { clients }) => {
     const answer = await callService(service.updateBrandGuide.bind(service), {
       workspaceId: workspaceIdOf(res),
       id: pathParam(req),
-      updateMask: updateMaskOf(body, WRITE_FIELDS, NOT_NULLABLE),
+      updateMask: updateMaskOf(body, WRITE_FIELDS),
       brandGuide: brandGuideInput(body),
     });
     res.json(brandGuideJson(answer.brandGuide));

@@ -17,7 +17,7 @@ const MODES: Record<string, campaignV1.DeliveryMode> = {
 const nameOf = <T>(table: Record<string, T>, value: T): string | undefined =>
   Object.keys(table).find((name) => table[name] === value);
 
-/** The write shape's fields, and those a null clears (on the others a null leaves the value unchanged). */
+/** The write shape's fields. */
 const WRITE_FIELDS = [
   'workspace_id',
   'name',
@@ -36,7 +36,6 @@ const WRITE_FIELDS = [
   'template_id',
   'variants',
 ];
-const NOT_NULLABLE = new Set(['workspace_id', 'name', 'is_active', 'send_priority', 'recipient_source', 'delivery_mode']);
 
 function variantInput(item: Json): campaignV1.VariantInput {
   return {
@@ -135,7 +134,7 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
     const answer = await callService(service.updateCampaign.bind(service), {
       workspaceId: workspaceIdOf(res),
       id: pathParam(req),
-      updateMask: updateMaskOf(body, WRITE_FIELDS, NOT_NULLABLE),
+      updateMask: updateMaskOf(body, WRITE_FIELDS),
       campaign: campaignInput(body),
     });
     res.json(campaignJson(answer.campaign));

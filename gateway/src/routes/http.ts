@@ -16,10 +16,10 @@ export function pageRequest(req: Request): { page: number; pageSize: number } {
 }
 
 /**
- * The field mask of a PUT: the write-shape fields present in the body with a
- * value, or present as null where null clears (a null on a field that cannot
- * be null leaves it unchanged, so it is not written).
+ * The field mask of a PUT: the write-shape fields present in the body, null
+ * or not. What a null means (clear, or leave unchanged where a field cannot be
+ * null) is the owning service's rule.
  */
-export function updateMaskOf(body: Json, writeFields: readonly string[], notNullable: ReadonlySet<string>): string[] {
-  return writeFields.filter((field) => field in body && (body[field] !== null || !notNullable.has(field)));
+export function updateMaskOf(body: Json, writeFields: readonly string[]): string[] {
+  return writeFields.filter((field) => field in body);
 }
