@@ -10,6 +10,7 @@ import { notFound } from './errors/http-error';
 import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/validation';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
+import { memoizeValidatorRouteMatchers } from './openapi/route-matchers';
 import { routeModules } from './routes';
 import { dashboardRouter } from './routes/dashboard';
 
@@ -64,6 +65,7 @@ export function createApp(deps: AppDependencies): Express {
   app.use(express.json({ limit: '1mb', strict: false, type: isJsonBody, verify: verifyJsonBody }));
   app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
   app.use(pydanticRequests(deps.document, matchOperation));
+  memoizeValidatorRouteMatchers();
   app.use(
     OpenApiValidator.middleware({
       apiSpec: validatorDocument(deps.document) as never,

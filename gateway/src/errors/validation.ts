@@ -73,9 +73,21 @@ function lookup(document: OpenApiDocument, ref: string): unknown {
     .reduce<unknown>((node, key) => (isRecord(node) ? node[key] : undefined), document);
 }
 
+/** Resolved schemas per document: the documents never change, and requests resolve the same schemas again and again. */
+const resolvedSchemas = new WeakMap<OpenApiDocument, WeakMap<Schema, Schema>>();
+
 /** Follows `$ref`s and flattens `allOf`, so callers see one plain schema. */
 function resolve(document: OpenApiDocument, schema: Schema | undefined): Schema {
-  let current: Schema = schema ?? {};
+  if (!schema) return {};
+  let resolved = resolvedSchemas.get(document);
+  if (!resolved) resolvedSchemas.set(document, (resolved = new WeakMap()));
+  let plain = resolved.get(schema);
+  if (!plain) resolved.set(schema, (plain = resolveUncached(document, schema)));
+  return plain;
+}
+
+function resolveUncached(document: OpenApiDocument, schema: Schema): Schema {
+  let current: Schema = schema;
   while (current.$ref) current = (lookup(document, current.$ref) as Schema | undefined) ?? {};
   if (!current.allOf) return current;
   return current.allOf
