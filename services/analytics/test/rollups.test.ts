@@ -187,3 +187,25 @@ it('counts hourly stats exactly from the rows', async () => {
   }
   expect(stats.topLinks).toEqual(expectedLinks(rows));
 });
+
+it('reads a day marked unsettled since the workspace was last read as unsettled', async () => {
+  // Reads start on the unsettled days of the workspace's last read; one marked since must still count.
+  const workspaceId = randomUUID();
+  const rows = ['2026-06-01T10:00:00Z', '2026-06-02T10:00:00Z', '2026-06-02T11:00:00Z'].map((time, i) =>
+    event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'open', email: `late${i}@example.com`, occurred_at: time, received_at: time }),
+  );
+  await analytics.insertEvents(rows);
+  const filter = { workspaceId, occurredFrom: at('2026-06-01T00:00:00Z'), occurredBefore: at('2026-06-03T00:00:00Z') };
+  const read = async () => ({
+    total: (await analytics.rpc('listEvents', { filter, page: { page: 1, pageSize: 10 } })).page?.total,
+    opens: (await analytics.rpc('getStats', { filter, interval: Interval.INTERVAL_DAY })).totals?.opens,
+  });
+  expect(await read()).toEqual({ total: 3, opens: 3 });
+
+  await analytics.clickhouse.command({
+    query: `INSERT INTO event_rollup_daily
+      SELECT toUUID('${workspaceId}'), toDate('2026-06-02'), toUUID('${C1}'), 'open', 'none', countState(), uniqExactState(number) FROM numbers(40)`,
+  });
+  await analytics.markUnsettled(workspaceId, ['2026-06-02']);
+  expect(await read()).toEqual({ total: 3, opens: 3 });
+});

@@ -3,7 +3,7 @@ import type { EventFilter, PageWindow } from '../domain/filter';
 import { pageSlice } from '../domain/page-slice';
 import type { EventStore } from './connection';
 import { DISTINCT_EVENTS, timeConditions } from './conditions';
-import { planRead, unionAll, type RowSource } from './read-plan';
+import { readPlanned, unionAll, type ReadPlan, type RowSource } from './read-plan';
 
 const { int, raw, sql } = chsql;
 
@@ -33,12 +33,16 @@ export interface StoredEvent {
  * those days' rows only: two small reads instead of one sort over every
  * matching row.
  */
-export async function listEvents(
+export function listEvents(store: EventStore, filter: EventFilter, window: PageWindow): Promise<{ events: StoredEvent[]; total: number }> {
+  return readPlanned(store, filter, true, (plan) => readPage(store, filter, window, plan));
+}
+
+async function readPage(
   store: EventStore,
   filter: EventFilter,
   window: PageWindow,
+  plan: ReadPlan,
 ): Promise<{ events: StoredEvent[]; total: number }> {
-  const plan = await planRead(store, filter, true);
   const perDay = unionAll([
     plan.rollups &&
       sql`SELECT toUInt32(toUInt32(day) * 86400) AS day_start, countMerge(events) AS events
@@ -71,18 +75,19 @@ export async function listEvents(
       toUInt32(received_at) AS received_ts, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at
     FROM ${rows.table} WHERE ${rows.where} ${condition}`;
   // A day of the workspace holds many events: the page is chosen on narrow columns first, and only its
-  // rows are read whole. An address has few: they are read whole at once.
+  // rows are read whole; occurred_at, a column of the table's key, lets that read skip to them. An address
+  // has few events: they are read whole at once.
   const page =
     filter.email === undefined
       ? sql`
-        SELECT provider_event_id, ingested_at
+        SELECT occurred_at, provider_event_id, ingested_at
         FROM (${union((rows) => sql`SELECT occurred_at, provider_event_id, ingested_at FROM ${rows.table} WHERE ${rows.where}`)})
         ${newestFirstOrder} ${pageWindow}`
       : undefined;
   const events = await store.rows<StoredEvent>(sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_ts, received_ts,
       url, reason, user_agent, ip, provider, provider_event_id, provider_message_id
-    FROM (${union((rows) => wholeRows(rows, page ? sql`AND (provider_event_id, ingested_at) IN (${page})` : raw.trusted('')))})
+    FROM (${union((rows) => wholeRows(rows, page ? sql`AND (occurred_at, provider_event_id, ingested_at) IN (${page})` : raw.trusted('')))})
     ${newestFirstOrder} ${page ? raw.trusted('') : pageWindow}`);
   return { events, total };
 }

@@ -64,10 +64,10 @@ function addressRows(where: chsql.SqlFragment, unsettled: Date[]): RowSource[] {
  * `useRollups`: the read groups by whole days, so rollups can answer for them.
  * The address filter is not in the rollups: its events are few, read row by row.
  */
-export async function planRead(store: EventStore, filter: EventFilter, useRollups: boolean): Promise<ReadPlan> {
+function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): ReadPlan {
   const where = eventConditions(filter);
   if (filter.email !== undefined) {
-    const rows = addressRows(where, await unsettledDays(store, filter.workspaceId));
+    const rows = addressRows(where, unsettled);
     return { rows, uncovered: rows };
   }
   const table = raw.trusted('engagement_events');
@@ -76,7 +76,7 @@ export async function planRead(store: EventStore, filter: EventFilter, useRollup
 
   const from = filter.from && wholeSecondAtOrAfter(filter.from);
   const before = filter.before && wholeSecondAtOrAfter(filter.before);
-  const split = splitDays(from, before, await unsettledDays(store, filter.workspaceId));
+  const split = splitDays(from, before, unsettled);
   const uncovered = split.eventRanges.length > 0 ? [{ table, where: sql`${where} AND ${inRanges(split.eventRanges)}` }] : [];
   if (!split.wholeDays) return { rows, uncovered };
   const days = [
@@ -94,6 +94,37 @@ export async function planRead(store: EventStore, filter: EventFilter, useRollup
       links: filter.eventType === undefined || filter.eventType === 'click' ? join(days, ' AND ') : undefined,
     },
   };
+}
+
+/** The unsettled days each workspace had at its last read: a guess to start the next read with. */
+const lastUnsettled = new Map<string, Date[]>();
+const MAX_REMEMBERED_WORKSPACES = 10_000;
+
+function remember(workspaceId: string, unsettled: Date[]): void {
+  lastUnsettled.delete(workspaceId);
+  if (lastUnsettled.size >= MAX_REMEMBERED_WORKSPACES) lastUnsettled.delete(lastUnsettled.keys().next().value!);
+  lastUnsettled.set(workspaceId, unsettled);
+}
+
+/**
+ * Runs `read` on the plan for the workspace's unsettled days. They seldom
+ * change (a failed insert marks them), so the read starts at once on the
+ * plan for the days of the workspace's last read, beside the lookup of the
+ * days as they are now, and runs again only if the two plans differ: one
+ * round trip less per read, and answers as exact as reading after the lookup.
+ */
+export async function readPlanned<T>(
+  store: EventStore,
+  filter: EventFilter,
+  useRollups: boolean,
+  read: (plan: ReadPlan) => Promise<T>,
+): Promise<T> {
+  if (filter.email === undefined && !useRollups) return read(planFor(filter, false, []));
+  const guessed = planFor(filter, useRollups, lastUnsettled.get(filter.workspaceId) ?? []);
+  const [unsettled, answer] = await Promise.all([unsettledDays(store, filter.workspaceId), read(guessed)]);
+  remember(filter.workspaceId, unsettled);
+  const actual = planFor(filter, useRollups, unsettled);
+  return JSON.stringify(actual) === JSON.stringify(guessed) ? answer : read(actual);
 }
 
 /** The parts that have something to read, as one UNION ALL; undefined when none has. */

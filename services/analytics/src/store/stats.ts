@@ -3,7 +3,7 @@ import type { EventFilter, Interval } from '../domain/filter';
 import type { EventCounts, StatsInput, UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';
 import { DISTINCT_EVENTS } from './conditions';
-import { planRead, unionAll } from './read-plan';
+import { readPlanned, unionAll, type ReadPlan } from './read-plan';
 import { suppressedAddresses } from './suppressions';
 
 const { raw, sql } = chsql;
@@ -72,8 +72,11 @@ function readFrom<T>(from: chsql.SqlFragment | undefined, query: (from: chsql.Sq
  * campaign, per bucket, or per link (ClickHouse 18.16 has no GROUPING SETS).
  * Distinct addresses do not add up, so each level merges the sets itself.
  */
-export async function readStats(store: EventStore, filter: EventFilter, interval: Interval): Promise<StatsData> {
-  const { uncovered, rollups } = await planRead(store, filter, interval === 'day');
+export function readStats(store: EventStore, filter: EventFilter, interval: Interval): Promise<StatsData> {
+  return readPlanned(store, filter, interval === 'day', (plan) => readStatsOf(store, filter, interval, plan));
+}
+
+async function readStatsOf(store: EventStore, filter: EventFilter, interval: Interval, { uncovered, rollups }: ReadPlan): Promise<StatsData> {
   const campaign: GroupKey = { rollup: raw.trusted('toString(campaign_id)'), row: raw.trusted('toString(campaign_id)') };
   const bucket: GroupKey = {
     rollup: raw.trusted('toUInt32(toUInt32(day) * 86400)'),
