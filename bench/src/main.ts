@@ -12,7 +12,7 @@
  * Settings: BENCH_ONLY (comma list of pipeline, campaign, query; default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
  * (bench_suite_analytics), BENCH_PIPELINE_EVENTS (200000), BENCH_CONCURRENCY (16),
- * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10),
+ * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10), BENCH_WARM_UP_SECONDS (10),
  * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait).
  * Linux only (CPU and memory figures come from /proc).
  */

@@ -135,7 +135,7 @@ function campaignRow(
   const why =
     busyShare >= QUEUEING_SHARE
       ? 'requests queue behind each other and behind other work'
-      : `the slowest requests come in clusters, stalls that the direct Postgres insert of the same run shows too (its max ${ms(directInsert.maxMs)})`;
+      : `the slowest requests come in clusters, during garbage-collection pauses of the gateway and campaign processes (README); the direct Postgres insert of the same run: max ${ms(directInsert.maxMs)}`;
   return {
     measure: `Campaign ${label} at ${rate} req/s (gateway → gRPC → Postgres, open loop)`,
     result: `p50 ${ms(phase.p50Ms)}, p99 ${ms(phase.p99Ms)}${phase.failed > 0 ? `, ${phase.failed} failed` : ''}`,
@@ -166,7 +166,7 @@ function addressSetShape(scenarios: readonly QueryScenario[]): QueryScenario | u
   return scenarios.find((s) => s.scenario.startsWith('distinct ') && s.scenario.includes('(used)'));
 }
 
-/** The first of a list's reads: its per-day counts from the rollups. */
+/** Part of a list's first read: its per-day counts from the rollups. */
 function perDayRollupShape(scenarios: readonly QueryScenario[]): QueryScenario | undefined {
   return scenarios.find((s) => s.scenario.startsWith('events per day') && s.scenario.endsWith('rollup'));
 }
@@ -184,7 +184,7 @@ export function queryRows(result: QueryResult): Row[] {
   const cause = (s: QueryScenario): string => {
     if (s.scenario.startsWith('list')) {
       const counts = perDay ? ` (the per-day counts from the rollups alone: p95 ${ms(perDay.p95Ms)})` : '';
-      return `three ClickHouse reads in a row: unsettled days, per-day counts${counts}, then the page from its days' rows; `;
+      return `two ClickHouse reads in a row, per-day counts${counts} then the page from its day's rows, with the unsettled days (read row by row) looked up beside them; `;
     }
     return addressSets ? `merging the exact address sets of one year's rollups takes p95 ${ms(addressSets.p95Ms)} in ClickHouse (openers per campaign alone); ` : '';
   };
