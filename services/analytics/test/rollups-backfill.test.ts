@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createClickHouse, ensureEventSchema } from '@mail/common';
-import { createTestClickHouse, type TestClickHouse } from '@mail/local';
-import type { ClickHouseClient } from '@clickhouse/client';
+import { ensureEventSchema } from '@mail/common';
+import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { event } from './harness';
 
 // Rollups created over stored events are filled from them once, each provider event counted once.
@@ -9,23 +8,15 @@ const W = randomUUID();
 const C1 = '00000000-0000-4000-8000-0000000000c1';
 const DERIVED = ['event_rollup_daily', 'link_rollup_daily', 'events_by_address'];
 
-let database: TestClickHouse;
-let clickhouse: ClickHouseClient;
+let database: TestEventDatabase;
 
 beforeAll(async () => {
-  database = await createTestClickHouse('analytics_backfill');
-  await ensureEventSchema(database.url, database.database);
-  clickhouse = createClickHouse(database.url, database.database);
+  database = await createTestEventDatabase('analytics_backfill');
 });
 
-afterAll(async () => {
-  await clickhouse.close();
-  await database.drop();
-});
+afterAll(() => database.close());
 
-async function rows<T>(query: string): Promise<T[]> {
-  return (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
-}
+const rows = <T>(query: string): Promise<T[]> => database.rows<T>(query);
 
 it('fills new rollups from the stored events, copies once, and marks the days of events stored meanwhile unsettled', async () => {
   const old = '2026-03-01T00:00:00Z';
@@ -37,10 +28,10 @@ it('fills new rollups from the stored events, copies once, and marks the days of
     { ...click, id: randomUUID() },
     event({ workspace_id: W, campaign_id: C1, occurred_at: '2026-05-05T09:00:00Z' }),
   ];
-  await clickhouse.insert({ table: 'engagement_events', values: stored, format: 'JSONEachRow' });
+  await database.clickhouse.insert({ table: 'engagement_events', values: stored, format: 'JSONEachRow' });
   for (const table of DERIVED) {
-    await clickhouse.command({ query: `DROP TABLE ${table}_feed` });
-    await clickhouse.command({ query: `DROP TABLE ${table}` });
+    await database.clickhouse.command({ query: `DROP TABLE ${table}_feed` });
+    await database.clickhouse.command({ query: `DROP TABLE ${table}` });
   }
 
   await ensureEventSchema(database.url, database.database);

@@ -1,7 +1,5 @@
 import crypto from 'node:crypto';
-import type { ClickHouseClient } from '@clickhouse/client';
-import { createClickHouse, ensureEventSchema } from '@mail/common';
-import { createTestClickHouse, type TestClickHouse } from '@mail/local';
+import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { EventStore, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
 
 /** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
@@ -25,23 +23,19 @@ const HOSTILE = [
   "'); DROP TABLE engagement_events; --",
 ];
 
-let testClickHouse: TestClickHouse;
-let clickhouse: ClickHouseClient;
+let database: TestEventDatabase;
 let store: EventStore;
 
 beforeAll(async () => {
-  testClickHouse = await createTestClickHouse('ingestion_store');
-  await ensureEventSchema(testClickHouse.url, testClickHouse.database);
-  clickhouse = createClickHouse(testClickHouse.url, testClickHouse.database);
-  store = new EventStore(clickhouse);
+  database = await createTestEventDatabase('ingestion_store');
+  store = new EventStore(database.clickhouse);
 });
 
 afterAll(async () => {
-  await clickhouse?.close();
-  await testClickHouse?.drop();
+  await database?.close();
 });
 
-const rows = async <T>(query: string): Promise<T[]> => (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
+const rows = <T>(query: string): Promise<T[]> => database.rows<T>(query);
 
 describe('tsvCell', () => {
   it.each<[Parameters<typeof tsvCell>[0], string]>([

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { EnvReader, chsql, createClickHouse, createKafka, createLogger, ensureEventSchema, ensureTopics } from '@mail/common';
-import { createTestClickHouse, infraEnv, uniqueSuffix, type TestClickHouse } from '@mail/local';
+import { EnvReader, chsql, createKafka, createLogger, ensureTopics } from '@mail/common';
+import { createTestEventDatabase, infraEnv, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readConfig } from '../src/config';
 import { startConsumer } from '../src/consumer';
@@ -27,19 +27,15 @@ class LosesFirstAnswer extends EventStore {
   }
 }
 
-let database: TestClickHouse;
+let database: TestEventDatabase;
 let clickhouse: ClickHouseClient;
 
 beforeAll(async () => {
-  database = await createTestClickHouse('ingestion_unsettled');
-  await ensureEventSchema(database.url, database.database);
-  clickhouse = createClickHouse(database.url, database.database);
+  database = await createTestEventDatabase('ingestion_unsettled');
+  clickhouse = database.clickhouse;
 });
 
-afterAll(async () => {
-  await clickhouse.close();
-  await database.drop();
-});
+afterAll(() => database.close());
 
 function dependencies(store: EventStore, workspaceId: string): IngestDependencies {
   const campaignId = crypto.randomUUID();
@@ -56,11 +52,10 @@ const opens = (p: string) =>
   );
 
 async function markedDays(workspaceId: string): Promise<string[]> {
-  const result = await clickhouse.query({
-    query: sql`SELECT DISTINCT toString(day) AS day FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)} ORDER BY day`.text,
-    format: 'JSONEachRow',
-  });
-  return (await result.json<{ day: string }>()).map((row) => row.day);
+  const rows = await database.rows<{ day: string }>(
+    sql`SELECT DISTINCT toString(day) AS day FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)} ORDER BY day`.text,
+  );
+  return rows.map((row) => row.day);
 }
 
 it('reports the days of a failed events insert, and the days written', async () => {
@@ -135,6 +130,5 @@ it('marks the days of a failed events insert unsettled before the consumer retri
 });
 
 async function countOf(query: string): Promise<number> {
-  const result = await clickhouse.query({ query, format: 'JSONEachRow' });
-  return Number((await result.json<{ n: string }>())[0].n);
+  return Number((await database.rows<{ n: string }>(query))[0].n);
 }

@@ -1,4 +1,5 @@
-import { createClient } from '@clickhouse/client';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createClickHouse, ensureEventSchema } from '@mail/common';
 import { Client } from 'pg';
 import { infraEnv, uniqueSuffix } from './infra';
 
@@ -61,6 +62,30 @@ export async function createTestClickHouse(label: string): Promise<TestClickHous
       } finally {
         await admin.close();
       }
+    },
+  };
+}
+
+export interface TestEventDatabase extends TestClickHouse {
+  /** A client on the database, with the services' settings. */
+  clickhouse: ClickHouseClient;
+  rows<T>(query: string): Promise<T[]>;
+  /** Closes the client and drops the database. */
+  close(): Promise<void>;
+}
+
+/** A private ClickHouse database holding the event schema (tables, views, rollups), and a client on it. */
+export async function createTestEventDatabase(label: string): Promise<TestEventDatabase> {
+  const database = await createTestClickHouse(label);
+  await ensureEventSchema(database.url, database.database);
+  const clickhouse = createClickHouse(database.url, database.database);
+  return {
+    ...database,
+    clickhouse,
+    rows: async <T>(query: string) => (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>(),
+    close: async () => {
+      await clickhouse.close();
+      await database.drop();
     },
   };
 }
