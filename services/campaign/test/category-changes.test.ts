@@ -106,7 +106,12 @@ it('streams every committed change of a category id to every subscriber', async 
 });
 
 it('announces nothing for a write that rolls back', async () => {
+  // A committed write's announcement can reach the feed after the write has answered: subscribe only once it
+  // has gone out, so that nothing but what follows can reach the subscriber.
+  const earlier = await watch();
   await create(WORKSPACE_A, 'cat-taken');
+  expect(await earlier.until(1)).toEqual(['cat-taken']);
+  earlier.cancel();
   const subscriber = await watch();
   expect(await failure(create(WORKSPACE_B, 'cat-taken'))).toMatchObject({ code: status.ALREADY_EXISTS });
   await create(WORKSPACE_A, 'cat-after');
