@@ -8,7 +8,9 @@
  *    numbers() on the server; the views fill the rollups as ingestion's
  *    inserts do. Three days get copies of 10 % of their events, as a crash
  *    can leave them, and are marked unsettled as ingestion marks them: the
- *    reads' exact fallback is part of every range that holds one.
+ *    reads' exact fallback is part of every range that holds one. Then the
+ *    closed months are compacted as ingestion's compaction does it, which
+ *    also collapses those copies (the days stay marked).
  * 2. Starts the analytics service (startStack) on that database and measures,
  *    through gRPC, one request at a time: ListEvents page 1 with each filter,
  *    GetStats over typical dashboard ranges, and ListSuppressions.
@@ -29,7 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createClient as createClickHouseClient } from '@clickhouse/client';
-import { backfillSuppressionState, call, chsql, createClickHouse, createClient, ensureEventSchema } from '@mail/common';
+import { backfillSuppressionState, call, chsql, compactClosedMonths, createClickHouse, createClient, ensureEventSchema } from '@mail/common';
 import { infraEnv, startStack } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 
@@ -162,21 +164,29 @@ async function ensureData(): Promise<void> {
   await Promise.all([client.close(), admin.close()]);
 }
 
-/** Measures the steady state, not the background merges that follow a bulk load. */
-async function waitForMerges(): Promise<void> {
-  const client = createClickHouse(CLICKHOUSE_URL, 'default');
+/**
+ * Measures the steady state: not the background merges that follow a bulk
+ * load, and with the closed months merged into one part each, as ingestion's
+ * compaction has them by then (the data set's year ended before today).
+ */
+async function settleParts(): Promise<void> {
+  const client = createClickHouse(CLICKHOUSE_URL, DATABASE, { requestTimeoutMs: 3_600_000 });
   const started = performance.now();
   for (;;) {
     const result = await client.query({ query: sql`SELECT count() AS n FROM system.merges WHERE database = ${chsql.str(DATABASE)}`.text, format: 'JSONEachRow' });
     if (Number((await result.json<{ n: string }>())[0].n) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }
+  const compacted = await compactClosedMonths(client, DATABASE);
   const parts = await client.query({
     query: sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'engagement_events' AND active`.text,
     format: 'JSONEachRow',
   });
   const [{ parts: count, level }] = await parts.json<{ parts: string; level: number }>();
-  console.log(`merges done after ${((performance.now() - started) / 1000).toFixed(0)} s: ${count} active parts (max level ${level})`);
+  console.log(
+    `merges done and ${compacted.length} partitions compacted after ${((performance.now() - started) / 1000).toFixed(0)} s: ` +
+      `${count} active parts of engagement_events (max level ${level})`,
+  );
   await client.close();
 }
 
@@ -226,7 +236,7 @@ async function measure(scenario: string, run: () => Promise<string>): Promise<Re
 
 async function main(): Promise<void> {
   await ensureData();
-  await waitForMerges();
+  await settleParts();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'query-bench-'));
   const stack = await startStack({
     stateDir,

@@ -17,6 +17,7 @@ export * from './shutdown';
 export * from './validation/email';
 export * from './validation/text';
 export * from './clickhouse/client';
+export * from './clickhouse/compaction';
 export * from './clickhouse/schema';
 export * from './clickhouse/suppression';
 export * as chsql from './clickhouse/sql';

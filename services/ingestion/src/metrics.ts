@@ -10,6 +10,7 @@ export const ingestionMetrics = {
   unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
   signals: counter('suppression_signals', 'Suppression signals written (bounces, unsubscribes, spam reports)'),
   deadLettered: counter('events_dead_lettered', 'Records that could not be decoded, sent to the dead-letter topic'),
+  partitionsCompacted: counter('partitions_compacted', 'Partitions of closed months merged into one part (compactClosedMonths)'),
   retries: counter('batch_retries', 'Failed batch attempts that were retried (ClickHouse or campaign service down)'),
   batchDuration: new prometheus.Histogram({
     name: 'ingestion_batch_duration_seconds',

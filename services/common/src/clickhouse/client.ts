@@ -3,16 +3,17 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickh
 /**
  * A ClickHouse client with the settings the old server on these machines
  * needs: best-effort ISO timestamps on insert, and selects that report a late
- * error as an error rather than a half-written JSON body. The client's own
+ * error as an error rather than a half-written JSON body; requests time out
+ * after 30 s unless `requestTimeoutMs` says otherwise. The client's own
  * logger stays off: it prints every failed request in its own plain-text
  * format, expected ones too (a concurrent CREATE that lost), while callers get
  * the error and log it as JSON where it matters.
  */
-export function createClickHouse(url: string, database: string): ClickHouseClient {
+export function createClickHouse(url: string, database: string, options: { requestTimeoutMs?: number } = {}): ClickHouseClient {
   return createClient({
     url,
     database,
-    request_timeout: 30_000,
+    request_timeout: options.requestTimeoutMs ?? 30_000,
     log: { level: ClickHouseLogLevel.OFF },
     max_open_connections: 10,
     compression: { request: false, response: true },

