@@ -260,6 +260,9 @@ async function main(): Promise<void> {
       const answer = await call(client.listSuppressions.bind(client), { workspaceId: WORKSPACE, page: { page: 1, pageSize: 50 } }, 60_000);
       return `${answer.suppressions.length} of ${answer.page?.total}`;
     };
+    // A new campaign or address on every run: reads the service has not seen, which cannot start on a known page.
+    let firstReads = 0;
+    const firstRead = (filter: () => Omit<analyticsV1.EventFilter, 'workspaceId'>) => () => list(filter())();
     const { EventType } = eventsV1;
     const { Interval } = analyticsV1;
     const scenarios: [string, () => Promise<string>][] = [
@@ -267,6 +270,8 @@ async function main(): Promise<void> {
       ['list page 1, event_type=click', list({ eventType: EventType.EVENT_TYPE_CLICK })],
       ['list page 1, campaign_id', list({ campaignId: campaignId(7) })],
       ['list page 1, email', list({ email: 'user4242@example.com' })],
+      ['list page 1, campaign_id, first read of each', firstRead(() => ({ campaignId: campaignId(100 + ((firstReads += 1) % 100)) }))],
+      ['list page 1, email, first read of each', firstRead(() => ({ email: `user${(firstReads += 7919) % ADDRESSES}@example.com` }))],
       ['list page 1, last 7 days', list(days(7))],
       ['list page 1, last 30 days', list(days(30))],
       ['list page 1, campaign + click + last 30 days', list({ ...days(30), campaignId: campaignId(7), eventType: EventType.EVENT_TYPE_CLICK })],

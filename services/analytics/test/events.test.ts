@@ -216,3 +216,44 @@ describe('ListEvents with duplicates', () => {
     expect(second.events.map((e) => e.providerEventId)).toEqual([other.provider_event_id]);
   });
 });
+
+describe('ListEvents read again', () => {
+  // A repeated read fetches the page where the last identical read found it, beside the day counts.
+  const workspaceId = randomUUID();
+  const onDay = (day: string, count: number, prefix: string) =>
+    Array.from({ length: count }, (_, index) =>
+      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: `2026-03-${day}T10:00:${String(index).padStart(2, '0')}Z`, provider_event_id: `${prefix}-${index}` }),
+    );
+  const page = async (pageNumber: number) => {
+    const response = await analytics.rpc('listEvents', { filter: { workspaceId }, page: { page: pageNumber, pageSize: 2 } });
+    return { ids: response.events.map((e) => e.providerEventId), total: response.page?.total };
+  };
+
+  it('answers from the days the counts say now, when events moved the page since the last read', async () => {
+    await analytics.insertEvents(onDay('10', 3, 'tenth'));
+    expect(await page(1)).toEqual({ ids: ['tenth-2', 'tenth-1'], total: 3 });
+    expect(await page(2)).toEqual({ ids: ['tenth-0'], total: 3 });
+
+    // Page 1 now lies on a newer day, and page 2 starts one event later on the same one.
+    await analytics.insertEvents(onDay('11', 3, 'eleventh'));
+    expect(await page(1)).toEqual({ ids: ['eleventh-2', 'eleventh-1'], total: 6 });
+    expect(await page(2)).toEqual({ ids: ['eleventh-0', 'tenth-2'], total: 6 });
+  });
+
+  it('answers with the events stored now, when the page stayed on its days', async () => {
+    const before = await page(1);
+    await analytics.insertEvents(onDay('11', 5, 'later'));
+    const after = await page(1);
+    expect(after.total).toBe((before.total ?? 0) + 5);
+    expect(after.ids).toEqual(['later-4', 'later-3']);
+  });
+
+  it("answers a filter's first page from the filter's newest day, which need not be the workspace's", async () => {
+    const older = onDay('05', 3, 'other-campaign').map((row) => ({ ...row, campaign_id: C2 }));
+    await analytics.insertEvents(older);
+    await page(1);
+    const response = await analytics.rpc('listEvents', { filter: { workspaceId, campaignId: C2 }, page: { page: 1, pageSize: 2 } });
+    expect(response.events.map((e) => e.providerEventId)).toEqual(['other-campaign-2', 'other-campaign-1']);
+    expect(response.page?.total).toBe(3);
+  });
+});

@@ -1,3 +1,4 @@
+import { DAY_MS } from './day-split';
 import type { PageWindow } from './filter';
 
 export interface DayCount {
@@ -12,8 +13,6 @@ export interface PageSlice {
   before: Date;
   skip: number;
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * ClickHouse 18.16 cannot read a table in sort order, so ORDER BY ... LIMIT

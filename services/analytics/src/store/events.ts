@@ -1,6 +1,8 @@
 import { chsql, type StoredBounceType, type StoredEventType } from '@mail/common';
 import type { EventFilter, PageWindow } from '../domain/filter';
-import { pageSlice } from '../domain/page-slice';
+import { pageSlice, type DayCount, type PageSlice } from '../domain/page-slice';
+import { DAY_MS } from '../domain/day-split';
+import { RecentValues } from '../domain/recent';
 import type { EventStore } from './connection';
 import { DISTINCT_EVENTS, timeConditions } from './conditions';
 import { readPlanned, unionAll, type ReadPlan, type RowSource } from './read-plan';
@@ -28,13 +30,40 @@ export interface StoredEvent {
 
 /**
  * One page of events, newest first, and the total, each event counted once.
- * First the events per day (exact total, and where the page lies), from the
- * rollups where they answer and from the rows elsewhere, then the page from
+ * The events per day (exact total, and where the page lies), from the
+ * rollups where they answer and from the rows elsewhere, and the page from
  * those days' rows only: two small reads instead of one sort over every
  * matching row.
  */
 export function listEvents(store: EventStore, filter: EventFilter, window: PageWindow): Promise<{ events: StoredEvent[]; total: number }> {
   return readPlanned(store, filter, true, (plan) => readPage(store, filter, window, plan));
+}
+
+/**
+ * Where the page of each recent read lay, per workspace, filter and window,
+ * and the newest day each workspace's reads have seen. A read fetches the
+ * rows of the page's likely days beside the day counts rather than after
+ * them, and keeps them only if the counts put the page there. Likely: where
+ * the same read found it last time (a refresh, a poll, the next page), or
+ * for a first page the workspace's newest day, where a busy filter's newest
+ * events are.
+ */
+const lastSlices = new RecentValues<PageSlice>(10_000);
+const newestDays = new RecentValues<Date>(10_000);
+
+const sameSlice = (a: PageSlice, b: PageSlice) =>
+  a.from.getTime() === b.from.getTime() && a.before.getTime() === b.before.getTime() && a.skip === b.skip;
+
+function likelySlice(key: string, filter: EventFilter, window: PageWindow): PageSlice | undefined {
+  const last = lastSlices.get(key);
+  if (last || window.offset > 0) return last;
+  const newest = newestDays.get(filter.workspaceId);
+  return newest && { from: newest, before: new Date(newest.getTime() + DAY_MS), skip: 0 };
+}
+
+function rememberNewestDay(workspaceId: string, newestFirst: DayCount[]): void {
+  const known = newestDays.get(workspaceId);
+  if (newestFirst.length > 0 && (!known || newestFirst[0].day > known)) newestDays.set(workspaceId, newestFirst[0].day);
 }
 
 async function readPage(
@@ -43,6 +72,30 @@ async function readPage(
   window: PageWindow,
   plan: ReadPlan,
 ): Promise<{ events: StoredEvent[]; total: number }> {
+  const sumOf = (days: DayCount[]) => days.reduce((sum, day) => sum + day.events, 0);
+  // An address has few events: its page is read from all of them, beside the counts, without a guess.
+  if (filter.email !== undefined) {
+    const [newestFirst, events] = await Promise.all([eventsPerDay(store, plan), readSlice(store, filter, window, plan)]);
+    return { events, total: sumOf(newestFirst) };
+  }
+
+  const key = JSON.stringify([filter, window]);
+  const guess = likelySlice(key, filter, window);
+  const guessedEvents = guess && readSlice(store, filter, window, plan, guess);
+  // Awaited only if the guess holds; a failure of a discarded read must not go unhandled.
+  guessedEvents?.catch(() => undefined);
+
+  const newestFirst = await eventsPerDay(store, plan);
+  rememberNewestDay(filter.workspaceId, newestFirst);
+  const slice = pageSlice(newestFirst, window);
+  if (!slice) return { events: [], total: sumOf(newestFirst) };
+  lastSlices.set(key, slice);
+  const events = guess && sameSlice(guess, slice) ? await guessedEvents! : await readSlice(store, filter, window, plan, slice);
+  return { events, total: sumOf(newestFirst) };
+}
+
+/** The filter's events per day, newest day first. */
+async function eventsPerDay(store: EventStore, plan: ReadPlan): Promise<DayCount[]> {
   const perDay = unionAll([
     plan.rollups &&
       sql`SELECT toUInt32(toUInt32(day) * 86400) AS day_start, countMerge(events) AS events
@@ -53,22 +106,22 @@ async function readPage(
         FROM ${rows.table} WHERE ${rows.where} GROUP BY day_start`,
     ),
   ]);
-  if (!perDay) return { events: [], total: 0 };
+  if (!perDay) return [];
   const days = await store.rows<{ day: number; events: string }>(sql`
     SELECT day_start AS day, sum(events) AS events FROM (${perDay})
     GROUP BY day ORDER BY day DESC`);
-  const newestFirst = days.map((row) => ({ day: new Date(row.day * 1000), events: Number(row.events) }));
-  const total = newestFirst.reduce((sum, day) => sum + day.events, 0);
-  const slice = pageSlice(newestFirst, window);
-  if (!slice) return { events: [], total };
+  return days.map((row) => ({ day: new Date(row.day * 1000), events: Number(row.events) }));
+}
 
+/** The events of one page, read from the days of its slice only; without a slice, from all days. */
+function readSlice(store: EventStore, filter: EventFilter, window: PageWindow, plan: ReadPlan, slice?: PageSlice): Promise<StoredEvent[]> {
   // Of the copies of one event, keep the one a merge would keep (the latest ingested).
   const inSlice = plan.rows.map((rows) => ({
     table: rows.table,
-    where: chsql.join([rows.where, ...timeConditions(raw.trusted('occurred_at'), slice.from, slice.before)], ' AND '),
+    where: slice ? chsql.join([rows.where, ...timeConditions(raw.trusted('occurred_at'), slice.from, slice.before)], ' AND ') : rows.where,
   }));
   const newestFirstOrder = raw.trusted('ORDER BY occurred_at DESC, provider_event_id DESC, ingested_at DESC LIMIT 1 BY provider_event_id');
-  const pageWindow = sql`LIMIT ${int(slice.skip)}, ${int(window.pageSize)}`;
+  const pageWindow = sql`LIMIT ${int(slice ? slice.skip : window.offset)}, ${int(window.pageSize)}`;
   const union = (select: (rows: RowSource) => chsql.SqlFragment) => chsql.join(inSlice.map(select), ' UNION ALL ');
   const wholeRows = (rows: RowSource, condition: chsql.SqlFragment) => sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, toUInt32(occurred_at) AS occurred_ts,
@@ -84,10 +137,9 @@ async function readPage(
         FROM (${union((rows) => sql`SELECT occurred_at, provider_event_id, ingested_at FROM ${rows.table} WHERE ${rows.where}`)})
         ${newestFirstOrder} ${pageWindow}`
       : undefined;
-  const events = await store.rows<StoredEvent>(sql`
+  return store.rows<StoredEvent>(sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_ts, received_ts,
       url, reason, user_agent, ip, provider, provider_event_id, provider_message_id
     FROM (${union((rows) => wholeRows(rows, page ? sql`AND (occurred_at, provider_event_id, ingested_at) IN (${page})` : raw.trusted('')))})
     ${newestFirstOrder} ${page ? raw.trusted('') : pageWindow}`);
-  return { events, total };
 }

@@ -1,6 +1,7 @@
 import { EVENT_TYPES, chsql } from '@mail/common';
 import { DAY_MS, splitDays, type TimeRange } from '../domain/day-split';
 import type { EventFilter } from '../domain/filter';
+import { RecentValues } from '../domain/recent';
 import type { EventStore } from './connection';
 import { eventConditions, wholeSecondAtOrAfter } from './conditions';
 
@@ -97,14 +98,7 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
 }
 
 /** The unsettled days each workspace had at its last read: a guess to start the next read with. */
-const lastUnsettled = new Map<string, Date[]>();
-const MAX_REMEMBERED_WORKSPACES = 10_000;
-
-function remember(workspaceId: string, unsettled: Date[]): void {
-  lastUnsettled.delete(workspaceId);
-  if (lastUnsettled.size >= MAX_REMEMBERED_WORKSPACES) lastUnsettled.delete(lastUnsettled.keys().next().value!);
-  lastUnsettled.set(workspaceId, unsettled);
-}
+const lastUnsettled = new RecentValues<Date[]>(10_000);
 
 /**
  * Runs `read` on the plan for the workspace's unsettled days. They seldom
@@ -122,7 +116,7 @@ export async function readPlanned<T>(
   if (filter.email === undefined && !useRollups) return read(planFor(filter, false, []));
   const guessed = planFor(filter, useRollups, lastUnsettled.get(filter.workspaceId) ?? []);
   const [unsettled, answer] = await Promise.all([unsettledDays(store, filter.workspaceId), read(guessed)]);
-  remember(filter.workspaceId, unsettled);
+  lastUnsettled.set(filter.workspaceId, unsettled);
   const actual = planFor(filter, useRollups, unsettled);
   return JSON.stringify(actual) === JSON.stringify(guessed) ? answer : read(actual);
 }
