@@ -123,6 +123,14 @@ describe('ListEvents', () => {
     });
   });
 
+  it('pages an address, with the total on every page and an empty page past the end', async () => {
+    const page = async (number: number) => list({ email: 'a@example.com' }, { page: number, pageSize: 2 });
+    expect(await page(1)).toMatchObject({ ids: ids('click', 'open'), total: 3 });
+    expect(await page(2)).toMatchObject({ ids: ids('softBounce'), total: 3 });
+    expect(await page(3)).toMatchObject({ ids: [], total: 3 });
+    expect(await list({ email: 'nobody@example.com' })).toMatchObject({ ids: [], total: 0 });
+  });
+
   it('combines filters', async () => {
     const filter = { eventType: EventType.EVENT_TYPE_OPEN, campaignId: C1, email: 'a@example.com', occurredFrom: at('2026-03-10T00:00:00Z') };
     expect(await list(filter)).toMatchObject({ ids: ids('open'), total: 1 });

@@ -1,15 +1,20 @@
-import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 
 /**
  * A ClickHouse client with the settings the old server on these machines
  * needs: best-effort ISO timestamps on insert, and selects that report a late
  * error as an error rather than a half-written JSON body; requests time out
- * after 30 s unless `requestTimeoutMs` says otherwise. The client's own
+ * after 30 s unless `requestTimeoutMs` says otherwise, and `settings` adds
+ * ClickHouse settings to every request. The client's own
  * logger stays off: it prints every failed request in its own plain-text
  * format, expected ones too (a concurrent CREATE that lost), while callers get
  * the error and log it as JSON where it matters.
  */
-export function createClickHouse(url: string, database: string, options: { requestTimeoutMs?: number } = {}): ClickHouseClient {
+export function createClickHouse(
+  url: string,
+  database: string,
+  options: { requestTimeoutMs?: number; settings?: ClickHouseSettings } = {},
+): ClickHouseClient {
   return createClient({
     url,
     database,
@@ -20,6 +25,7 @@ export function createClickHouse(url: string, database: string, options: { reque
     clickhouse_settings: {
       date_time_input_format: 'best_effort',
       wait_end_of_query: 1,
+      ...options.settings,
     },
   });
 }
