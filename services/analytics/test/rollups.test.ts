@@ -175,12 +175,19 @@ describe.each(CASES)('%s', (_name, filter) => {
   });
 });
 
-it('counts hourly stats exactly from the rows', async () => {
-  const filter = { occurredFrom: at('2026-04-02T06:00:00Z'), occurredBefore: at('2026-04-04T06:00:00Z') };
+// Hourly buckets come from rows; per campaign and per link, settled whole days still come from the rollups.
+it.each([
+  ['unsettled days inside', { occurredFrom: at('2026-04-02T06:00:00Z'), occurredBefore: at('2026-04-04T06:00:00Z') }, 48],
+  ['settled and unsettled days inside', { occurredFrom: at('2026-04-01T12:00:00Z'), occurredBefore: at('2026-04-05T12:00:00Z') }, 96],
+  ['one campaign, whole days', { occurredFrom: at('2026-04-01T00:00:00Z'), occurredBefore: at('2026-04-06T00:00:00Z'), campaignId: C1 }, 120],
+])('counts hourly stats exactly, %s', async (_name, filter, hours) => {
   const rows = matching(filter);
   const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_HOUR });
   expect(stats.totals).toEqual(expectedCounts(rows));
-  expect(stats.series).toHaveLength(48);
+  expect(stats.campaigns).toEqual(
+    [...groupBy(rows, (row) => row.campaign_id)].sort(([a], [b]) => a.localeCompare(b)).map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
+  );
+  expect(stats.series).toHaveLength(hours);
   const byHour = groupBy(rows, (row) => row.occurred_at.slice(0, 13));
   for (const bucket of stats.series) {
     expect(bucket.counts).toEqual(expectedCounts(byHour.get(bucket.bucketStart!.toISOString().slice(0, 13)) ?? []));

@@ -97,6 +97,15 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
   };
 }
 
+/**
+ * The plan for reads grouped finer than days (hourly buckets), made from the
+ * plan for whole days: every event from rows. An address's plan reads rows
+ * already.
+ */
+export function rowsOnly(filter: EventFilter, plan: ReadPlan): ReadPlan {
+  return filter.email === undefined ? planFor(filter, false, []) : plan;
+}
+
 /** The unsettled days each workspace had at its last read: a guess to start the next read with. */
 const lastUnsettled = new RecentValues<Date[]>(10_000);
 

@@ -3,7 +3,7 @@ import type { EventFilter, Interval } from '../domain/filter';
 import type { EventCounts, StatsInput, UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';
 import { DISTINCT_EVENTS } from './conditions';
-import { readPlanned, unionAll, type ReadPlan } from './read-plan';
+import { readPlanned, rowsOnly, unionAll, type ReadPlan } from './read-plan';
 import { suppressedAddresses } from './suppressions';
 
 const { raw, sql } = chsql;
@@ -54,10 +54,11 @@ const uniqueCounts = (row: UniqueRow): UniqueCounts => ({
   uniqueClicks: Number(row.unique_clicks),
 });
 
-/** A key of the stats groups, as read from the daily rollups and from rows. */
+/** A key of the stats groups, as read from the daily rollups and from rows, and the plan its reads follow. */
 interface GroupKey {
   rollup: chsql.SqlFragment;
   row: chsql.SqlFragment;
+  plan: ReadPlan;
 }
 
 /** Runs the query over `from`, or answers `none` when there is nothing to read. */
@@ -73,24 +74,25 @@ function readFrom<T>(from: chsql.SqlFragment | undefined, query: (from: chsql.Sq
  * Distinct addresses do not add up, so each level merges the sets itself.
  */
 export function readStats(store: EventStore, filter: EventFilter, interval: Interval): Promise<StatsData> {
-  return readPlanned(store, filter, interval === 'day', (plan) => readStatsOf(store, filter, interval, plan));
+  return readPlanned(store, filter, true, (plan) => readStatsOf(store, filter, interval, plan));
 }
 
-async function readStatsOf(store: EventStore, filter: EventFilter, interval: Interval, { uncovered, rollups }: ReadPlan): Promise<StatsData> {
-  const campaign: GroupKey = { rollup: raw.trusted('toString(campaign_id)'), row: raw.trusted('toString(campaign_id)') };
+async function readStatsOf(store: EventStore, filter: EventFilter, interval: Interval, plan: ReadPlan): Promise<StatsData> {
+  // Per campaign and per link, whole days come from the rollups whatever the interval; hourly buckets need rows.
+  const campaign: GroupKey = { rollup: raw.trusted('toString(campaign_id)'), row: raw.trusted('toString(campaign_id)'), plan };
   const bucket: GroupKey = {
     rollup: raw.trusted('toUInt32(toUInt32(day) * 86400)'),
     row: sql`toUInt32(${BUCKET_FUNCTION[interval]}(occurred_at))`,
+    plan: interval === 'day' ? plan : rowsOnly(filter, plan),
   };
-  const eventRollups = rollups?.events;
 
   const countsBy = (key: GroupKey) =>
     unionAll([
-      eventRollups &&
+      key.plan.rollups &&
         sql`SELECT ${key.rollup} AS key, event_type, bounce_type, countMerge(events) AS events
-          FROM event_rollup_daily WHERE ${eventRollups}
+          FROM event_rollup_daily WHERE ${key.plan.rollups.events}
           GROUP BY key, event_type, bounce_type`,
-      ...uncovered.map(
+      ...key.plan.uncovered.map(
         (rows) => sql`SELECT ${key.row} AS key, event_type, bounce_type, ${DISTINCT_EVENTS} AS events
           FROM ${rows.table} WHERE ${rows.where}
           GROUP BY key, event_type, bounce_type`,
@@ -113,10 +115,10 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
     );
   const addressSetsBy = (key: GroupKey) =>
     unionAll([
-      eventRollups &&
+      key.plan.rollups &&
         sql`SELECT ${key.rollup} AS key, event_type, addresses
-          FROM event_rollup_daily WHERE ${eventRollups} AND event_type IN ('open', 'click')`,
-      ...uncovered.map(
+          FROM event_rollup_daily WHERE ${key.plan.rollups.events} AND event_type IN ('open', 'click')`,
+      ...key.plan.uncovered.map(
         (rows) => sql`SELECT ${key.row} AS key, event_type, uniqExactState(cityHash64(email)) AS addresses
           FROM ${rows.table} WHERE ${rows.where} AND event_type IN ('open', 'click')
           GROUP BY key, event_type`,
@@ -128,13 +130,13 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
       uniqExactMergeIf(addresses, event_type = 'click') AS unique_clicks
     FROM (${from})
     GROUP BY key ${totals}`;
-  const linkRollups = rollups?.links;
+  const linkRollups = plan.rollups?.links;
   const links = unionAll([
     linkRollups &&
       sql`SELECT campaign_id, url AS link, countMerge(clicks) AS clicks, uniqExactMergeState(addresses) AS addresses
         FROM link_rollup_daily WHERE ${linkRollups}
         GROUP BY campaign_id, link`,
-    ...uncovered.map(
+    ...plan.uncovered.map(
       (rows) => sql`SELECT campaign_id, assumeNotNull(url) AS link, ${DISTINCT_EVENTS} AS clicks, uniqExactState(cityHash64(email)) AS addresses
         FROM ${rows.table} WHERE ${rows.where} AND event_type = 'click' AND isNotNull(url)
         GROUP BY campaign_id, link`,
