@@ -520,9 +520,13 @@ kafka_check_java() {
   fi
 }
 
-# A Kafka cluster id: 16 random bytes, base64url without padding.
+# A Kafka cluster id: 16 random bytes, base64url without padding. Like Kafka's
+# own random-uuid, never one starting with '-': the tools' argument parser would
+# take it for an option (a fresh clone's first start failed on one).
 kafka_new_cluster_id() {
-  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  local id
+  while id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n') && [[ $id == -* ]]; do :; done
+  printf '%s' "$id"
 }
 
 # KRaft needs its log dir formatted (meta.properties) once, before first start.

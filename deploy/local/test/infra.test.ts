@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { createClient } from '@clickhouse/client';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { Client } from 'pg';
@@ -93,4 +96,16 @@ test('ClickHouse: a private database takes JSONEachRow inserts and selects them 
     await client.close();
     await database.drop();
   }
+});
+
+test('Kafka cluster ids are base64url and never start with "-", which the storage tool would take for an option', () => {
+  const script = fs.readFileSync(path.join(__dirname, '..', 'infra.sh'), 'utf8');
+  const definition = script.match(/^kafka_new_cluster_id\(\) \{[\s\S]*?^\}/m)?.[0];
+  expect(definition).toBeDefined();
+  const ids = execFileSync('bash', ['-c', `${definition}\nfor i in $(seq 1 1000); do kafka_new_cluster_id; echo; done`], { encoding: 'utf8' })
+    .trim()
+    .split('\n');
+  expect(ids).toHaveLength(1000);
+  // One in 64 random ids starts with "-": a thousand make sure none does.
+  expect(ids.filter((id) => !/^[A-Za-z0-9_][A-Za-z0-9_-]{21}$/.test(id))).toEqual([]);
 });
