@@ -11,7 +11,8 @@
 # npm run build) run in parallel; runtime gets the production node_modules and
 # the built packages, without sources, tests or dev tools.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24 LTS (20 reached its end of life in April 2026); the suite also passes on Node 20.19+.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS base
 WORKDIR /app
