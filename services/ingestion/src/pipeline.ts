@@ -1,6 +1,6 @@
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from './categories';
-import { eventId, eventKey, providerEventKey, signalReason, storedBounceType, storedType, unmatchedTypeName } from './domain/events';
+import { eventId, eventKey, signalReason, storedBounceType, storedType, unmatchedTypeName } from './domain/events';
 import type { EngagementEventRow, EventStore, SuppressionSignalRow, UnmatchedEventRow } from './store/events';
 import type { SuppressionStateStore } from './store/suppressions';
 import { EventsWriteError, workspaceDays, type WorkspaceDay } from './store/unsettled';
@@ -76,8 +76,8 @@ export async function ingest(events: EngagementEvent[], deps: IngestDependencies
 
   await deps.store.insertSignals(signals);
   await deps.suppressions.refresh(signals);
-  const stored = await deps.store.storedEventKeys(rows);
-  const fresh = rows.filter((row) => !stored.has(providerEventKey(row.provider, row.provider_event_id)));
+  const stored = await deps.store.storedEventIds(rows);
+  const fresh = rows.filter((row) => !stored.has(row.id));
   duplicates += rows.length - fresh.length;
   await deps.store.insertEvents(fresh).catch((error: unknown) => {
     throw new EventsWriteError(workspaceDays(fresh), error);

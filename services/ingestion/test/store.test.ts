@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { EventStore, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
+import { EventStore, lookupRanges, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
 
 /** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
 const HOSTILE = [
@@ -125,5 +125,77 @@ describe('EventStore inserts (TabSeparated)', () => {
       FROM suppression_signals WHERE workspace_id = '${workspaceId}' /* the String alias */ ORDER BY occurred_at`,
     );
     expect(storedSignals.map((row) => ({ ...row, occurred_at: Number(row.occurred_at), ingested_at: Number(row.ingested_at) }))).toEqual(signals);
+  });
+});
+
+describe('storedEventIds', () => {
+  const row = (workspaceId: string, occurredAt: number): EngagementEventRow => ({
+    id: crypto.randomUUID(),
+    workspace_id: workspaceId,
+    campaign_id: crypto.randomUUID(),
+    event_type: 'open',
+    bounce_type: 'none',
+    email: 'reader@example.com',
+    occurred_at: occurredAt,
+    received_at: occurredAt,
+    url: null,
+    reason: null,
+    user_agent: null,
+    ip: null,
+    provider: 'sendgrid',
+    provider_event_id: crypto.randomUUID(),
+    provider_message_id: null,
+    raw: '{}',
+    ingested_at: occurredAt,
+  });
+
+  it('finds exactly the stored events of a batch spread over workspaces and far-apart times', async () => {
+    const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];
+    const now = 1_763_719_200;
+    // A retried event two days old among new ones, events on the edges of each range, a second workspace.
+    const stored = [row(first, now - 2 * 86_400), row(first, now), row(first, now + 600), row(first, now + 601), row(second, now + 5)];
+    const fresh = [row(first, now - 2 * 86_400), row(first, now + 300), row(first, now + 601), row(second, now + 5), row(second, now + 7_200)];
+    await store.insertEvents(stored);
+
+    const found = await store.storedEventIds([...fresh, ...stored].sort((a, b) => a.occurred_at - b.occurred_at));
+    expect([...found].sort()).toEqual(stored.map((event) => event.id).sort());
+    expect(await store.storedEventIds(fresh)).toEqual(new Set());
+  });
+
+  it('looks a batch of 5,000 events up in one query', async () => {
+    const workspaceId = crypto.randomUUID();
+    const batch = Array.from({ length: 5_000 }, (_, i) => row(workspaceId, 1_763_719_200 + i));
+    await store.insertEvents(batch.filter((_, i) => i % 2 === 0));
+    const found = await store.storedEventIds(batch);
+    expect(found.size).toBe(2_500);
+    expect(batch.every((event, i) => found.has(event.id) === (i % 2 === 0))).toBe(true);
+  });
+});
+
+describe('lookupRanges', () => {
+  const at = (workspace_id: string, ...times: number[]) => times.map((occurred_at) => ({ workspace_id, occurred_at }));
+
+  it('splits a workspace where its events are more than 10 minutes apart', () => {
+    expect(lookupRanges([...at('a', 1_000, 400, 1_600, 10_000), ...at('b', 50)])).toEqual([
+      { workspaceIds: ['a'], from: 400, to: 1_600 },
+      { workspaceIds: ['a'], from: 10_000, to: 10_000 },
+      { workspaceIds: ['b'], from: 50, to: 50 },
+    ]);
+    expect(lookupRanges(at('a', 0, 601))).toEqual([
+      { workspaceIds: ['a'], from: 0, to: 0 },
+      { workspaceIds: ['a'], from: 601, to: 601 },
+    ]);
+  });
+
+  it('falls back to one range per workspace, then to one range for all, when there would be more than 64', () => {
+    const scattered = at('a', ...Array.from({ length: 65 }, (_, i) => i * 1_000));
+    expect(lookupRanges([...scattered, ...at('b', 7)])).toEqual([
+      { workspaceIds: ['a'], from: 0, to: 64_000 },
+      { workspaceIds: ['b'], from: 7, to: 7 },
+    ]);
+    const workspaces = Array.from({ length: 65 }, (_, i) => `w${i}`);
+    expect(lookupRanges(workspaces.flatMap((workspace, i) => at(workspace, 100 + i)))).toEqual([
+      { workspaceIds: workspaces, from: 100, to: 164 },
+    ]);
   });
 });

@@ -43,6 +43,20 @@ export function uuid(value: string): SqlFragment {
   return new SqlFragment(`toUUID('${value.toLowerCase()}')`);
 }
 
+/**
+ * A set of UUIDs for `IN`, as a subquery over one string literal that the
+ * server splits. 18.16's parser takes about 6 µs per literal of an IN list
+ * (20 ms for the 3,300 ids of an ingestion batch), and next to nothing for one
+ * long string.
+ */
+export function uuidSet(values: string[]): SqlFragment {
+  if (values.length === 0) throw new UnsafeSqlValueError('empty list');
+  for (const value of values) {
+    if (typeof value !== 'string' || !UUID_PATTERN.test(value)) throw new UnsafeSqlValueError('not a UUID');
+  }
+  return new SqlFragment(`(SELECT toUUID(arrayJoin(splitByChar(',', '${values.join(',').toLowerCase()}'))))`);
+}
+
 export function int(value: number): SqlFragment {
   if (!Number.isSafeInteger(value)) throw new UnsafeSqlValueError('not a safe integer');
   return new SqlFragment(String(value));

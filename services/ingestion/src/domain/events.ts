@@ -119,9 +119,7 @@ export function unmatchedTypeName(event: EngagementEvent): string {
 }
 
 /** Identity of a provider event: redeliveries of one event share it. */
-export const providerEventKey = (provider: string, providerEventId: string): string => `${provider}:${providerEventId}`;
-
-export const eventKey = (event: EngagementEvent): string => providerEventKey(event.provider, event.providerEventId);
+export const eventKey = (event: EngagementEvent): string => `${event.provider}:${event.providerEventId}`;
 
 const EVENT_ID_NAMESPACE = Buffer.from('5b0d6a4e8f3c4d2a9c1e7f60a2b4c6d8', 'hex');
 
