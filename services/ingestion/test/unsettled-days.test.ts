@@ -58,6 +58,23 @@ async function markedDays(workspaceId: string): Promise<string[]> {
   return rows.map((row) => row.day);
 }
 
+it('collects the distinct UTC days of each workspace', () => {
+  const rows = [
+    { workspace_id: 'a', occurred_at: 86_399 },
+    { workspace_id: 'a', occurred_at: 0 },
+    { workspace_id: 'b', occurred_at: 86_399 },
+    { workspace_id: 'a', occurred_at: 86_400 },
+    { workspace_id: 'a', occurred_at: 1_763_769_599 },
+  ];
+  expect(workspaceDays(rows)).toEqual([
+    { workspaceId: 'a', day: '1970-01-01' },
+    { workspaceId: 'a', day: '1970-01-02' },
+    { workspaceId: 'a', day: '2025-11-21' },
+    { workspaceId: 'b', day: '1970-01-01' },
+  ]);
+  expect(workspaceDays([])).toEqual([]);
+});
+
 it('reports the days of a failed events insert, and the days written', async () => {
   const workspaceId = crypto.randomUUID();
   const deps = dependencies(new LosesFirstAnswer(clickhouse), workspaceId);
