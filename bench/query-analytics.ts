@@ -276,6 +276,7 @@ async function main(): Promise<void> {
       ['list page 1, last 30 days', list(days(30))],
       ['list page 1, campaign + click + last 30 days', list({ ...days(30), campaignId: campaignId(7), eventType: EventType.EVENT_TYPE_CLICK })],
       ['list page 1000, last 30 days', list(days(30), 1000)],
+      ['stats last 7 days, daily (the dashboard opens on it)', stats(days(7), Interval.INTERVAL_DAY)],
       ['stats last 7 days, hourly', stats(days(7), Interval.INTERVAL_HOUR)],
       ['stats last 30 days, daily', stats(days(30), Interval.INTERVAL_DAY)],
       ['stats one campaign, all time, daily', stats({ campaignId: campaignId(7) }, Interval.INTERVAL_DAY)],

@@ -216,3 +216,50 @@ it('reads a day marked unsettled since the workspace was last read as unsettled'
   await analytics.markUnsettled(workspaceId, ['2026-06-02']);
   expect(await read()).toEqual({ total: 3, opens: 3 });
 });
+
+describe('top links', () => {
+  const click = (workspaceId: string, campaign: number, link: string, email: string, occurredAt: string): EventRow =>
+    event({
+      workspace_id: workspaceId,
+      campaign_id: `00000000-0000-4000-8000-${String(campaign).padStart(12, '0')}`,
+      event_type: 'click',
+      email,
+      occurred_at: occurredAt,
+      received_at: occurredAt,
+      url: `https://example.com/${link}`,
+    });
+  // May 1 is a whole settled day (read from the rollups), May 2 until noon is read from rows.
+  const range = { occurredFrom: at('2026-05-01T00:00:00Z'), occurredBefore: at('2026-05-02T12:00:00Z') };
+  const topLinks = async (workspaceId: string) =>
+    (await analytics.rpc('getStats', { filter: { workspaceId, ...range }, interval: Interval.INTERVAL_DAY })).topLinks;
+
+  it('ranks links tied on clicks at the last place by their unique clicks, counted across rollups and rows', async () => {
+    const workspaceId = randomUUID();
+    const rows: EventRow[] = [];
+    const clicks = (campaign: number, link: string, emails: string[]) =>
+      emails.forEach((email, i) => rows.push(click(workspaceId, campaign, link, email, i % 2 === 0 ? '2026-05-01T09:00:00Z' : '2026-05-02T09:00:00Z')));
+    clicks(1, 'a', ['a', 'b', 'c', 'd', 'e']);
+    clicks(2, 'a', ['a', 'a', 'a', 'a', 'a']);
+    clicks(1, 'b', ['a', 'b', 'c', 'd']);
+    clicks(2, 'b', ['a', 'b', 'a', 'b']);
+    clicks(3, 'b', ['a', 'b', 'c', 'c']);
+    clicks(1, 'c', ['a', 'b', 'c']);
+    clicks(2, 'c', ['a', 'a', 'a']);
+    clicks(3, 'c', ['c', 'a', 'b']);
+    // Four links tied at 2 clicks for the last two places: the two with 2 addresses win, in link order.
+    clicks(1, 'd', ['a', 'a']);
+    clicks(2, 'd', ['a', 'b']);
+    clicks(3, 'd', ['b', 'c']);
+    clicks(4, 'd', ['z', 'z']);
+    clicks(1, 'e', ['a']);
+    rows.push(click(workspaceId, 1, 'outside', 'a', '2026-05-02T13:00:00Z'));
+    await analytics.insertEvents(rows);
+
+    const expected = expectedLinks(rows.filter((row) => row.occurred_at < '2026-05-02T12'));
+    expect(expected.slice(8).map((link) => [link.url, link.clicks, link.uniqueClicks])).toEqual([
+      ['https://example.com/d', 2, 2],
+      ['https://example.com/d', 2, 2],
+    ]);
+    expect(await topLinks(workspaceId)).toEqual(expected);
+  });
+});
