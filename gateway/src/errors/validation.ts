@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { invalidEmail, parseEmail, type Violation } from '@mail/common';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
-import { assertReadableJson } from './json-body';
+import { readableJsonText } from './json-body';
 import { pythonJsonError } from './python-json';
 import { boolFromString, floatFromString, intFromString, parseUuid } from './pydantic-types';
 
@@ -205,7 +205,8 @@ export function isJsonBody(req: IncomingMessage): boolean {
  */
 export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buffer, charset: string): void {
   if (buffer.length === 0) emptyBodies.add(req);
-  assertReadableJson(buffer, charset);
+  // For its 400 only: body-parser decodes and parses the body itself.
+  readableJsonText(buffer, charset);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Router } from 'express';
 import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, unprocessable } from '../errors/http-error';
-import { assertReadableJson } from '../errors/json-body';
+import { readableJsonText } from '../errors/json-body';
 import { jsonSyntaxViolations } from '../errors/validation';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from './auth';
 import { bodyViolations, encodeEvents, toEngagementEvent, type SendgridEvent } from './events';
@@ -96,8 +96,7 @@ function toKeyedEvents(raw: Buffer): { accepted: number; events: KeyedEvent[] } 
  * or nesting too deep, as in FastAPI). An empty body is a missing one, as in FastAPI.
  */
 function parseEvents(raw: Buffer): SendgridEvent[] {
-  assertReadableJson(raw);
-  const text = raw.toString('utf8');
+  const text = readableJsonText(raw);
   let body: unknown = null;
   if (raw.length > 0) {
     try {
