@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { chsql } from '@mail/common';
 import { event, startAnalytics, type Analytics } from './harness';
 
-const { dateTime, identifier, int, oneOf, sql, str, uuid, UnsafeSqlValueError } = chsql;
+const { dateTime, identifier, int, oneOf, sql, str, stringSet, uuid, uuidSet, UnsafeSqlValueError } = chsql;
 
 const HOSTILE = [
   "'",
@@ -58,6 +58,20 @@ describe('str() against the real server', () => {
   });
 });
 
+describe('stringSet() and uuidSet() against the real server', () => {
+  it('holds each hostile string exactly, and nothing else', async () => {
+    for (const value of HOSTILE) expect([value, Number(await scalar(sql`SELECT ${str(value)} IN ${stringSet(HOSTILE)} AS value`))]).toEqual([value, 1]);
+    expect(Number(await scalar(sql`SELECT 'not there' IN ${stringSet(HOSTILE)} AS value`))).toBe(0);
+    expect(Number(await scalar(sql`SELECT count() AS value FROM ${stringSet(HOSTILE)}`))).toBe(HOSTILE.length);
+  });
+
+  it('holds UUIDs in any case', async () => {
+    const ids = [randomUUID(), randomUUID().toUpperCase()];
+    for (const id of ids) expect(Number(await scalar(sql`SELECT ${uuid(id)} IN ${uuidSet(ids)} AS value`))).toBe(1);
+    expect(Number(await scalar(sql`SELECT ${uuid(randomUUID())} IN ${uuidSet(ids)} AS value`))).toBe(0);
+  });
+});
+
 describe('the other value functions refuse what they cannot render safely', () => {
   it.each([
     ['uuid', () => uuid("00000000-0000-4000-8000-000000000000' OR 1=1")],
@@ -69,6 +83,10 @@ describe('the other value functions refuse what they cannot render safely', () =
     ['oneOf', () => oneOf("open' OR '1'='1" as 'open', ['open', 'click'])],
     ['identifier', () => identifier('mail; DROP DATABASE mail')],
     ['str', () => str(42 as unknown as string)],
+    ['uuidSet', () => uuidSet([randomUUID(), "00000000-0000-4000-8000-000000000000','x"])],
+    ['uuidSet', () => uuidSet([])],
+    ['stringSet', () => stringSet([])],
+    ['stringSet', () => stringSet([42 as unknown as string])],
     ['sql', () => sql`SELECT ${"1; DROP TABLE x" as unknown as chsql.SqlFragment}`],
   ])('%s', (_name, render) => {
     expect(render).toThrow(UnsafeSqlValueError);

@@ -162,6 +162,12 @@ describe('storedEventIds', () => {
     expect(await store.storedEventIds(fresh)).toEqual(new Set());
   });
 
+  it('looks up a batch of events of 20,000 workspaces', async () => {
+    const batch = Array.from({ length: 20_000 }, (_, i) => row(crypto.randomUUID(), 1_763_719_200 + i));
+    await store.insertEvents(batch.slice(0, 3));
+    expect([...(await store.storedEventIds(batch))].sort()).toEqual(batch.slice(0, 3).map((event) => event.id).sort());
+  });
+
   it('looks a batch of 5,000 events up in one query', async () => {
     const workspaceId = crypto.randomUUID();
     const batch = Array.from({ length: 5_000 }, (_, i) => row(workspaceId, 1_763_719_200 + i));

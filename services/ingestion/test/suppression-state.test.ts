@@ -102,3 +102,37 @@ describe('a batch that fails between storing its signals and refreshing the stat
     }
   });
 });
+
+describe('a batch larger than ClickHouse takes as a list of literals', () => {
+  it('stores 30,000 hard bounces of distinct addresses and suppresses each of them', async () => {
+    const database = await createTestClickHouse('ingestion_large_batch');
+    await ensureEventSchema(database.url, database.database);
+    const clickhouse = createClickHouse(database.url, database.database);
+    try {
+      const workspaceId = crypto.randomUUID();
+      const deps: IngestDependencies = {
+        resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId }])),
+        store: new EventStore(clickhouse),
+        suppressions: new SuppressionStateStore(clickhouse),
+      };
+      const events = Array.from({ length: 30_000 }, (_, i) =>
+        engagementEvent({
+          providerEventId: `large-${i}`,
+          email: `bounced-${i}@example.com`,
+          eventType: EventType.EVENT_TYPE_BOUNCE,
+          bounceType: BounceType.BOUNCE_TYPE_HARD,
+          categories: ['cat'],
+          occurredAt: new Date(T0 + i * 1000),
+        }),
+      );
+      expect(await ingest(events, deps)).toMatchObject({ inserted: 30_000, duplicates: 0, signals: 30_000 });
+      expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 30_000 });
+      const count = async (query: string) => Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+      expect(await count('SELECT count() AS n FROM engagement_events')).toBe(30_000);
+      expect(await count(`SELECT count() AS n FROM suppression_state FINAL WHERE reason = 'hard_bounce'`)).toBe(30_000);
+    } finally {
+      await clickhouse.close();
+      await database.drop();
+    }
+  });
+});

@@ -57,6 +57,16 @@ export function uuidSet(values: string[]): SqlFragment {
   return new SqlFragment(`(SELECT toUUID(arrayJoin(splitByChar(',', '${values.join(',').toLowerCase()}'))))`);
 }
 
+/**
+ * A set of strings for `IN`, as a subquery over one array literal: any
+ * number of values stays one node of the query's syntax tree (an IN list
+ * takes one per value, and 18.16 refuses more than 50,000), and parses faster.
+ */
+export function stringSet(values: string[]): SqlFragment {
+  if (values.length === 0) throw new UnsafeSqlValueError('empty list');
+  return new SqlFragment(`(SELECT arrayJoin([${values.map((value) => str(value).text).join(', ')}]))`);
+}
+
 export function int(value: number): SqlFragment {
   if (!Number.isSafeInteger(value)) throw new UnsafeSqlValueError('not a safe integer');
   return new SqlFragment(String(value));

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { identifier, int, join, list, raw, sql, str, uuid, type SqlFragment } from './sql';
+import { identifier, int, join, list, raw, sql, str, stringSet, uuidSet, type SqlFragment } from './sql';
 
 /** Bounce tracking rules (contract, "Engagement events"). */
 
@@ -47,11 +47,12 @@ export interface SuppressedAddress {
  * The given addresses in the given workspaces: a superset of the pairs when
  * several workspaces are involved, which is harmless (recomputing an address
  * writes its current state) and reads far faster than a tuple IN on 18.16.
+ * Sets, not lists of literals: a batch may bring tens of thousands of addresses.
  */
 function addressScope(addresses: SuppressedAddress[]): SqlFragment {
   const workspaces = [...new Set(addresses.map((address) => address.workspaceId))];
   const emails = [...new Set(addresses.map((address) => address.email))];
-  return sql`workspace_id IN (${list(workspaces.map(uuid))}) AND email IN (${list(emails.map(str))})`;
+  return sql`workspace_id IN ${uuidSet(workspaces)} AND email IN ${stringSet(emails)}`;
 }
 
 /**
