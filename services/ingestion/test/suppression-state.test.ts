@@ -1,5 +1,5 @@
-import { chsql, createClickHouse, ensureEventSchema } from '@mail/common';
-import { createTestClickHouse, uniqueSuffix } from '@mail/local';
+import { chsql } from '@mail/common';
+import { createTestEventDatabase, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { ingest, type IngestDependencies } from '../src/pipeline';
 import { EventStore } from '../src/store/events';
@@ -75,9 +75,8 @@ describe('a batch that fails between storing its signals and refreshing the stat
   }
 
   it('is repaired by its redelivery', async () => {
-    const database = await createTestClickHouse('ingestion_suppression_state');
-    await ensureEventSchema(database.url, database.database);
-    const clickhouse = createClickHouse(database.url, database.database);
+    const database = await createTestEventDatabase('ingestion_suppression_state');
+    const { clickhouse } = database;
     try {
       const workspaceId = crypto.randomUUID();
       const campaignId = crypto.randomUUID();
@@ -97,17 +96,15 @@ describe('a batch that fails between storing its signals and refreshing the stat
       await ingest(events, deps);
       expect(await rows()).toEqual(expectedStates);
     } finally {
-      await clickhouse.close();
-      await database.drop();
+      await database.close();
     }
   });
 });
 
 describe('a batch larger than ClickHouse takes as a list of literals', () => {
   it('stores 30,000 hard bounces of distinct addresses and suppresses each of them', async () => {
-    const database = await createTestClickHouse('ingestion_large_batch');
-    await ensureEventSchema(database.url, database.database);
-    const clickhouse = createClickHouse(database.url, database.database);
+    const database = await createTestEventDatabase('ingestion_large_batch');
+    const { clickhouse } = database;
     try {
       const workspaceId = crypto.randomUUID();
       const deps: IngestDependencies = {
@@ -131,8 +128,7 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
       expect(await count('SELECT count() AS n FROM engagement_events')).toBe(30_000);
       expect(await count(`SELECT count() AS n FROM suppression_state FINAL WHERE reason = 'hard_bounce'`)).toBe(30_000);
     } finally {
-      await clickhouse.close();
-      await database.drop();
+      await database.close();
     }
   });
 });
