@@ -165,7 +165,7 @@ export interface LookupRange {
 
 /** Events of one workspace further apart than this are looked up in separate ranges. */
 const RANGE_GAP_SECONDS = 600;
-/** More ranges than this make a long query whose key analysis costs more than the rows it skips. */
+/** Bounds the query's length and its key analysis, which ClickHouse runs for each range on each part. */
 const MAX_RANGES = 64;
 
 /**
