@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { EventStore, lookupRanges, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
+import { EventStore, lookupRanges, toTabSeparated, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
 
 /** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
 const HOSTILE = [
@@ -49,6 +49,16 @@ describe('tsvCell', () => {
     [[], '[]'],
   ])('writes %j as %j', (value, expected) => {
     expect(tsvCell(value)).toBe(expected);
+  });
+});
+
+describe('toTabSeparated', () => {
+  it('writes rows over many chunks exactly as one text would be', () => {
+    const rows = Array.from({ length: 3_000 }, (_, i) => ({ n: i, text: `${HOSTILE[i % HOSTILE.length]} ${'é🎉'.repeat(i % 40)}`, none: null }));
+    const columns = ['n', 'text', 'none'] as const;
+    const oneText = rows.map((row) => `${columns.map((column) => tsvCell(row[column])).join('\t')}\n`).join('');
+    expect(oneText.length).toBeGreaterThan(3 * 65_536);
+    expect(toTabSeparated(rows, columns).equals(Buffer.from(oneText, 'utf8'))).toBe(true);
   });
 });
 

@@ -65,6 +65,7 @@ const SIGNAL_COLUMNS = [
 ] as const satisfies readonly (keyof SuppressionSignalRow)[];
 
 const TSV_SPECIAL = /[\\\t\n\r\0]/g;
+const HAS_TSV_SPECIAL = /[\\\t\n\r\0]/;
 const QUOTED_SPECIAL = /[\\\t\n\r\0']/g;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0', "'": "\\'" };
 const escape = (char: string): string => ESCAPES[char];
@@ -76,21 +77,36 @@ const escape = (char: string): string => ESCAPES[char];
  * date_time_input_format=basic), arrays of strings as quoted literals.
  */
 export function tsvCell(value: Cell): string {
-  if (typeof value === 'string') return value.replace(TSV_SPECIAL, escape);
+  // test() first: most values need no escape, and a global replace costs more even when it finds nothing
+  // (all of a bench row's cells: 1.9 µs, with test() 1.2).
+  if (typeof value === 'string') return HAS_TSV_SPECIAL.test(value) ? value.replace(TSV_SPECIAL, escape) : value;
   if (typeof value === 'number') return String(value);
   if (value === null) return '\\N';
   return `[${value.map((item) => `'${item.replace(QUOTED_SPECIAL, escape)}'`).join(',')}]`;
 }
 
+/**
+ * Text is turned into bytes every this many characters: flattening one string
+ * of a whole batch (megabytes, built from thousands of pieces) made building
+ * it 5.1 µs per bench row instead of 3.2.
+ */
+const CHUNK_CHARS = 65_536;
+
 /** Rows as TabSeparated text, their cells in the order of `columns`. */
 export function toTabSeparated<Row extends Record<Column, Cell>, Column extends string>(rows: Row[], columns: readonly Column[]): Buffer {
+  const chunks: Buffer[] = [];
   let text = '';
   for (const row of rows) {
     let line = tsvCell(row[columns[0]]);
     for (let i = 1; i < columns.length; i++) line += `\t${tsvCell(row[columns[i]])}`;
     text += `${line}\n`;
+    if (text.length >= CHUNK_CHARS) {
+      chunks.push(Buffer.from(text, 'utf8'));
+      text = '';
+    }
   }
-  return Buffer.from(text, 'utf8');
+  chunks.push(Buffer.from(text, 'utf8'));
+  return Buffer.concat(chunks);
 }
 
 /**
