@@ -83,6 +83,15 @@ describe('mapping', () => {
     expect(eventId({ ...valid, provider: 'other' })).not.toBe(id);
   });
 
+  // Stored ids must never change: these are RFC 4122 version-5 UUIDs (Python's uuid.uuid5 gives the same).
+  it.each([
+    ['sendgrid', 'sg-1', '44f46392-75a3-58f3-9ac7-15c65ebdda39'],
+    ['sendgrid', 'ünïcode-🎉', '9fd10a40-82ed-55dc-91a3-0f85af66afa7'],
+    ['other', 'x', '2f86022f-28be-5f46-8b55-ac292008ded1'],
+  ])('derives the id of %s %s as before', (provider, providerEventId, id) => {
+    expect(eventId({ ...valid, provider, providerEventId })).toBe(id);
+  });
+
   it.each([
     [EventType.EVENT_TYPE_OPEN, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'open', 'none', undefined],
     [EventType.EVENT_TYPE_CLICK, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'click', 'none', undefined],
