@@ -178,7 +178,7 @@ describe('storedEventIds', () => {
     expect([...(await store.storedEventIds(batch))].sort()).toEqual(batch.slice(0, 3).map((event) => event.id).sort());
   });
 
-  it('looks a batch of 5,000 events up in one query', async () => {
+  it('finds the stored half of a batch of 5,000', async () => {
     const workspaceId = crypto.randomUUID();
     const batch = Array.from({ length: 5_000 }, (_, i) => row(workspaceId, 1_763_719_200 + i));
     await store.insertEvents(batch.filter((_, i) => i % 2 === 0));
