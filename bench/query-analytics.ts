@@ -89,7 +89,7 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
 }
 
 /** Bumped when the schema or the generated data change: a data set of another version is generated again. */
-const DATA_SET_VERSION = 3;
+const DATA_SET_VERSION = 4;
 
 /** Days a crash left copies on, as days before END. */
 const CRASH_DAYS_AGO = [3, 20, 200];

@@ -253,20 +253,22 @@ describe('suppression_state over signals stored before it existed', () => {
         format: 'JSONEachRow',
         values: [
           signal({ workspace_id: workspace, email: 'hard@example.com', reason: 'hard_bounce', occurred_at: day(1) }),
+          signal({ workspace_id: workspace, email: 'hard@example.com', reason: 'hard_bounce', occurred_at: day(2) }),
           signal({ workspace_id: workspace, email: 'soft@example.com', reason: 'soft_bounce', occurred_at: day(1) }),
         ],
       });
       await run('DROP TABLE suppression_state');
-      // A crashed build left a staging table with an older computation in it.
+      // A crashed build left a staging table with an older computation in it: one that saw only the later hard bounce.
       await run(suppressionStateTable(chsql.identifier(database.database), 'suppression_state_backfill').text);
-      await run(`INSERT INTO suppression_state_backfill VALUES ('${workspace}', 'soft@example.com', 'soft_bounces', 0, 0)`);
+      await run(`INSERT INTO suppression_state_backfill VALUES ('${workspace}', 'hard@example.com', 'hard_bounce', '${day(2).slice(0, 19).replace('T', ' ')}', 1)`);
 
       await ensureEventSchema(database.url, database.database);
-      const result = await client.query({ query: 'SELECT email, reason, version FROM suppression_state FINAL ORDER BY email', format: 'JSONEachRow' });
-      expect(await result.json()).toEqual([
-        { email: 'hard@example.com', reason: 'hard_bounce', version: '1' },
-        { email: 'soft@example.com', reason: 'none', version: '1' },
-      ]);
+      const result = await client.query({
+        query: 'SELECT email, reason, toUInt32(suppressed_at) AS suppressed_ts, version FROM suppression_state FINAL ORDER BY email',
+        format: 'JSONEachRow',
+      });
+      // soft@ (one soft bounce, never lifted) is not suppressed and has no row.
+      expect(await result.json()).toEqual([{ email: 'hard@example.com', reason: 'hard_bounce', suppressed_ts: Date.parse(day(1)) / 1000, version: '2' }]);
       const tables = await client.query({ query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'suppression_state%'", format: 'JSONEachRow' });
       expect(await tables.json()).toEqual([{ name: 'suppression_state' }]);
     } finally {

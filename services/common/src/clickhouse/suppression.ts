@@ -14,7 +14,7 @@ export const IMMEDIATE_REASONS = ['hard_bounce', 'unsubscribe', 'spam_report'] a
 export const SUPPRESSION_REASONS = ['hard_bounce', 'soft_bounces', 'unsubscribe', 'spam_report'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
-/** suppression_state.reason; 'none': the address has signals but is not suppressed (any more). */
+/** suppression_state.reason; 'none': a lifted address that is not suppressed (again). */
 const SUPPRESSION_STATE_REASON_TYPE = "Enum8('none' = 0, 'hard_bounce' = 1, 'soft_bounces' = 2, 'unsubscribe' = 3, 'spam_report' = 4)";
 
 /**
@@ -70,6 +70,12 @@ function addressScope(addresses: SuppressedAddress[]): SqlFragment {
  *   which arrayFirst gives when none qualifies, reads as 0 = "never").
  * - version: distinct provider event ids plus distinct lift times, all of
  *   them, lifted or not.
+ * - An address never lifted gets no 'none' row: without lifts its state only
+ *   ever goes from none to suppressed (new signals cannot undo a suppression,
+ *   and a third soft bounce stays within the window whatever comes between),
+ *   so there is no earlier suppressed row for a 'none' row to replace. Reads
+ *   merge every row of a workspace (FINAL), and addresses with a soft bounce
+ *   or two are many.
  */
 export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment {
   const scope = addresses === undefined ? raw.trusted('1') : addressScope(addresses);
@@ -85,7 +91,7 @@ export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment 
       toDateTime(multiIf(immediate_first, immediate_at, soft_at), 'UTC') AS suppressed_at,
       version
     FROM (
-      SELECT workspace_id, email, version,
+      SELECT workspace_id, email, version, lifted,
         toUInt32(intDiv(first_immediate, 4)) AS immediate_at,
         ${reasons}[first_immediate % 4] AS immediate_reason,
         arrayMap(soft -> soft.1, arraySort(arrayDistinct(soft_bounces))) AS soft_times,
@@ -97,7 +103,8 @@ export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment 
         SELECT workspace_id, email,
           minIf(toUInt64(occurred_at) * 4 + ${rank}, ${rank} > 0 AND occurred_at > last_lift) AS first_immediate,
           groupArrayIf((toUInt32(occurred_at), provider_event_id), reason = 'soft_bounce' AND occurred_at > last_lift) AS soft_bounces,
-          uniqExact(provider_event_id) + any(lifts) AS version
+          uniqExact(provider_event_id) + any(lifts) AS version,
+          any(lifts) > 0 AS lifted
         FROM (SELECT workspace_id, email, reason, occurred_at, provider_event_id FROM suppression_signals WHERE ${scope})
         ANY LEFT JOIN (
           SELECT workspace_id, email, max(lifted_at) AS last_lift, uniqExact(lifted_at) AS lifts
@@ -105,7 +112,8 @@ export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment 
         ) USING (workspace_id, email)
         GROUP BY workspace_id, email
       )
-    )`;
+    )
+    WHERE reason != 'none' OR lifted`;
 }
 
 /**
