@@ -149,32 +149,36 @@ describe('GetStats', () => {
     expect(nothing).toMatchObject({ totals: counts(), campaigns: [], series: [], topLinks: [] });
   });
 
-  it('refuses a series of more than 1000 buckets', async () => {
-    const requested = await failure(
-      stats({ occurredFrom: at('2026-01-01T00:00:00Z'), occurredBefore: at('2026-03-01T00:00:00Z') }, Interval.INTERVAL_HOUR),
-    );
-    expect(requested.code).toBe(status.INVALID_ARGUMENT);
-    expect(requested.violations).toEqual([
-      {
-        loc: ['interval'],
-        type: 'value_error',
-        msg: 'Value error, the date range spans 1416 hour buckets, more than 1000: narrow date_from/date_to or use interval=day',
-        input: 'hour',
-        ctx: { error: {} },
-      },
-    ]);
-    // Exactly 1000 days is fine.
-    await stats({ occurredFrom: at('2024-01-01T00:00:00Z'), occurredBefore: at('2026-09-27T00:00:00Z') });
+  it('fills every bucket of a range of up to 2000, and lists only the buckets with events beyond', async () => {
+    // Exactly 2000 days: every one of them, zeros included.
+    const filled = await stats({ occurredFrom: at('2021-04-10T00:00:00Z'), occurredBefore: at('2026-10-01T00:00:00Z') });
+    expect(filled.series).toHaveLength(2000);
 
-    // Without a range, the span of the data decides.
     const workspaceId = randomUUID();
     await analytics.insertEvents([
-      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-01-01T00:00:00Z' }),
-      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-03-01T00:00:00Z' }),
+      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2017-06-01T10:20:00Z' }),
+      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-03-01T05:00:00Z' }),
+      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: '2026-03-01T05:59:59Z' }),
     ]);
-    const open = analytics.rpc('getStats', { filter: { workspaceId }, interval: Interval.INTERVAL_HOUR });
-    expect((await failure(open)).violations[0].msg).toMatch(/spans 1417 hour buckets/);
-    expect((await analytics.rpc('getStats', { filter: { workspaceId }, interval: Interval.INTERVAL_DAY })).series).toHaveLength(60);
+    const bucketsOf = async (filter: Record<string, unknown>, interval: (typeof Interval)[keyof typeof Interval]) => {
+      const answer = await analytics.rpc('getStats', { filter: { workspaceId, ...filter }, interval });
+      return answer.series?.map((bucket) => [bucket.bucketStart?.toISOString(), bucket.counts?.opens]);
+    };
+    const sparse = [
+      ['2017-06-01T10:00:00.000Z', 1],
+      ['2026-03-01T05:00:00.000Z', 2],
+    ];
+    // Without a range the span of the data decides: nearly nine years of hours.
+    expect(await bucketsOf({}, Interval.INTERVAL_HOUR)).toEqual(sparse);
+    // A range given in full, of 1417 days: still filled.
+    const days = await bucketsOf({ occurredFrom: at('2022-05-14T00:00:00Z'), occurredBefore: at('2026-03-31T00:00:00Z') }, Interval.INTERVAL_DAY);
+    expect(days).toHaveLength(1417);
+    expect(days?.filter(([, opens]) => opens !== 0)).toEqual([['2026-03-01T00:00:00.000Z', 2]]);
+    // Over 2000 days given in full: the buckets with events.
+    expect(await bucketsOf({ occurredFrom: at('2017-01-01T00:00:00Z'), occurredBefore: at('2027-01-01T00:00:00Z') }, Interval.INTERVAL_DAY)).toEqual([
+      ['2017-06-01T00:00:00.000Z', 1],
+      ['2026-03-01T00:00:00.000Z', 2],
+    ]);
   });
 
   it('treats injection attempts as data', async () => {

@@ -1,12 +1,13 @@
-import { InvalidArgumentError } from '@mail/common';
 import type { EventFilter, Interval } from './filter';
 
 /**
- * Time buckets of the stats series: UTC hours or days, every bucket of the
- * range present (charts expect gaps as zeros), at most MAX_SERIES_BUCKETS so
- * one request cannot ask for an unbounded series.
+ * Time buckets of the stats series: UTC hours or days. Charts expect gaps
+ * as zeros, so a range of up to MAX_FILLED_BUCKETS buckets has every bucket;
+ * a longer one (hourly over months, or an open range over years of data) has
+ * only the buckets with events, so its size is bounded by the data rather
+ * than by the span.
  */
-export const MAX_SERIES_BUCKETS = 1000;
+export const MAX_FILLED_BUCKETS = 2000;
 
 const BUCKET_MS: Record<Interval, number> = { hour: 3_600_000, day: 86_400_000 };
 
@@ -16,7 +17,7 @@ export function bucketStart(time: Date, interval: Interval): Date {
 }
 
 /** Bucket starts from the first to the last bucket, both included. */
-export function bucketsBetween(first: Date, last: Date, interval: Interval): Date[] {
+function bucketsBetween(first: Date, last: Date, interval: Interval): Date[] {
   const buckets: Date[] = [];
   for (let time = first.getTime(); time <= last.getTime(); time += BUCKET_MS[interval]) buckets.push(new Date(time));
   return buckets;
@@ -27,7 +28,7 @@ export function bucketsBetween(first: Date, last: Date, interval: Interval): Dat
  * last bucket that has events. Undefined when an open bound has no events to
  * stand on (nothing to draw).
  */
-export function seriesRange(
+function seriesRange(
   filter: Pick<EventFilter, 'from' | 'before'>,
   interval: Interval,
   dataBuckets: Date[],
@@ -43,20 +44,11 @@ export function seriesRange(
   return first && last ? { first, last } : undefined;
 }
 
-/** 422 when the range holds more buckets than a series may have. */
-export function checkSeriesSize(range: { first: Date; last: Date } | undefined, interval: Interval): void {
-  if (!range) return;
+/** The bucket starts of the series, in time order: the range's every bucket, or only `dataBuckets` when it has too many. */
+export function seriesBuckets(filter: Pick<EventFilter, 'from' | 'before'>, interval: Interval, dataBuckets: Date[]): Date[] {
+  const range = seriesRange(filter, interval, dataBuckets);
+  if (!range) return [];
   const count = Math.floor((range.last.getTime() - range.first.getTime()) / BUCKET_MS[interval]) + 1;
-  if (count <= MAX_SERIES_BUCKETS) return;
-  throw new InvalidArgumentError([
-    {
-      loc: ['interval'],
-      type: 'value_error',
-      msg:
-        `Value error, the date range spans ${count} ${interval} buckets, more than ${MAX_SERIES_BUCKETS}: ` +
-        `narrow date_from/date_to${interval === 'hour' ? ' or use interval=day' : ''}`,
-      input: interval,
-      ctx: { error: {} },
-    },
-  ]);
+  if (count <= MAX_FILLED_BUCKETS) return bucketsBetween(range.first, range.last, interval);
+  return [...dataBuckets].sort((a, b) => a.getTime() - b.getTime());
 }

@@ -1,5 +1,5 @@
 import type { EventFilter, Interval } from './filter';
-import { bucketsBetween, checkSeriesSize, seriesRange } from './series';
+import { seriesBuckets } from './series';
 import { SUPPRESSION_REASONS, type SuppressionReason } from './suppression';
 
 export interface Counts {
@@ -60,12 +60,10 @@ export interface Stats {
 /**
  * Assembles the dashboard: totals are the sum of the campaigns (every event
  * has one) with their own distinct-address counts; campaigns in id order; the
- * series fills every bucket of the range, zeros included.
+ * series as seriesBuckets lays it out.
  */
 export function assembleStats(input: StatsInput): Stats {
-  const range = seriesRange(input.filter, input.interval, [...input.bucketEvents.keys()].map((ms) => new Date(ms)));
-  checkSeriesSize(range, input.interval);
-  const buckets = range ? bucketsBetween(range.first, range.last, input.interval) : [];
+  const buckets = seriesBuckets(input.filter, input.interval, [...input.bucketEvents.keys()].map((ms) => new Date(ms)));
   const suppressions = Object.fromEntries(SUPPRESSION_REASONS.map((reason) => [reason, input.suppressions.get(reason) ?? 0]));
   return {
     totals: counts([...input.campaignEvents.values()].reduce(add, NO_EVENTS), input.totalUniques),
