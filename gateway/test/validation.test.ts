@@ -332,6 +332,12 @@ describe('body validation answers like FastAPI', () => {
     expect((await send(Buffer.from(JSON.stringify(valid)), { headers: { workspace_id: WS } })).status).toBe(404);
   });
 
+  it('reads application/*+json bodies as JSON', async () => {
+    for (const type of ['application/merge-patch+json', 'application/vnd.api+json; charset=utf-8']) {
+      expect((await send(JSON.stringify(valid), { headers: { workspace_id: WS, 'content-type': type } })).status).toBe(404);
+    }
+  });
+
   it('lets null through where the schema is nullable, enums included', async () => {
     expect((await post({ ...valid, csv_account_ids: null, variants: null, from_email: null })).status).toBe(404);
     expect((await send(JSON.stringify({ name: null, mode: null }), { url: `/things/${WS}`, method: 'PUT' })).status).toBe(404);
@@ -387,6 +393,24 @@ describe('parameters answer like FastAPI', () => {
       },
     });
     expect((await send(JSON.stringify(valid), { url: '/things/?page=x&page=2&dry_run=yes&q=a@b.c:d' })).status).toBe(404);
+  });
+
+  it('refuses integers that JavaScript reads but Pydantic does not, in the query and in the body', async () => {
+    const intParsing = (loc: string[], input: string) => ({
+      type: 'int_parsing',
+      loc,
+      msg: 'Input should be a valid integer, unable to parse string as an integer',
+      input,
+    });
+    for (const page of ['1e3', '0x10', '0b1', 'Infinity']) {
+      expect(await send(JSON.stringify(valid), { url: `/things/?page=${page}` })).toEqual({ status: 422, json: { detail: [intParsing(['query', 'page'], page)] } });
+    }
+    expect(await post({ ...valid, send_priority: '1e2' })).toEqual({ status: 422, json: { detail: [intParsing(['body', 'send_priority'], '1e2')] } });
+  });
+
+  it('ignores parameters with brackets in their names, as FastAPI ignores any unknown parameter', async () => {
+    expect((await send(JSON.stringify(valid), { url: '/things/?page[]=x&page[a]=b&q[]=1&dry_run[x]=perhaps' })).status).toBe(404);
+    expect((await send(JSON.stringify(valid), { url: '/things/?page=2&page[]=x' })).status).toBe(404);
   });
 
   it('reports a path id that is not a UUID', async () => {

@@ -122,14 +122,21 @@ function childSchema(document: OpenApiDocument, schema: Schema, key: string): Sc
 // ---------------------------------------------------------------------------
 
 /** A scalar as Pydantic's lax mode would convert it; anything it would reject is returned unchanged for the validator. */
+/**
+ * Stands in for a string Pydantic cannot read as a number: the validator
+ * coerces any string JavaScript reads as one ("1e3", "0x10"), and cannot
+ * coerce an object. Errors quote the caller's value, not this.
+ */
+const notANumber = (text: string): object => ({ notANumber: text });
+
 function laxScalar(schema: Schema, value: unknown): unknown {
   switch (schema.type) {
     case 'integer':
       if (typeof value === 'boolean') return Number(value);
-      return typeof value === 'string' ? (intFromString(value) ?? value) : value;
+      return typeof value === 'string' ? (intFromString(value) ?? notANumber(value)) : value;
     case 'number':
       if (typeof value === 'boolean') return Number(value);
-      return typeof value === 'string' ? (floatFromString(value) ?? value) : value;
+      return typeof value === 'string' ? (floatFromString(value) ?? notANumber(value)) : value;
     case 'boolean':
       if (typeof value === 'string') return boolFromString(value) ?? value;
       return value === 0 || value === 1 ? value === 1 : value;
@@ -246,7 +253,10 @@ export function pydanticRequests(
     if (pathChanged) req.url = segments.join('/') + req.url.slice(req.path.length);
 
     // Query: Starlette takes the last of repeated values; Express 5 recomputes req.query, so pin a copy.
+    // Names with brackets are other parameters to FastAPI (ignored, as every unknown one), not the
+    // arrays and objects the validator would make of them.
     const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
+    for (const name of Object.keys(query)) if (name.includes('[')) delete query[name];
     for (const parameter of schemas.parameters.filter((p) => p.in === 'query' && query[p.name] !== undefined)) {
       let value = query[parameter.name];
       if (Array.isArray(value) && resolve(document, parameter.schema).type !== 'array') value = value[value.length - 1];
@@ -264,7 +274,8 @@ export function pydanticRequests(
     }
 
     if (schemas.body) {
-      req.headers['content-type'] ??= 'application/json';
+      // No type is read as JSON, as FastAPI does; so is application/*+json, which the document does not list.
+      if (!req.headers['content-type'] || req.is('application/*+json')) req.headers['content-type'] = 'application/json';
       if (emptyBodies.has(req)) req.body = undefined;
       // The validator requires a body only when its schema lists required fields (it ignores
       // requestBody.required); null is reported as FastAPI's missing body.
