@@ -274,6 +274,30 @@ describe('update', () => {
     expect((await api('GET', `/email-campaigns/${campaign.id}`)).body.variants).toEqual(answer.body.variants);
   });
 
+  it('updates only the fields a variant item with an id gives: omitted unchanged, null clears the label only', async () => {
+    const campaign = await create({ variants: [{ template_id: 't1', weight: 7, label: 'A', is_active: false }, { template_id: 't2', label: 'B' }] });
+    const [first, second] = campaign.variants;
+    const answer = await put(campaign.id, {
+      variants: [
+        { id: first.id, weight: 3 },
+        { id: second.id, template_id: null, weight: null, label: null, is_active: null },
+      ],
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.variants).toEqual([
+      { ...first, weight: 3 },
+      { ...second, label: null },
+    ]);
+  });
+
+  it('requires template_id of a new variant item on PUT, with the item as input', async () => {
+    const campaign = await create({ variants: [] });
+    expect(await put(campaign.id, { variants: [{ weight: 2, label: 'x' }] })).toMatchObject({
+      status: 422,
+      body: { detail: [{ type: 'missing', loc: ['body', 'variants', 0, 'template_id'], msg: 'Field required', input: { weight: 2, label: 'x' } }] },
+    });
+  });
+
   it('refuses a variant id of another campaign with 422, changing nothing', async () => {
     const mine = await create({ name: 'Mine', variants: [{ template_id: 'mine' }] });
     const theirs = await create({ name: 'Theirs', variants: [{ template_id: 'theirs' }] });

@@ -37,17 +37,21 @@ const WRITE_FIELDS = [
   'variants',
 ];
 
-function variantInput(item: Json): campaignV1.VariantInput {
+const VARIANT_FIELDS = ['template_id', 'weight', 'label', 'is_active'];
+
+/** A variant item; on update with its mask, so the service tells an omitted field from a null one. */
+function variantInput(item: Json, update: boolean): campaignV1.VariantInput {
   return {
     id: given(item.id),
-    templateId: item.template_id as string,
+    templateId: given(item.template_id),
     weight: given(item.weight),
     label: given(item.label),
     isActive: given(item.is_active),
+    updateMask: update ? updateMaskOf(item, VARIANT_FIELDS) : undefined,
   };
 }
 
-function campaignInput(body: Json): campaignV1.CampaignInput {
+function campaignInput(body: Json, update = false): campaignV1.CampaignInput {
   return {
     workspaceId: given<string>(body.workspace_id) ?? '',
     name: given(body.name),
@@ -64,7 +68,7 @@ function campaignInput(body: Json): campaignV1.CampaignInput {
     replyTo: given(body.reply_to),
     deliveryMode: MODES[body.delivery_mode as string] ?? DeliveryMode.DELIVERY_MODE_UNSPECIFIED,
     templateId: given(body.template_id),
-    variants: Array.isArray(body.variants) ? { variants: (body.variants as Json[]).map(variantInput) } : undefined,
+    variants: Array.isArray(body.variants) ? { variants: (body.variants as Json[]).map((item) => variantInput(item, update)) } : undefined,
   };
 }
 
@@ -135,7 +139,7 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
       workspaceId: workspaceIdOf(res),
       id: pathParam(req),
       updateMask: updateMaskOf(body, WRITE_FIELDS),
-      campaign: campaignInput(body),
+      campaign: campaignInput(body, true),
     });
     res.json(campaignJson(answer.campaign));
   });

@@ -231,7 +231,7 @@ describe('update', () => {
     expect(campaign!.variants).toEqual({
       variants: [
         { id: expect.any(String), templateId: 'new', weight: 5, isActive: true },
-        { id: rewrite.id, templateId: 'rewritten', weight: 2, isActive: false },
+        { id: rewrite.id, templateId: 'rewritten', weight: 2, label: 'old', isActive: false },
         { id: keep.id, templateId: 'keep', weight: 1, label: 'kept', isActive: true },
       ],
     });
@@ -240,6 +240,42 @@ describe('update', () => {
     expect((await update(original.id, ['variants'], { variants: { variants: [] } })).campaign!.variants).toEqual({ variants: [] });
     expect((await update(original.id, ['variants'])).campaign!.variants).toBeUndefined();
     expect(await service.db('campaign_variants').where({ campaign_id: original.id })).toEqual([]);
+  });
+
+  it('changes only the fields a variant item with an id names, as the campaign fields: null clears the label only', async () => {
+    const original = await create({
+      variants: { variants: [{ templateId: 'a', weight: 7, label: 'A', isActive: false }, { templateId: 'b', weight: 3, label: 'B' }] },
+    });
+    const [a, b] = original.variants!.variants;
+    const { campaign } = await update(original.id, ['variants'], {
+      variants: {
+        variants: [
+          { id: a.id, weight: 9, updateMask: ['weight'] },
+          // Named without a value: null, which clears the label and leaves the rest.
+          { id: b.id, updateMask: ['template_id', 'weight', 'label', 'is_active'] },
+        ],
+      },
+    });
+    expect(campaign!.variants).toEqual({
+      variants: [
+        { id: a.id, templateId: 'a', weight: 9, label: 'A', isActive: false },
+        { id: b.id, templateId: 'b', weight: 3, isActive: true },
+      ],
+    });
+  });
+
+  it('requires a template_id of a new variant item, naming the item', async () => {
+    const original = await create();
+    expect(await failure(update(original.id, ['variants'], { variants: { variants: [{ weight: 2, updateMask: ['weight', 'label'] }] } }))).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      violations: [{ loc: ['variants', 0, 'template_id'], type: 'missing', msg: 'Field required', input: { weight: 2, label: null } }],
+    });
+    expect(
+      await failure(update(original.id, ['variants'], { variants: { variants: [{ templateId: 't', updateMask: ['template_id', 'colour'] }] } })),
+    ).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      violations: [{ loc: ['variants', 0, 'update_mask'], type: 'value_error', msg: "Value error, 'colour' is not a variant field", input: 'colour' }],
+    });
   });
 
   it('refuses variant ids of another campaign, changing nothing', async () => {

@@ -248,14 +248,32 @@ describe('update', () => {
     expect(campaignPatch({}, WORKSPACE)).toEqual({});
   });
 
-  it('keeps variant ids and fills variant defaults', () => {
-    expect(campaignPatch({ variants: [{ id: VARIANT, templateId: 't', label: null }, { templateId: 'u', weight: 0, isActive: false }] }, WORKSPACE))
-      .toEqual({
-        variants: [
-          { id: VARIANT, templateId: 't', weight: 1, label: null, isActive: true },
-          { templateId: 'u', weight: 0, label: null, isActive: false },
-        ],
-      });
+  it('keeps variant ids with the fields given (null leaves those that cannot be null) and fills defaults of new variants', () => {
+    const variants = [
+      { id: VARIANT, templateId: 't', label: null },
+      { id: VARIANT, weight: null, isActive: null, templateId: null, label: 'L' },
+      { templateId: 'u', weight: 0, isActive: false },
+      { templateId: 'v', weight: null, label: null },
+    ];
+    expect(campaignPatch({ variants }, WORKSPACE)).toEqual({
+      variants: [
+        { id: VARIANT, templateId: 't', label: null },
+        { id: VARIANT, label: 'L' },
+        { templateId: 'u', weight: 0, label: null, isActive: false },
+        { templateId: 'v', weight: 1, label: null, isActive: true },
+      ],
+    });
+  });
+
+  it('requires the template_id of a new variant, on update and on create', () => {
+    const missing = (i: number, input: object) => ({ loc: ['variants', i, 'template_id'], type: 'missing', msg: 'Field required', input });
+    expect(violationsOf(() => campaignPatch({ variants: [{ id: VARIANT }, { weight: 2 }, { templateId: null }] }, WORKSPACE))).toEqual([
+      missing(1, { weight: 2 }),
+      { loc: ['variants', 2, 'template_id'], type: 'string_type', msg: 'Input should be a valid string', input: null },
+    ]);
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'x', variants: [{ id: VARIANT }] }, WORKSPACE))).toEqual([
+      missing(0, { id: VARIANT }),
+    ]);
   });
 
   it('accepts the workspace acted in, in any case, and refuses another', () => {

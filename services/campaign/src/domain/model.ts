@@ -31,13 +31,16 @@ export interface Variant {
   isActive: boolean;
 }
 
-/** A variant as a write asks for it: with an id it rewrites that variant, without one it is new. */
+/**
+ * A variant as a write asks for it. Without an id it is new and has every
+ * field; with one it rewrites that variant, and an absent field keeps its value.
+ */
 export interface VariantDraft {
   id?: string;
-  templateId: string;
-  weight: number;
-  label: string | null;
-  isActive: boolean;
+  templateId?: string;
+  weight?: number;
+  label?: string | null;
+  isActive?: boolean;
 }
 
 export interface NewCampaign extends CampaignFields {

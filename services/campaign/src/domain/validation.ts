@@ -34,12 +34,13 @@ const DEFAULTS: Omit<CampaignFields, 'name'> = {
 /** Fields whose null on update means "unchanged" (they cannot be cleared). */
 const NOT_NULLABLE: ReadonlySet<string> = new Set(['name', 'isActive', 'sendPriority', 'recipientSource', 'deliveryMode']);
 
+/** A variant item as the caller sent it: an absent key was omitted, null was sent as null. */
 export interface VariantWrite {
   id?: string;
-  templateId: string;
-  weight?: number;
+  templateId?: string | null;
+  weight?: number | null;
   label?: string | null;
-  isActive?: boolean;
+  isActive?: boolean | null;
 }
 
 /** A write as the caller sent it: an absent key was omitted, null was sent as null. */
@@ -83,10 +84,26 @@ function emailViolation(loc: string[], input: string): Violation | undefined {
   return 'reason' in parsed ? invalidEmail(loc, input, parsed.reason) : undefined;
 }
 
-function variantViolations(variants: VariantWrite[]): (Violation | undefined)[] {
+/** The item as the API spells it, for a `missing` entry's input. */
+function variantItem({ id, templateId, weight, label, isActive }: VariantWrite): Record<string, unknown> {
+  const item = { id, template_id: templateId, weight, label, is_active: isActive };
+  return Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined));
+}
+
+/** A new variant needs a template_id; one that rewrites an existing variant (update, with an id) keeps its own. */
+function templateIdViolation(variant: VariantWrite, i: number, isNew: boolean): Violation | undefined {
+  const loc = ['variants', i, 'template_id'];
+  if (typeof variant.templateId === 'string') return lengthViolation(loc, variant.templateId, 1);
+  if (!isNew) return undefined;
+  return variant.templateId === undefined
+    ? { loc, type: 'missing', msg: 'Field required', input: variantItem(variant) }
+    : { loc, type: 'string_type', msg: 'Input should be a valid string', input: null };
+}
+
+function variantViolations(variants: VariantWrite[], creating: boolean): (Violation | undefined)[] {
   return variants.flatMap((variant, i) => [
-    lengthViolation(['variants', i, 'template_id'], variant.templateId, 1),
-    variant.weight === undefined ? undefined : rangeViolation(['variants', i, 'weight'], variant.weight, WEIGHT_RANGE),
+    templateIdViolation(variant, i, creating || variant.id === undefined),
+    variant.weight == null ? undefined : rangeViolation(['variants', i, 'weight'], variant.weight, WEIGHT_RANGE),
   ]);
 }
 
@@ -104,7 +121,7 @@ function semanticViolation(
 const snakeCase = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Every rule beyond types, on the values present; all failures at once. */
-function fieldViolations(write: CampaignWrite): Violation[] {
+function fieldViolations(write: CampaignWrite, creating: boolean): Violation[] {
   const violations = [
     write.name == null ? undefined : lengthViolation(['name'], write.name, 1, NAME_MAX_LENGTH),
     write.sendPriority == null ? undefined : rangeViolation(['send_priority'], write.sendPriority, SEND_PRIORITY_RANGE),
@@ -123,20 +140,31 @@ function fieldViolations(write: CampaignWrite): Violation[] {
       : lengthViolation(['provider_category_id'], write.providerCategoryId, 0, PROVIDER_CATEGORY_ID_MAX_LENGTH),
     write.fromEmail == null ? undefined : emailViolation(['from_email'], write.fromEmail),
     write.replyTo == null ? undefined : emailViolation(['reply_to'], write.replyTo),
-    ...(write.variants == null ? [] : variantViolations(write.variants)),
+    ...(write.variants == null ? [] : variantViolations(write.variants, creating)),
     ...nulViolations(write, [], snakeCase),
   ];
   return violations.filter((v): v is Violation => v !== undefined);
 }
 
-function draft(variant: VariantWrite, keepId: boolean): VariantDraft {
+/** A new variant with defaults for what is omitted (validated: it has a template_id). */
+function newVariant(variant: VariantWrite): VariantDraft {
   return {
-    ...(keepId && variant.id !== undefined ? { id: variant.id } : {}),
-    templateId: variant.templateId,
+    templateId: variant.templateId as string,
     weight: variant.weight ?? DEFAULT_WEIGHT,
     label: variant.label ?? null,
     isActive: variant.isActive ?? true,
   };
+}
+
+/** An item of an update: an id rewrites that variant with the fields given (null on a field that cannot be null leaves it). */
+function variantChange(variant: VariantWrite): VariantDraft {
+  if (variant.id === undefined) return newVariant(variant);
+  const change: VariantDraft = { id: variant.id };
+  if (variant.templateId != null) change.templateId = variant.templateId;
+  if (variant.weight != null) change.weight = variant.weight;
+  if (variant.label !== undefined) change.label = variant.label;
+  if (variant.isActive != null) change.isActive = variant.isActive;
+  return change;
 }
 
 /** The fields a write sets: omitted ones and nulls on fields that cannot be null are left out. */
@@ -188,27 +216,28 @@ export function newCampaign(write: CampaignWrite, workspaceId: string): NewCampa
   if (write.workspaceId == null) violations.push({ loc: ['workspace_id'], type: 'missing', msg: 'Field required', input: null });
   violations.push(...workspaceViolations(write, workspaceId));
   if (write.name == null) violations.push({ loc: ['name'], type: 'missing', msg: 'Field required', input: null });
-  violations.push(...fieldViolations(write));
+  violations.push(...fieldViolations(write, true));
   throwIfAny(violations);
   return {
     ...DEFAULTS,
     ...(present(write) as Partial<CampaignFields> & Pick<CampaignFields, 'name'>),
     workspaceId: workspaceId.toLowerCase(),
-    variants: write.variants?.map((variant) => draft(variant, false)) ?? null,
+    variants: write.variants?.map(newVariant) ?? null,
   };
 }
 
 /**
  * An update, with the contract's PUT rules: omitted is unchanged, null clears
  * a nullable field and leaves the others unchanged, and `variants` is the
- * whole desired list. A workspace_id in the body must be the one acted in.
+ * whole desired list, whose items with an id follow the same rules for that
+ * variant's fields. A workspace_id in the body must be the one acted in.
  */
 export function campaignPatch(write: CampaignWrite, workspaceId: string): CampaignPatch {
   const violations: Violation[] = workspaceViolations(write, workspaceId);
-  violations.push(...fieldViolations(write));
+  violations.push(...fieldViolations(write, false));
   throwIfAny(violations);
   const patch: CampaignPatch = present(write);
-  if (write.variants !== undefined) patch.variants = write.variants?.map((variant) => draft(variant, true)) ?? null;
+  if (write.variants !== undefined) patch.variants = write.variants?.map(variantChange) ?? null;
   return patch;
 }
 

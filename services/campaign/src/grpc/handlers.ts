@@ -3,7 +3,7 @@ import { InvalidArgumentError, NotFoundError, unary, valueError, watchChanges, t
 import { campaignV1 } from '@mail/proto';
 import type { Campaign, DeliveryMode, Page, RecipientSource } from '../domain/model';
 import { nextRunAt } from '../domain/schedule';
-import { campaignPatch, isUuid, newCampaign, pageWindow, type CampaignWrite } from '../domain/validation';
+import { campaignPatch, isUuid, newCampaign, pageWindow, type CampaignWrite, type VariantWrite } from '../domain/validation';
 import {
   createCampaign,
   deleteCampaign,
@@ -52,6 +52,31 @@ const FIELD_OF_PATH: Record<string, keyof CampaignWrite> = {
   variants: 'variants',
 };
 
+const VARIANT_FIELD_OF_PATH: Record<string, keyof VariantWrite> = {
+  template_id: 'templateId',
+  weight: 'weight',
+  label: 'label',
+  is_active: 'isActive',
+};
+
+/**
+ * A variant item as sent: with an update mask only the named fields, a named
+ * one without a value as null; without a mask, the fields that are set.
+ */
+function variantFromProto({ updateMask, id, ...values }: campaignV1.VariantInput, index: number): VariantWrite {
+  const write: VariantWrite = id === undefined ? {} : { id };
+  if (!updateMask?.length) return { ...write, ...Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) };
+  const unknown = updateMask.filter((path) => !(path in VARIANT_FIELD_OF_PATH));
+  if (unknown.length > 0) {
+    throw new InvalidArgumentError(unknown.map((path) => valueError(['variants', index, 'update_mask'], path, `'${path}' is not a variant field`)));
+  }
+  for (const path of updateMask) {
+    const field = VARIANT_FIELD_OF_PATH[path];
+    Object.assign(write, { [field]: values[field as keyof typeof values] ?? null });
+  }
+  return write;
+}
+
 /** The values a CampaignInput carries; unset optional fields (and enum 0, empty workspace_id) are absent. */
 function writeFromProto(input: campaignV1.CampaignInput | undefined): CampaignWrite {
   if (!input) return {};
@@ -62,7 +87,7 @@ function writeFromProto(input: campaignV1.CampaignInput | undefined): CampaignWr
     recipientSource: SOURCE_FROM_PROTO[recipientSource],
     deliveryMode: MODE_FROM_PROTO[deliveryMode],
     csvAccountIds: csvAccountIds?.ids,
-    variants: variants?.variants,
+    variants: variants?.variants.map(variantFromProto),
   };
   return Object.fromEntries(Object.entries(write).filter(([, value]) => value !== undefined));
 }

@@ -53,21 +53,26 @@ function campaignSelect(c: string, variants: string): string {
 
 const STORED_VARIANTS = (c: string): string => variantList('campaign_variants', `v.campaign_id = ${c}.id`);
 
-/** Variant drafts as one JSON binding, read back as rows by VARIANT_DRAFTS. */
+/**
+ * Variant drafts as one JSON binding, read back as rows by VARIANT_DRAFTS.
+ * A draft of an existing variant may leave fields out: null there (and
+ * keep_label for the label, which can be null) keeps the stored value.
+ */
 function draftsJson(drafts: VariantDraft[]): string {
   return JSON.stringify(
     drafts.map((draft, position) => ({
       id: draft.id ?? null,
       position,
-      template_id: draft.templateId,
-      weight: draft.weight,
-      label: draft.label,
-      is_active: draft.isActive,
+      template_id: draft.templateId ?? null,
+      weight: draft.weight ?? null,
+      label: draft.label ?? null,
+      keep_label: draft.label === undefined,
+      is_active: draft.isActive ?? null,
     })),
   );
 }
 const VARIANT_DRAFTS =
-  'jsonb_to_recordset(?::jsonb) AS d(id uuid, position int, template_id text, weight int, label text, is_active boolean)';
+  'jsonb_to_recordset(?::jsonb) AS d(id uuid, position int, template_id text, weight int, label text, keep_label boolean, is_active boolean)';
 
 const notFound = (): NotFoundError => new NotFoundError('Campaign');
 
@@ -224,8 +229,9 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
            DELETE FROM campaign_variants WHERE campaign_id = ? AND NOT (id = ANY (?::uuid[]))
          ), written AS (
            INSERT INTO campaign_variants (id, campaign_id, position, template_id, weight, label, is_active)
-           SELECT coalesce(d.id, gen_random_uuid()), ?, d.position, d.template_id, d.weight, d.label, d.is_active
-           FROM ${VARIANT_DRAFTS}
+           SELECT coalesce(d.id, gen_random_uuid()), ?, d.position, coalesce(d.template_id, v.template_id),
+             coalesce(d.weight, v.weight), CASE WHEN d.keep_label THEN v.label ELSE d.label END, coalesce(d.is_active, v.is_active)
+           FROM ${VARIANT_DRAFTS} LEFT JOIN campaign_variants v ON v.id = d.id
            ON CONFLICT (id) DO UPDATE SET position = excluded.position, template_id = excluded.template_id,
              weight = excluded.weight, label = excluded.label, is_active = excluded.is_active
            RETURNING *
