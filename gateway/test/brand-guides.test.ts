@@ -98,6 +98,18 @@ it('validates name and prompt_content with exact 422 entries', async () => {
   });
 });
 
+it('reports a NUL character with the other failing fields', async () => {
+  expect(await api('POST', '/brand-guides/', { name: 'a\u0000b', is_active: 'x' })).toMatchObject({
+    status: 422,
+    body: {
+      detail: [
+        { type: 'value_error', loc: ['body', 'name'], msg: 'Value error, text must not contain NUL (\\u0000) characters', input: 'a\u0000b', ctx: { error: {} } },
+        { type: 'bool_parsing', loc: ['body', 'is_active'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'x' },
+      ],
+    },
+  });
+});
+
 it('lists newest first, paged, filtered', async () => {
   for (const [name, is_active] of [
     ['Formal voice', true],

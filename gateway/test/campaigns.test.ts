@@ -1,4 +1,4 @@
-import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from '../../services/campaign/test/queries';
+import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from '../../services/common/test/select-statement-queries';
 import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
 
 /**
@@ -464,6 +464,43 @@ describe('validation', () => {
           valueError(['body', 'mssql_query'], 'DELETE FROM t', 'mssql_query must be a single read-only SELECT statement; DELETE is not allowed'),
         ],
       },
+    });
+  });
+
+  it('reports type, range, format, cron, query and NUL failures together, in field order', async () => {
+    const body = {
+      name: 'n'.repeat(201),
+      send_priority: 1001,
+      schedule_cron: '* * *',
+      mssql_query: 'DELETE FROM t',
+      from_email: 'nope',
+      from_name: 'a\u0000b',
+      variants: [{ template_id: 't', weight: -1, label: 'l\u0000' }],
+    };
+    const expected = [
+      { type: 'string_too_long', loc: ['body', 'name'] },
+      { type: 'less_than_equal', loc: ['body', 'send_priority'] },
+      valueError(['body', 'schedule_cron'], '* * *', 'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3'),
+      valueError(['body', 'mssql_query'], 'DELETE FROM t', 'mssql_query must be a single read-only SELECT statement; DELETE is not allowed'),
+      { type: 'value_error', loc: ['body', 'from_email'] },
+      valueError(['body', 'from_name'], 'a\u0000b', 'text must not contain NUL (\\u0000) characters'),
+      { type: 'greater_than_equal', loc: ['body', 'variants', 0, 'weight'] },
+      valueError(['body', 'variants', 0, 'label'], 'l\u0000', 'text must not contain NUL (\\u0000) characters'),
+    ];
+    const created = await post(body);
+    expect(created).toMatchObject({ status: 422, body: { detail: expected } });
+    expect(created.body.detail).toHaveLength(expected.length);
+    const campaign = await create();
+    const updated = await put(campaign.id, body);
+    expect(updated).toMatchObject({ status: 422, body: { detail: expected } });
+    expect(updated.body.detail).toHaveLength(expected.length);
+  });
+
+  it('reports a query over the length limit as too long, without parsing it', async () => {
+    const long = `SELECT 1; DROP TABLE t; ${'-'.repeat(20_000)}`;
+    expect(await post({ mssql_query: long })).toMatchObject({
+      status: 422,
+      body: { detail: [{ type: 'string_too_long', loc: ['body', 'mssql_query'], ctx: { max_length: 20_000 } }] },
     });
   });
 

@@ -1,6 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler } from 'express';
-import { invalidEmail, parseEmail, type Violation } from '@mail/common';
+import {
+  MSSQL_QUERY_MAX_LENGTH,
+  containsNul,
+  cronProblem,
+  cronViolation,
+  invalidEmail,
+  nulViolation,
+  parseEmail,
+  readOnlySelectProblem,
+  selectStatementViolation,
+  type Violation,
+} from '@mail/common';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { readableJsonText } from './json-body';
 import { pythonJsonError } from './python-json';
@@ -121,7 +132,6 @@ function childSchema(document: OpenApiDocument, schema: Schema, key: string): Sc
 // Before validation: Pydantic's lax mode, so what FastAPI accepts passes.
 // ---------------------------------------------------------------------------
 
-/** A scalar as Pydantic's lax mode would convert it; anything it would reject is returned unchanged for the validator. */
 /**
  * Stands in for a string Pydantic cannot read as a number: the validator
  * coerces any string JavaScript reads as one ("1e3", "0x10"), and cannot
@@ -129,6 +139,7 @@ function childSchema(document: OpenApiDocument, schema: Schema, key: string): Sc
  */
 const notANumber = (text: string): object => ({ notANumber: text });
 
+/** A scalar as Pydantic's lax mode would convert it; anything it would reject is returned unchanged for the validator (or as notANumber). */
 function laxScalar(schema: Schema, value: unknown): unknown {
   switch (schema.type) {
     case 'integer':
@@ -287,10 +298,23 @@ export function pydanticRequests(
   };
 }
 
-/** Ajv formats with Pydantic's notion of a UUID and an e-mail address. */
+/**
+ * Ajv formats: Pydantic's notion of a UUID and an e-mail address, and the
+ * campaign rules the model would check with field validators (the campaign
+ * service checks them again), so they are reported with every other failing
+ * field. A query over the length limit is left to maxLength: it is not parsed.
+ */
 export const pydanticFormats = {
   uuid: (value: string) => 'uuid' in parseUuid(value),
   email: (value: string) => 'email' in parseEmail(value),
+  cron: (value: string) => cronProblem(value) === undefined,
+  'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
+};
+
+/** The formats a field validator would check after the field's type and constraints. */
+const FIELD_VALIDATOR_FORMATS: Record<string, (loc: string[], value: string) => Violation | undefined> = {
+  cron: cronViolation,
+  'tsql-select': selectStatementViolation,
 };
 
 /**
@@ -415,6 +439,16 @@ function keywordDetail(keyword: string, schema: Schema, value: unknown, message:
       if (schema.format === 'email' && typeof value === 'string') {
         const parsed = parseEmail(value);
         const { type, msg, ctx } = invalidEmail([], value, 'reason' in parsed ? parsed.reason : '');
+        return { type, msg, ctx };
+      }
+      if (schema.format !== undefined && schema.format in FIELD_VALIDATOR_FORMATS && typeof value === 'string') {
+        const found = FIELD_VALIDATOR_FORMATS[schema.format]([], value);
+        if (found) return { type: found.type, msg: found.msg, ctx: found.ctx };
+      }
+      break;
+    case NUL_KEYWORD:
+      if (typeof value === 'string') {
+        const { type, msg, ctx } = nulViolation([], value)!;
         return { type, msg, ctx };
       }
       break;
@@ -590,13 +624,17 @@ function compareCandidates(a: Candidate, b: Candidate): number {
 /** One Pydantic entry for all the validator's errors at one location (Pydantic reports one per field). */
 function violationAt(context: RequestContext, { where, loc, schema, value, parent, depth }: Location, errors: ValidatorError[]): Violation {
   const keywordOf = (error: ValidatorError) => error.errorCode?.replace(/\.openapi\.validation$/, '') ?? '';
+  const resolved = resolve(context.document, schema);
+  // What a field validator checks comes after the type and constraints, and NUL (PostgreSQL's rule) last.
   const rank = (error: ValidatorError) => {
-    const position = KEYWORD_PRIORITY.indexOf(keywordOf(error));
+    const keyword = keywordOf(error);
+    if (keyword === NUL_KEYWORD) return KEYWORD_PRIORITY.length + 2;
+    if (keyword === 'format' && resolved.format !== undefined && resolved.format in FIELD_VALIDATOR_FORMATS) return KEYWORD_PRIORITY.length + 1;
+    const position = KEYWORD_PRIORITY.indexOf(keyword);
     return position < 0 ? KEYWORD_PRIORITY.length : position;
   };
   const chosen = [...errors].sort((a, b) => rank(a) - rank(b))[0];
   const keyword = keywordOf(chosen);
-  const resolved = resolve(context.document, schema);
 
   // FastAPI treats a JSON null body like no body at all.
   const bodyAbsent = where === 'body' && depth === 0 && (keyword === 'required' || value === null);
@@ -626,7 +664,7 @@ export function openApiViolations(error: { errors: ValidatorError[] }, req: Requ
   if (!context) throw new Error(`no validation context for ${req.method} ${req.path}`);
   const candidateFor = candidates(context);
   const kept: Candidate[] = [];
-  for (const item of error.errors) {
+  for (const item of [...error.errors, ...nulErrors(context)]) {
     // Distinct pointers never compare equal (ranks are unique under a parent), so equal means another error at the same pointer.
     const candidate = candidateFor(item.path, [item]);
     if (kept.length === MAX_DETAIL_ENTRIES && compareCandidates(candidate, kept[kept.length - 1]) > 0) continue;
@@ -648,6 +686,36 @@ export function openApiViolations(error: { errors: ValidatorError[] }, req: Requ
     const location = candidate.parent ? childLocation(context, candidate.parent, candidate.key) : rootLocation(context, candidate.pointer);
     return violationAt(context, location, candidate.errors);
   });
+}
+
+/** The keyword of the errors nulErrors adds beside the validator's. */
+const NUL_KEYWORD = 'nul';
+
+const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * A NUL error for each string of the body, at a field the schema declares,
+ * that holds a NUL (PostgreSQL text cannot): the services refuse them too, but
+ * only once every other check has passed, and a failing body reports them all
+ * at once. Every JSON body the gateway validates is bound for PostgreSQL (the
+ * webhook's has its own route).
+ */
+function nulErrors(context: RequestContext): ValidatorError[] {
+  const errors: ValidatorError[] = [];
+  const visit = (schema: Schema | undefined, value: unknown, pointer: string): void => {
+    if (schema === undefined) return;
+    if (typeof value === 'string') {
+      if (containsNul(value)) errors.push({ path: pointer, message: 'contains NUL', errorCode: NUL_KEYWORD });
+      return;
+    }
+    const resolved = resolve(context.document, schema);
+    if (Array.isArray(value)) value.forEach((item, index) => visit(resolved.items, item, `${pointer}/${index}`));
+    else if (isRecord(value)) {
+      for (const [key, item] of Object.entries(value)) visit(resolved.properties?.[key], item, `${pointer}/${escapePointer(key)}`);
+    }
+  };
+  visit(context.body, context.rawBody, '/body');
+  return errors;
 }
 
 /** FastAPI's single entry for a body that is not JSON, positioned as Python's decoder reports it. */

@@ -1,5 +1,9 @@
+import { cronProblem, cronViolation } from '../src/validation/cron';
 import { invalidEmail, parseEmail } from '../src/validation/email';
+import { memoized } from '../src/validation/memo';
+import { readOnlySelectProblem, selectStatementViolation } from '../src/validation/select-statement';
 import { containsNul, nulViolation, nulViolations } from '../src/validation/text';
+import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from './select-statement-queries';
 
 describe('e-mail addresses (email-validator behind Pydantic EmailStr)', () => {
   it.each([
@@ -88,5 +92,71 @@ describe('NUL characters (PostgreSQL text cannot hold them)', () => {
       ['body', 'variants', 0, 'label'],
     ]);
     expect(nulViolations({ a: ['x'], b: 3 })).toEqual([]);
+  });
+});
+
+describe('mssql_query: one read-only T-SQL SELECT', () => {
+  it.each(LEGITIMATE_SELECTS)('accepts %s', (sql) => {
+    expect(readOnlySelectProblem(sql)).toBeUndefined();
+  });
+
+  it.each(REFUSED_QUERIES)('refuses %j', (sql, reason) => {
+    expect(readOnlySelectProblem(sql)).toBe(reason);
+  });
+});
+
+describe('schedule_cron: a 5-field cron expression', () => {
+  it.each(['*/5 * * * *', '0 9 * * MON-FRI', '0 0 1 JAN *', '5,10 1-5/2 * * *', '0 0 L * *', '0 0 * * THU', ' 0  0 * * * '])(
+    'accepts %j',
+    (cron) => expect(cronProblem(cron)).toBeUndefined(),
+  );
+
+  it.each([
+    ['0 0 * * * *', 'expected 5 fields (minute hour day-of-month month day-of-week), got 6'],
+    ['* * * *', 'expected 5 fields (minute hour day-of-month month day-of-week), got 4'],
+    ['@daily', 'expected 5 fields (minute hour day-of-month month day-of-week), got 1'],
+    ['', 'expected 5 fields (minute hour day-of-month month day-of-week), got 0'],
+    ['60 * * * *', 'Constraint error, got value 60 expected range 0-59'],
+    ['0 0 30 2 *', 'Invalid explicit day of month definition'],
+    ['a b c d e', expect.any(String)],
+    ['H * * * *', 'the H (hashed) notation is not supported'],
+  ])('refuses %j', (cron, reason) => {
+    expect(cronProblem(cron)).toEqual(reason);
+  });
+});
+
+describe('the value_errors of both', () => {
+  it('name the rule, and are absent when it holds', () => {
+    expect(cronViolation(['schedule_cron'], '* * *')).toEqual({
+      loc: ['schedule_cron'],
+      type: 'value_error',
+      msg: 'Value error, invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3',
+      input: '* * *',
+      ctx: { error: {} },
+    });
+    expect(selectStatementViolation(['mssql_query'], 'DELETE FROM t')).toEqual({
+      loc: ['mssql_query'],
+      type: 'value_error',
+      msg: 'Value error, mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
+      input: 'DELETE FROM t',
+      ctx: { error: {} },
+    });
+    expect(cronViolation(['schedule_cron'], '0 9 * * 1')).toBeUndefined();
+    expect(selectStatementViolation(['mssql_query'], 'SELECT 1')).toBeUndefined();
+  });
+});
+
+describe('memoized checks', () => {
+  it('answers a repeated input from memory, and forgets everything once full', () => {
+    const seen: string[] = [];
+    const check = memoized((input: string) => {
+      seen.push(input);
+      return input.length;
+    }, 2);
+    expect([check('a'), check('bb'), check('a'), check('bb')]).toEqual([1, 2, 1, 2]);
+    expect(seen).toEqual(['a', 'bb']);
+    expect(check('ccc')).toBe(3);
+    expect(check('a')).toBe(1);
+    expect(seen).toEqual(['a', 'bb', 'ccc', 'a']);
   });
 });

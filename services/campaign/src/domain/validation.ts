@@ -1,11 +1,17 @@
-import { InvalidArgumentError, invalidEmail, nulViolations, parseEmail, valueError, type Violation } from '@mail/common';
+import {
+  InvalidArgumentError,
+  MSSQL_QUERY_MAX_LENGTH,
+  cronViolation,
+  invalidEmail,
+  nulViolations,
+  parseEmail,
+  selectStatementViolation,
+  valueError,
+  type Violation,
+} from '@mail/common';
 import type { CampaignFields, CampaignPatch, NewCampaign, VariantDraft } from './model';
-import { readOnlySelectProblem } from './mssql-query';
-import { cronProblem } from './schedule';
 
 export const NAME_MAX_LENGTH = 200;
-/** Parsing is linear but not cheap (about 10 ms per 3 000 characters); real recipient queries are far shorter. */
-export const MSSQL_QUERY_MAX_LENGTH = 20_000;
 /** SendGrid's limit for a category name. */
 export const PROVIDER_CATEGORY_ID_MAX_LENGTH = 255;
 export const SEND_PRIORITY_RANGE = { min: 0, max: 1000 };
@@ -107,17 +113,6 @@ function variantViolations(variants: VariantWrite[], creating: boolean): (Violat
   ]);
 }
 
-/** A value_error when `reasonOf` finds a problem with a present value. */
-function semanticViolation(
-  loc: string,
-  input: string | null | undefined,
-  reasonOf: (value: string) => string | undefined,
-  explain: (reason: string) => string,
-): Violation | undefined {
-  const reason = input == null ? undefined : reasonOf(input);
-  return reason === undefined ? undefined : valueError([loc], input, explain(reason));
-}
-
 const snakeCase = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Every rule beyond types, on the values present; all failures at once. */
@@ -125,16 +120,11 @@ function fieldViolations(write: CampaignWrite, creating: boolean): Violation[] {
   const violations = [
     write.name == null ? undefined : lengthViolation(['name'], write.name, 1, NAME_MAX_LENGTH),
     write.sendPriority == null ? undefined : rangeViolation(['send_priority'], write.sendPriority, SEND_PRIORITY_RANGE),
-    semanticViolation('schedule_cron', write.scheduleCron, cronProblem, (reason) => `invalid cron expression: ${reason}`),
+    write.scheduleCron == null ? undefined : cronViolation(['schedule_cron'], write.scheduleCron),
     write.mssqlQuery == null
       ? undefined
       : (lengthViolation(['mssql_query'], write.mssqlQuery, 0, MSSQL_QUERY_MAX_LENGTH) ??
-        semanticViolation(
-          'mssql_query',
-          write.mssqlQuery,
-          readOnlySelectProblem,
-          (reason) => `mssql_query must be a single read-only SELECT statement; ${reason}`,
-        )),
+        selectStatementViolation(['mssql_query'], write.mssqlQuery)),
     write.providerCategoryId == null
       ? undefined
       : lengthViolation(['provider_category_id'], write.providerCategoryId, 0, PROVIDER_CATEGORY_ID_MAX_LENGTH),

@@ -1,4 +1,5 @@
 import { Parser } from 'node-sql-parser/build/transactsql';
+import { valueError, type Violation } from '../errors';
 import { memoized } from './memo';
 
 /**
@@ -121,3 +122,12 @@ export const readOnlySelectProblem = memoized((sql: string): string | undefined 
   if (statements[0].type !== 'select') return 'it is not a SELECT';
   return undefined;
 });
+
+/** Longer recipient queries are refused before parsing: parsing is linear but not cheap (about 10 ms per 3 000 characters). */
+export const MSSQL_QUERY_MAX_LENGTH = 20_000;
+
+/** The value_error for a recipient query that is not one read-only SELECT (its length is checked apart, first). */
+export function selectStatementViolation(loc: (string | number)[], sql: string): Violation | undefined {
+  const problem = readOnlySelectProblem(sql);
+  return problem === undefined ? undefined : valueError(loc, sql, `mssql_query must be a single read-only SELECT statement; ${problem}`);
+}
