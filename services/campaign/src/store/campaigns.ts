@@ -216,7 +216,8 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
     bindings.push(id);
     const drafts = variants ?? [];
     if (variants !== undefined) {
-      bindings.push(id, drafts.flatMap((draft) => (draft.id === undefined ? [] : [draft.id])), id, draftsJson(drafts));
+      // The join names the campaign: its index finds the stored variants, where a join on id alone scanned them all.
+      bindings.push(id, drafts.flatMap((draft) => (draft.id === undefined ? [] : [draft.id])), id, draftsJson(drafts), id);
     }
     const { rows } = await run<Campaign>(
       connection,
@@ -231,7 +232,7 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
            INSERT INTO campaign_variants (id, campaign_id, position, template_id, weight, label, is_active)
            SELECT coalesce(d.id, gen_random_uuid()), ?, d.position, coalesce(d.template_id, v.template_id),
              coalesce(d.weight, v.weight), CASE WHEN d.keep_label THEN v.label ELSE d.label END, coalesce(d.is_active, v.is_active)
-           FROM ${VARIANT_DRAFTS} LEFT JOIN campaign_variants v ON v.id = d.id
+           FROM ${VARIANT_DRAFTS} LEFT JOIN campaign_variants v ON v.id = d.id AND v.campaign_id = ?
            ON CONFLICT (id) DO UPDATE SET position = excluded.position, template_id = excluded.template_id,
              weight = excluded.weight, label = excluded.label, is_active = excluded.is_active
            RETURNING *
