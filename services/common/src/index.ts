@@ -22,5 +22,6 @@ export * from './validation/text';
 export * from './clickhouse/client';
 export * from './clickhouse/compaction';
 export * from './clickhouse/schema';
+export * from './clickhouse/settle';
 export * from './clickhouse/suppression';
 export * as chsql from './clickhouse/sql';

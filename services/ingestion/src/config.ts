@@ -20,8 +20,8 @@ export interface IngestionConfig {
   campaignAddress: string;
   /** Backstop for the category cache, which the campaign service's change stream keeps current. */
   categoryCacheTtlMs: number;
-  /** How often closed months of the event tables are merged into one part; the first pass runs a minute after start. */
-  compactionIntervalMs: number;
+  /** How often the event store is tended (closed months merged, agreeing unsettled days cleared); the first pass runs a minute after start. */
+  maintenanceIntervalMs: number;
 }
 
 export function readConfig(env: EnvReader): IngestionConfig {
@@ -39,6 +39,6 @@ export function readConfig(env: EnvReader): IngestionConfig {
     clickhouseDatabase: env.string('CLICKHOUSE_DATABASE', 'mail'),
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
     categoryCacheTtlMs: env.int('CATEGORY_CACHE_TTL_MS', 300_000),
-    compactionIntervalMs: env.int('INGESTION_COMPACTION_INTERVAL_MS', 3_600_000),
+    maintenanceIntervalMs: env.int('INGESTION_MAINTENANCE_INTERVAL_MS', 3_600_000),
   };
 }

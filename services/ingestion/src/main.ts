@@ -2,7 +2,7 @@ import { createClickHouse, createClient, createKafka, ensureEventSchema, ensureT
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { CategoryResolver } from './categories';
 import { readConfig } from './config';
-import { startCompaction } from './compaction';
+import { startMaintenance } from './maintenance';
 import { startConsumer } from './consumer';
 import { ingest } from './pipeline';
 import { EventStore } from './store/events';
@@ -46,11 +46,11 @@ void runService({
     });
 
     // Merges run long on big months: their own client, without the 30 s request timeout.
-    const compactionClient = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase, { requestTimeoutMs: 3_600_000 });
-    const compaction = startCompaction(
-      compactionClient,
+    const maintenanceClient = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase, { requestTimeoutMs: 3_600_000 });
+    const maintenance = startMaintenance(
+      maintenanceClient,
       config.clickhouseDatabase,
-      { firstAfterMs: 60_000, intervalMs: config.compactionIntervalMs },
+      { firstAfterMs: 60_000, intervalMs: config.maintenanceIntervalMs },
       logger,
     );
 
@@ -67,11 +67,11 @@ void runService({
       grpcServices: [],
       close: [
         { name: 'stop consuming (the batch in progress finishes and commits)', run: () => consumer.stop() },
-        { name: 'stop compaction (abandons a merge in progress)', run: () => compaction.stop() },
+        { name: 'stop maintenance (abandons a merge in progress)', run: () => maintenance.stop() },
         { name: 'close kafka admin', run: () => admin.disconnect() },
         { name: 'close campaign client', run: async () => categories.close() },
         { name: 'close clickhouse', run: () => clickhouse.close() },
-        { name: 'close clickhouse (compaction)', run: () => compactionClient.close() },
+        { name: 'close clickhouse (maintenance)', run: () => maintenanceClient.close() },
       ],
     };
   },

@@ -1,8 +1,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compactClosedMonths, type Logger } from '@mail/common';
+import { compactClosedMonths, settleAgreeingDays, type Logger } from '@mail/common';
 import { ingestionMetrics } from './metrics';
 
-export interface CompactionSchedule {
+export interface MaintenanceSchedule {
   /** Before the first pass: not while the process is starting up. */
   firstAfterMs: number;
   /** Between the end of one pass and the start of the next. */
@@ -10,14 +10,16 @@ export interface CompactionSchedule {
 }
 
 /**
- * Runs compactClosedMonths now and then. Each ingestion replica runs it: a
- * second OPTIMIZE of a partition already merged, or being merged, does nothing.
- * A failed pass is logged and the next one retries.
+ * Runs the event store's upkeep now and then: compactClosedMonths, then
+ * settleAgreeingDays. Each ingestion replica runs it: a second OPTIMIZE of a
+ * partition already merged, or being merged, does nothing, and settling only
+ * reads before it clears what any pass would clear. A failed pass is logged
+ * and the next one retries.
  */
-export function startCompaction(
+export function startMaintenance(
   clickhouse: ClickHouseClient,
   database: string,
-  schedule: CompactionSchedule,
+  schedule: MaintenanceSchedule,
   logger: Logger,
 ): { stop(): Promise<void> } {
   const abort = new AbortController();
@@ -34,6 +36,16 @@ export function startCompaction(
       }
     } catch (error) {
       if (!abort.signal.aborted) logger.warn({ err: error }, 'compaction pass failed; the next pass retries');
+    }
+    try {
+      const { settled, disagreeing } = await settleAgreeingDays(clickhouse, new Date(), abort.signal);
+      ingestionMetrics.daysSettled.inc(settled.length);
+      if (settled.length > 0) logger.info({ days: settled }, 'cleared the marks of unsettled days whose rollups agree with their events');
+      if (disagreeing.length > 0) {
+        logger.warn({ days: disagreeing }, 'unsettled days whose rollups disagree with their events stay marked (read row by row)');
+      }
+    } catch (error) {
+      if (!abort.signal.aborted) logger.warn({ err: error }, 'settling pass failed; the next pass retries');
     }
   };
   const runAfter = (delayMs: number) => {

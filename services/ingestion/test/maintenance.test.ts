@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import { MONTHLY_TABLES, closedMonthsToCompact, compactClosedMonths, createLogger, type MonthPartition } from '@mail/common';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { startCompaction } from '../src/compaction';
+import { startMaintenance } from '../src/maintenance';
 import { ingestionMetrics } from '../src/metrics';
 import { EventStore, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';
 
-// Closed months of the monthly event tables are merged into one part each; nothing read changes.
+// Closed months of the monthly event tables are merged into one part each; nothing read changes. The same pass settles
+// unsettled days that agree (settle.test.ts).
 jest.setTimeout(60_000);
 
 describe('closedMonthsToCompact', () => {
@@ -131,15 +132,21 @@ describe('compactClosedMonths on ClickHouse', () => {
     expect(await compactClosedMonths(database.clickhouse, database.database, NOW)).toEqual([]);
   });
 
-  it('runs on a schedule, and stop() ends it', async () => {
+  it('runs on a schedule, settling agreeing days after the merges, and stop() ends it', async () => {
     await store.insertEvents([event('2026-03-20T10:00:00Z', 9, 'open')]);
-    const compacted = async () => (await ingestionMetrics.partitionsCompacted.get()).values[0]?.value ?? 0;
-    const compactedBefore = await compacted();
-    const compaction = startCompaction(database.clickhouse, database.database, { firstAfterMs: 0, intervalMs: 60_000 }, createLogger('test', 'silent'));
+    await database.clickhouse.insert({
+      table: 'unsettled_days',
+      values: [{ workspace_id: workspaceId, day: '2026-03-20', marked_at: Date.parse('2026-03-20T10:05:00Z') / 1000 }],
+      format: 'JSONEachRow',
+    });
+    const total = async (metric: typeof ingestionMetrics.partitionsCompacted) => (await metric.get()).values[0]?.value ?? 0;
+    const [compactedBefore, settledBefore] = [await total(ingestionMetrics.partitionsCompacted), await total(ingestionMetrics.daysSettled)];
+    const maintenance = startMaintenance(database.clickhouse, database.database, { firstAfterMs: 0, intervalMs: 60_000 }, createLogger('test', 'silent'));
     const deadline = Date.now() + 20_000;
-    while ((await compacted()) === compactedBefore && Date.now() < deadline) await sleep(100);
-    await compaction.stop();
-    expect((await compacted()) - compactedBefore).toBeGreaterThanOrEqual(1);
+    while ((await total(ingestionMetrics.daysSettled)) === settledBefore && Date.now() < deadline) await sleep(100);
+    await maintenance.stop();
+    expect((await total(ingestionMetrics.partitionsCompacted)) - compactedBefore).toBeGreaterThanOrEqual(1);
+    expect((await total(ingestionMetrics.daysSettled)) - settledBefore).toBe(1);
     expect((await activeParts(202603)).engagement_events).toBe(1);
   });
 });
