@@ -24,6 +24,12 @@ interface PoisonRecord extends Poison {
 export interface EventConsumer {
   /** Joined its group and not crashed: it is consuming. */
   consuming(): boolean;
+  /**
+   * Consuming, with partition 0 of the events topic assigned: one member of
+   * the group at a time (but for the moments of a rebalance), for work only
+   * one process should do.
+   */
+  ownsFirstPartition(): boolean;
   /** Stops fetching, lets the batch in progress finish and commit, leaves the group. */
   stop(): Promise<void>;
 }
@@ -61,7 +67,11 @@ export async function startConsumer(
   });
   const deadLetters = createIdempotentProducer(kafka);
   let joined = false;
-  consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
+  let firstPartition = false;
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    joined = true;
+    firstPartition = payload.memberAssignment[config.eventsTopic]?.includes(0) ?? false;
+  });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     joined = false;
     if (!payload.restart) onFatalCrash(payload.error);
@@ -165,6 +175,7 @@ export async function startConsumer(
   });
   return {
     consuming: () => joined,
+    ownsFirstPartition: () => joined && firstPartition,
     stop: async () => {
       await consumer.disconnect();
       await deadLetters.disconnect();

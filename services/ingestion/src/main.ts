@@ -51,6 +51,7 @@ void runService({
       maintenanceClient,
       config.clickhouseDatabase,
       { firstAfterMs: 60_000, intervalMs: config.maintenanceIntervalMs },
+      () => consumer.ownsFirstPartition(),
       logger,
     );
 

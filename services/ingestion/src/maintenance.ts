@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compactClosedMonths, settleAgreeingDays, type Logger } from '@mail/common';
+import { compactClosedMonths, settleUnsettledDays, type Logger } from '@mail/common';
 import { ingestionMetrics } from './metrics';
 
 export interface MaintenanceSchedule {
@@ -11,15 +11,17 @@ export interface MaintenanceSchedule {
 
 /**
  * Runs the event store's upkeep now and then: compactClosedMonths, then
- * settleAgreeingDays. Each ingestion replica runs it: a second OPTIMIZE of a
+ * settleUnsettledDays. Each ingestion replica runs it: a second OPTIMIZE of a
  * partition already merged, or being merged, does nothing, and settling only
- * reads before it clears what any pass would clear. A failed pass is logged
- * and the next one retries.
+ * reads before it clears what any pass would clear. Only the replica for
+ * which `mayRebuild` holds (one at a time) rebuilds the days that disagree.
+ * A failed pass is logged and the next one retries.
  */
 export function startMaintenance(
   clickhouse: ClickHouseClient,
   database: string,
   schedule: MaintenanceSchedule,
+  mayRebuild: () => boolean,
   logger: Logger,
 ): { stop(): Promise<void> } {
   const abort = new AbortController();
@@ -38,9 +40,12 @@ export function startMaintenance(
       if (!abort.signal.aborted) logger.warn({ err: error }, 'compaction pass failed; the next pass retries');
     }
     try {
-      const { settled, disagreeing } = await settleAgreeingDays(clickhouse, new Date(), abort.signal);
+      const { settled, rebuilt, disagreeing } = await settleUnsettledDays(clickhouse, database, { rebuild: mayRebuild(), signal: abort.signal });
       ingestionMetrics.daysSettled.inc(settled.length);
-      if (settled.length > 0) logger.info({ days: settled }, 'cleared the marks of unsettled days whose rollups agree with their events');
+      ingestionMetrics.daysRebuilt.inc(rebuilt.length);
+      if (settled.length > 0) {
+        logger.info({ days: settled, rebuilt }, 'cleared the marks of unsettled days whose rollups agree with their events');
+      }
       if (disagreeing.length > 0) {
         logger.warn({ days: disagreeing }, 'unsettled days whose rollups disagree with their events stay marked (read row by row)');
       }

@@ -11,7 +11,8 @@ export const ingestionMetrics = {
   signals: counter('suppression_signals', 'Suppression signals written (bounces, unsubscribes, spam reports)'),
   deadLettered: counter('events_dead_lettered', 'Records that could not be decoded, sent to the dead-letter topic'),
   partitionsCompacted: counter('partitions_compacted', 'Partitions of closed months merged into one part (compactClosedMonths)'),
-  daysSettled: counter('days_settled', 'Unsettled days cleared because their rollups agree with their events (settleAgreeingDays)'),
+  daysSettled: counter('days_settled', 'Unsettled days cleared because their rollups agree with their events (settleUnsettledDays)'),
+  daysRebuilt: counter('days_rebuilt', 'Unsettled days whose rollups were rebuilt from their events (settleUnsettledDays)'),
   retries: counter('batch_retries', 'Failed batch attempts that were retried (ClickHouse or campaign service down)'),
   batchDuration: new prometheus.Histogram({
     name: 'ingestion_batch_duration_seconds',

@@ -141,7 +141,13 @@ describe('compactClosedMonths on ClickHouse', () => {
     });
     const total = async (metric: typeof ingestionMetrics.partitionsCompacted) => (await metric.get()).values[0]?.value ?? 0;
     const [compactedBefore, settledBefore] = [await total(ingestionMetrics.partitionsCompacted), await total(ingestionMetrics.daysSettled)];
-    const maintenance = startMaintenance(database.clickhouse, database.database, { firstAfterMs: 0, intervalMs: 60_000 }, createLogger('test', 'silent'));
+    const maintenance = startMaintenance(
+      database.clickhouse,
+      database.database,
+      { firstAfterMs: 0, intervalMs: 60_000 },
+      () => false,
+      createLogger('test', 'silent'),
+    );
     const deadline = Date.now() + 20_000;
     while ((await total(ingestionMetrics.daysSettled)) === settledBefore && Date.now() < deadline) await sleep(100);
     await maintenance.stop();

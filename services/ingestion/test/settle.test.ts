@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
-import { chsql, settleAgreeingDays } from '@mail/common';
+import { chsql, settleUnsettledDays, type SettleOptions } from '@mail/common';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { EventStore, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';
 
-// Marks of unsettled days are cleared once the day's rollups are found to agree with its events, and only then.
+// Marks of unsettled days are cleared once the day's rollups are found to agree with its events (rebuilt first, when
+// asked), and only then.
 jest.setTimeout(90_000);
 const { sql, uuid } = chsql;
 
@@ -70,15 +71,34 @@ async function eventuallyUnmarked(workspaceId: string): Promise<boolean> {
   return !(await marked(workspaceId));
 }
 
-const outcome = (pass: Awaited<ReturnType<typeof settleAgreeingDays>>, workspaceId: string) =>
-  (['settled', 'disagreeing', 'busy'] as const).find((kind) => pass[kind].some((day) => day.workspaceId === workspaceId && day.day === DAY));
+const settle = (options: SettleOptions = {}) => settleUnsettledDays(database.clickhouse, database.database, options);
 
-describe('settleAgreeingDays', () => {
+type Pass = Awaited<ReturnType<typeof settleUnsettledDays>>;
+const outcome = (pass: Pass, workspaceId: string) =>
+  (['settled', 'disagreeing', 'busy'] as const).find((kind) => pass[kind].some((day) => day.workspaceId === workspaceId && day.day === DAY));
+const rebuilt = (pass: Pass, workspaceId: string) => pass.rebuilt.some((day) => day.workspaceId === workspaceId);
+
+/** What reads of the day see in the rollups: events and addresses per type, clicks and addresses per link, events by address. */
+async function derived(workspaceId: string) {
+  const where = sql`workspace_id = ${uuid(workspaceId)}`;
+  return {
+    rollup: await database.rows(
+      sql`SELECT toString(event_type) AS type, countMerge(events) AS events, uniqExactMerge(addresses) AS addresses
+        FROM event_rollup_daily WHERE ${where} GROUP BY type ORDER BY type`.text,
+    ),
+    links: await database.rows(
+      sql`SELECT url, countMerge(clicks) AS clicks, uniqExactMerge(addresses) AS addresses FROM link_rollup_daily WHERE ${where} GROUP BY url ORDER BY url`.text,
+    ),
+    byAddress: await database.rows(sql`SELECT uniqExact(provider_event_id) AS events FROM events_by_address WHERE ${where}`.text),
+  };
+}
+
+describe('settleUnsettledDays', () => {
   it('clears the mark of a day whose rollups agree, as after an insert that timed out once committed', async () => {
     const workspaceId = crypto.randomUUID();
     await store.insertEvents(events(workspaceId, 8));
     await mark(workspaceId);
-    expect(outcome(await settleAgreeingDays(database.clickhouse), workspaceId)).toBe('settled');
+    expect(outcome(await settle(), workspaceId)).toBe('settled');
     expect(await eventuallyUnmarked(workspaceId)).toBe(true);
   });
 
@@ -88,7 +108,7 @@ describe('settleAgreeingDays', () => {
     await store.insertEvents(rows);
     await store.insertEvents([{ ...rows[1], id: crypto.randomUUID() }]);
     await mark(workspaceId);
-    expect(outcome(await settleAgreeingDays(database.clickhouse), workspaceId)).toBe('disagreeing');
+    expect(outcome(await settle(), workspaceId)).toBe('disagreeing');
     await sleep(1_000);
     expect(await marked(workspaceId)).toBe(true);
   });
@@ -107,8 +127,35 @@ describe('settleAgreeingDays', () => {
         await database.clickhouse.command({ query: `ATTACH TABLE ${view}` });
       }
       await mark(workspaceId);
-      expect(outcome(await settleAgreeingDays(database.clickhouse), workspaceId)).toBe('disagreeing');
+      expect(outcome(await settle(), workspaceId)).toBe('disagreeing');
       expect(await marked(workspaceId)).toBe(true);
+    },
+  );
+
+  it.each(['event_rollup_daily_feed', 'link_rollup_daily_feed', 'events_by_address_feed', 'a copy of an event'])(
+    'rebuilds a day that disagrees (%s), then clears its mark: its rollups read as if nothing had failed',
+    async (fault) => {
+      const [workspaceId, intact] = [crypto.randomUUID(), crypto.randomUUID()];
+      const rows = events(workspaceId, 6);
+      await store.insertEvents(events(intact, 6).map((row, i) => ({ ...row, provider_event_id: rows[i].provider_event_id, campaign_id: rows[0].campaign_id })));
+      await store.insertEvents(rows.slice(0, 5));
+      if (fault === 'a copy of an event') {
+        await store.insertEvents(rows.slice(5));
+        await store.insertEvents([{ ...rows[3], id: crypto.randomUUID() }]);
+      } else {
+        await database.clickhouse.command({ query: `DETACH TABLE ${fault}` });
+        try {
+          await store.insertEvents(rows.slice(5));
+        } finally {
+          await database.clickhouse.command({ query: `ATTACH TABLE ${fault}` });
+        }
+      }
+      await mark(workspaceId);
+      const pass = await settle({ rebuild: true });
+      expect([outcome(pass, workspaceId), rebuilt(pass, workspaceId)]).toEqual(['settled', true]);
+      expect(await eventuallyUnmarked(workspaceId)).toBe(true);
+      // The same events stored without a fault, in another workspace.
+      expect(await derived(workspaceId)).toEqual(await derived(intact));
     },
   );
 
@@ -116,10 +163,10 @@ describe('settleAgreeingDays', () => {
     const workspaceId = crypto.randomUUID();
     await store.insertEvents(events(workspaceId, 4, 60_000));
     await mark(workspaceId);
-    expect(outcome(await settleAgreeingDays(database.clickhouse), workspaceId)).toBe('busy');
+    expect(outcome(await settle(), workspaceId)).toBe('busy');
     // Ten minutes later it is quiet, and agrees.
     const later = new Date(Date.now() + 11 * 60_000);
-    expect(outcome(await settleAgreeingDays(database.clickhouse, later), workspaceId)).toBe('settled');
+    expect(outcome(await settle({ now: later }), workspaceId)).toBe('settled');
     expect(await eventuallyUnmarked(workspaceId)).toBe(true);
   });
 });

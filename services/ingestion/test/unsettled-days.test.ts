@@ -138,8 +138,11 @@ it('marks the days of a failed events insert unsettled before the consumer retri
     expect(store.failedDays).toBeDefined();
     expect(marks).toEqual([store.failedDays!.map((day) => day.day)]);
     expect(await markedDays(workspaceId)).toEqual(['2026-10-01', '2026-10-02']);
+    // The only member has the topic's one partition: it is the one that rebuilds disagreeing days.
+    expect(consumer.ownsFirstPartition()).toBe(true);
   } finally {
     await consumer.stop();
+    expect(consumer.ownsFirstPartition()).toBe(false);
     await producer.disconnect();
     await admin.deleteTopics({ topics: [config.eventsTopic, config.deadLetterTopic] }).catch(() => undefined);
     await admin.disconnect();

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { dateTime, int, sql, str, type SqlFragment } from './sql';
+import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
  * Tables derived from engagement_events by materialized views, so reads need
@@ -38,8 +38,8 @@ interface DerivedTable {
   /** CREATE TABLE without IF NOT EXISTS: the one process whose statement succeeds fills it from the stored events. */
   create(db: SqlFragment): SqlFragment;
   view(db: SqlFragment): SqlFragment;
-  /** INSERT ... SELECT of the stored events of one month (YYYYMM), each provider event counted once. */
-  backfill(db: SqlFragment, month: SqlFragment): SqlFragment;
+  /** INSERT ... SELECT of the stored events that `where` selects, each provider event counted once. */
+  backfill(db: SqlFragment, where: SqlFragment): SqlFragment;
 }
 
 const DERIVED_TABLES: DerivedTable[] = [
@@ -62,12 +62,12 @@ const DERIVED_TABLES: DerivedTable[] = [
         countState() AS events, uniqExactState(cityHash64(email)) AS addresses
       FROM ${db}.engagement_events
       GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
-    backfill: (db, month) => sql`INSERT INTO ${db}.event_rollup_daily
+    backfill: (db, where) => sql`INSERT INTO ${db}.event_rollup_daily
       SELECT workspace_id, day, campaign_id, event_type, bounce_type, countState() AS events, uniqExactState(address) AS addresses
       FROM (
         SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type, provider_event_id,
           cityHash64(email) AS address
-        FROM ${db}.engagement_events WHERE toYYYYMM(occurred_at) = ${month}
+        FROM ${db}.engagement_events WHERE ${where}
       )
       GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
   },
@@ -90,13 +90,13 @@ const DERIVED_TABLES: DerivedTable[] = [
       FROM ${db}.engagement_events
       WHERE event_type = 'click' AND isNotNull(url)
       GROUP BY workspace_id, day, campaign_id, url`,
-    backfill: (db, month) => sql`INSERT INTO ${db}.link_rollup_daily
+    backfill: (db, where) => sql`INSERT INTO ${db}.link_rollup_daily
       SELECT workspace_id, day, campaign_id, url, countState() AS clicks, uniqExactState(address) AS addresses
       FROM (
         SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url, provider_event_id,
           cityHash64(email) AS address
         FROM ${db}.engagement_events
-        WHERE toYYYYMM(occurred_at) = ${month} AND event_type = 'click' AND isNotNull(url)
+        WHERE ${where} AND event_type = 'click' AND isNotNull(url)
       )
       GROUP BY workspace_id, day, campaign_id, url`,
   },
@@ -111,10 +111,52 @@ const DERIVED_TABLES: DerivedTable[] = [
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_by_address_feed TO ${db}.events_by_address AS
       SELECT ${EVENTS_BY_ADDRESS_COLUMNS}, '' AS raw FROM ${db}.engagement_events`,
     // Readers deduplicate an address's few rows exactly, so copies may stay.
-    backfill: (db, month) => sql`INSERT INTO ${db}.events_by_address (${EVENTS_BY_ADDRESS_COLUMNS})
-      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events WHERE toYYYYMM(occurred_at) = ${month}`,
+    backfill: (db, where) => sql`INSERT INTO ${db}.events_by_address (${EVENTS_BY_ADDRESS_COLUMNS})
+      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events WHERE ${where}`,
   },
 ];
+
+/** The aggregate tables of the derived ones: a count kept twice stays twice, so a rebuild deletes first. */
+const AGGREGATE_TABLES = ['event_rollup_daily', 'link_rollup_daily'];
+
+/**
+ * Computes the derived tables' rows of one workspace's day again from its
+ * events: the aggregates' rows of the day are deleted (a mutation, awaited),
+ * then every derived table is filled from the events as a backfill would
+ * (events_by_address gains copies, which its readers collapse). Events of the
+ * day that arrive meanwhile may be counted twice: callers rebuild quiet days
+ * only, and check them again afterwards.
+ */
+export async function rebuildDerivedDay(
+  client: ClickHouseClient,
+  database: string,
+  workspaceId: string,
+  day: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  const db = identifier(database);
+  const from = new Date(`${day}T00:00:00Z`);
+  for (const table of AGGREGATE_TABLES) {
+    await client.command({
+      query: sql`ALTER TABLE ${db}.${identifier(table)} DELETE WHERE workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`.text,
+      abort_signal: signal,
+    });
+  }
+  for (;;) {
+    const pending = await client.query({
+      query: sql`SELECT count() AS n FROM system.mutations
+        WHERE database = ${str(database)} AND table IN (${list(AGGREGATE_TABLES.map(str))}) AND is_done = 0`.text,
+      format: 'JSONEachRow',
+      abort_signal: signal,
+    });
+    if (Number((await pending.json<{ n: string }>())[0].n) === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  const where = sql`workspace_id = ${uuid(workspaceId)} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
+  for (const table of DERIVED_TABLES) {
+    await client.command({ query: table.backfill(db, where).text, abort_signal: signal });
+  }
+}
 
 /**
  * Rows a batch stamped this long before the views existed may be written
@@ -159,7 +201,7 @@ export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragme
   const months = (await result.json<{ month: number }>()).map((row) => int(Number(row.month)));
   if (months.length === 0) return;
   for (const table of created) {
-    for (const month of months) await client.command({ query: table.backfill(db, month).text });
+    for (const month of months) await client.command({ query: table.backfill(db, sql`toYYYYMM(occurred_at) = ${month}`).text });
   }
   await client.command({
     query: sql`INSERT INTO ${db}.unsettled_days

@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { rebuildDerivedDay } from './rollups';
 import { dateTime, int, join, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
@@ -7,8 +8,9 @@ import { dateTime, int, join, sql, str, uuid, type SqlFragment } from './sql';
  * agree: an insert that timed out after ClickHouse committed it, or offsets
  * that failed to commit after a good insert. settleAgreeingDays finds those
  * and clears their marks. A day whose derived tables really disagree with
- * its events (a view's insert lost, or a copy of an event counted twice)
- * stays marked: its reads stay exact, only slower.
+ * its events (a view's insert lost, or a copy of an event counted twice) is
+ * rebuilt when the caller says so (rebuildDerivedDay), and cleared if it
+ * then agrees; otherwise it stays marked: its reads stay exact, only slower.
  *
  * A day is compared only once it is quiet: no event of it ingested for
  * QUIET_MS (longer than any insert takes, and than the clock skew between
@@ -29,9 +31,21 @@ export interface MarkedDay {
   markedAt: number;
 }
 
+export interface SettleOptions {
+  now?: Date;
+  /**
+   * Rebuild the days that disagree. Two rebuilds of one day at once could
+   * each add its rows after the other's delete: only one process may.
+   */
+  rebuild?: boolean;
+  signal?: AbortSignal;
+}
+
 export interface SettlePass {
-  /** Marks cleared: the derived tables agree with the events. */
+  /** Marks cleared: the derived tables agree with the events (rebuilt first, for those also in `rebuilt`). */
   settled: MarkedDay[];
+  /** Rebuilt from their events. */
+  rebuilt: MarkedDay[];
   /** Still marked: they disagree. */
   disagreeing: MarkedDay[];
   /** Not compared: events arrived within QUIET_MS. */
@@ -109,13 +123,15 @@ async function agrees(client: ClickHouseClient, day: MarkedDay, signal?: AbortSi
 }
 
 /**
- * Compares up to DAYS_PER_PASS marked days and clears the
- * marks of those that agree. The clearing is a mutation that removes only
- * the marks this pass saw: a day marked again meanwhile (a newer marked_at)
- * stays marked. Any number of replicas may run it at once: it only reads,
- * and deletes what a concurrent pass would delete too.
+ * Compares up to DAYS_PER_PASS marked days and clears the marks of those
+ * that agree, rebuilding those that do not first if `rebuild`. The clearing
+ * is a mutation that removes only the marks this pass saw: a day marked
+ * again meanwhile (a newer marked_at) stays marked. Without `rebuild`, any
+ * number of replicas may run it at once: it only reads, and deletes what a
+ * concurrent pass would delete too. `client` is bound to `database`.
  */
-export async function settleAgreeingDays(client: ClickHouseClient, now = new Date(), signal?: AbortSignal): Promise<SettlePass> {
+export async function settleUnsettledDays(client: ClickHouseClient, database: string, options: SettleOptions = {}): Promise<SettlePass> {
+  const { now = new Date(), rebuild = false, signal } = options;
   const result = await client.query({
     query: sql`SELECT toString(workspace_id) AS workspace_id, toString(day) AS day, toUInt32(max(marked_at)) AS marked_at
       FROM unsettled_days GROUP BY workspace_id, day ORDER BY rand() LIMIT ${int(DAYS_PER_PASS)}`.text,
@@ -127,7 +143,7 @@ export async function settleAgreeingDays(client: ClickHouseClient, now = new Dat
     day: row.day,
     markedAt: Number(row.marked_at),
   }));
-  const pass: SettlePass = { settled: [], disagreeing: [], busy: [] };
+  const pass: SettlePass = { settled: [], rebuilt: [], disagreeing: [], busy: [] };
   const quietSince = Math.floor((now.getTime() - QUIET_MS) / 1000);
   for (const day of marked) {
     const before = await lastIngested(client, day, signal);
@@ -135,7 +151,13 @@ export async function settleAgreeingDays(client: ClickHouseClient, now = new Dat
       pass.busy.push(day);
       continue;
     }
-    const agreeing = await agrees(client, day, signal);
+    let agreeing = await agrees(client, day, signal);
+    if (!agreeing && rebuild) {
+      await rebuildDerivedDay(client, database, day.workspaceId, day.day, signal);
+      pass.rebuilt.push(day);
+      agreeing = await agrees(client, day, signal);
+    }
+    // Events that arrived meanwhile may have been read on one side only, or counted twice by a rebuild: next pass.
     if ((await lastIngested(client, day, signal)) !== before) pass.busy.push(day);
     else (agreeing ? pass.settled : pass.disagreeing).push(day);
   }
