@@ -7,10 +7,10 @@
  *    suppression signals those events imply, all with INSERT ... SELECT FROM
  *    numbers() on the server; the views fill the rollups as ingestion's
  *    inserts do. Three days get copies of 10 % of their events, as a crash
- *    can leave them, and are marked unsettled as ingestion marks them: the
- *    reads' exact fallback is part of every range that holds one. Then the
- *    closed months are compacted as ingestion's compaction does it, which
- *    also collapses those copies (the days stay marked).
+ *    can leave them, and are marked unsettled as ingestion marks them. Then,
+ *    as ingestion's hourly maintenance leaves them, those days are rebuilt
+ *    and their marks cleared, and the closed months are compacted (which
+ *    also collapses the copies).
  * 2. Starts the analytics service (startStack) on that database and measures,
  *    through gRPC, one request at a time: ListEvents page 1 with each filter,
  *    GetStats over typical dashboard ranges, and ListSuppressions.
@@ -31,7 +31,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createClient as createClickHouseClient } from '@clickhouse/client';
-import { backfillSuppressionState, call, chsql, compactClosedMonths, createClickHouse, createClient, ensureEventSchema } from '@mail/common';
+import {
+  backfillSuppressionState,
+  call,
+  chsql,
+  compactClosedMonths,
+  createClickHouse,
+  createClient,
+  ensureEventSchema,
+  settleUnsettledDays,
+} from '@mail/common';
 import { infraEnv, startStack } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 
@@ -166,8 +175,9 @@ async function ensureData(): Promise<void> {
 
 /**
  * Measures the steady state: not the background merges that follow a bulk
- * load, and with the closed months merged into one part each, as ingestion's
- * compaction has them by then (the data set's year ended before today).
+ * load, with the unsettled days settled and the closed months merged into one
+ * part each, as ingestion's maintenance has them by then (the data set's year
+ * ended before today, and its days have long been quiet).
  */
 async function settleParts(): Promise<void> {
   const client = createClickHouse(CLICKHOUSE_URL, DATABASE, { requestTimeoutMs: 3_600_000 });
@@ -176,6 +186,13 @@ async function settleParts(): Promise<void> {
     const result = await client.query({ query: sql`SELECT count() AS n FROM system.merges WHERE database = ${chsql.str(DATABASE)}`.text, format: 'JSONEachRow' });
     if (Number((await result.json<{ n: string }>())[0].n) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
+  const settled = await settleUnsettledDays(client, DATABASE, { rebuild: true });
+  if (settled.settled.length + settled.disagreeing.length + settled.busy.length > 0) {
+    console.log(
+      `unsettled days: ${settled.settled.length} settled (${settled.rebuilt.length} rebuilt), ` +
+        `${settled.disagreeing.length} still disagreeing, ${settled.busy.length} busy`,
+    );
   }
   const compacted = await compactClosedMonths(client, DATABASE);
   const parts = await client.query({
