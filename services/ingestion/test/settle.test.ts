@@ -102,62 +102,46 @@ describe('settleUnsettledDays', () => {
     expect(await eventuallyUnmarked(workspaceId)).toBe(true);
   });
 
-  it('keeps the mark of a day with an event stored twice, which the rollups count twice', async () => {
+  const FAULTS = ['event_rollup_daily_feed', 'link_rollup_daily_feed', 'events_by_address_feed', 'a copy of an event'];
+
+  /** Stores six events of a new workspace with `fault`: one insert lost by a view, or one event stored twice. */
+  async function storeWithFault(fault: string): Promise<{ workspaceId: string; rows: EngagementEventRow[] }> {
     const workspaceId = crypto.randomUUID();
     const rows = events(workspaceId, 6);
-    await store.insertEvents(rows);
-    await store.insertEvents([{ ...rows[1], id: crypto.randomUUID() }]);
+    await store.insertEvents(rows.slice(0, 5));
+    if (fault === 'a copy of an event') {
+      await store.insertEvents([...rows.slice(5), { ...rows[3], id: crypto.randomUUID() }]);
+      return { workspaceId, rows };
+    }
+    // The view away for one insert: its table misses that insert's click, as when ClickHouse dies between the two.
+    await database.clickhouse.command({ query: `DETACH TABLE ${fault}` });
+    try {
+      await store.insertEvents(rows.slice(5));
+    } finally {
+      await database.clickhouse.command({ query: `ATTACH TABLE ${fault}` });
+    }
+    return { workspaceId, rows };
+  }
+
+  it.each(FAULTS)('keeps the mark of a day that disagrees (%s) unless asked to rebuild it', async (fault) => {
+    const { workspaceId } = await storeWithFault(fault);
     await mark(workspaceId);
     expect(outcome(await settle(), workspaceId)).toBe('disagreeing');
     await sleep(1_000);
     expect(await marked(workspaceId)).toBe(true);
   });
 
-  it.each(['event_rollup_daily_feed', 'link_rollup_daily_feed', 'events_by_address_feed'])(
-    'keeps the mark of a day whose %s insert was lost',
-    async (view) => {
-      const workspaceId = crypto.randomUUID();
-      const rows = events(workspaceId, 6);
-      await store.insertEvents(rows.slice(0, 5));
-      // The view away for one insert: its table misses that insert's click, as when ClickHouse dies between the two.
-      await database.clickhouse.command({ query: `DETACH TABLE ${view}` });
-      try {
-        await store.insertEvents(rows.slice(5));
-      } finally {
-        await database.clickhouse.command({ query: `ATTACH TABLE ${view}` });
-      }
-      await mark(workspaceId);
-      expect(outcome(await settle(), workspaceId)).toBe('disagreeing');
-      expect(await marked(workspaceId)).toBe(true);
-    },
-  );
-
-  it.each(['event_rollup_daily_feed', 'link_rollup_daily_feed', 'events_by_address_feed', 'a copy of an event'])(
-    'rebuilds a day that disagrees (%s), then clears its mark: its rollups read as if nothing had failed',
-    async (fault) => {
-      const [workspaceId, intact] = [crypto.randomUUID(), crypto.randomUUID()];
-      const rows = events(workspaceId, 6);
-      await store.insertEvents(events(intact, 6).map((row, i) => ({ ...row, provider_event_id: rows[i].provider_event_id, campaign_id: rows[0].campaign_id })));
-      await store.insertEvents(rows.slice(0, 5));
-      if (fault === 'a copy of an event') {
-        await store.insertEvents(rows.slice(5));
-        await store.insertEvents([{ ...rows[3], id: crypto.randomUUID() }]);
-      } else {
-        await database.clickhouse.command({ query: `DETACH TABLE ${fault}` });
-        try {
-          await store.insertEvents(rows.slice(5));
-        } finally {
-          await database.clickhouse.command({ query: `ATTACH TABLE ${fault}` });
-        }
-      }
-      await mark(workspaceId);
-      const pass = await settle({ rebuild: true });
-      expect([outcome(pass, workspaceId), rebuilt(pass, workspaceId)]).toEqual(['settled', true]);
-      expect(await eventuallyUnmarked(workspaceId)).toBe(true);
-      // The same events stored without a fault, in another workspace.
-      expect(await derived(workspaceId)).toEqual(await derived(intact));
-    },
-  );
+  it.each(FAULTS)('rebuilds a day that disagrees (%s), then clears its mark: its rollups read as if nothing had failed', async (fault) => {
+    const { workspaceId, rows } = await storeWithFault(fault);
+    // The same events stored without a fault, in another workspace.
+    const intact = crypto.randomUUID();
+    await store.insertEvents(rows.map((row) => ({ ...row, id: crypto.randomUUID(), workspace_id: intact })));
+    await mark(workspaceId);
+    const pass = await settle({ rebuild: true });
+    expect([outcome(pass, workspaceId), rebuilt(pass, workspaceId)]).toEqual(['settled', true]);
+    expect(await eventuallyUnmarked(workspaceId)).toBe(true);
+    expect(await derived(workspaceId)).toEqual(await derived(intact));
+  });
 
   it('leaves a day alone while its events still arrive', async () => {
     const workspaceId = crypto.randomUUID();

@@ -116,6 +116,12 @@ const DERIVED_TABLES: DerivedTable[] = [
   },
 ];
 
+/** The events of one workspace's UTC day (YYYY-MM-DD), as a condition on engagement_events and its copies. */
+export function eventsOfDay(workspaceId: string, day: string): SqlFragment {
+  const from = new Date(`${day}T00:00:00Z`);
+  return sql`workspace_id = ${uuid(workspaceId)} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
+}
+
 /** The aggregate tables of the derived ones: a count kept twice stays twice, so a rebuild deletes first. */
 const AGGREGATE_TABLES = ['event_rollup_daily', 'link_rollup_daily'];
 
@@ -135,7 +141,6 @@ export async function rebuildDerivedDay(
   signal?: AbortSignal,
 ): Promise<void> {
   const db = identifier(database);
-  const from = new Date(`${day}T00:00:00Z`);
   for (const table of AGGREGATE_TABLES) {
     await client.command({
       query: sql`ALTER TABLE ${db}.${identifier(table)} DELETE WHERE workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`.text,
@@ -152,9 +157,8 @@ export async function rebuildDerivedDay(
     if (Number((await pending.json<{ n: string }>())[0].n) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  const where = sql`workspace_id = ${uuid(workspaceId)} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
   for (const table of DERIVED_TABLES) {
-    await client.command({ query: table.backfill(db, where).text, abort_signal: signal });
+    await client.command({ query: table.backfill(db, eventsOfDay(workspaceId, day)).text, abort_signal: signal });
   }
 }
 

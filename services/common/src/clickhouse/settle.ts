@@ -1,12 +1,12 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { rebuildDerivedDay } from './rollups';
+import { eventsOfDay, rebuildDerivedDay } from './rollups';
 import { dateTime, int, join, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
  * Unsettled days (rollups.ts) are read row by row for good unless something
  * clears their mark, and every fault adds some. Most of them turn out to
  * agree: an insert that timed out after ClickHouse committed it, or offsets
- * that failed to commit after a good insert. settleAgreeingDays finds those
+ * that failed to commit after a good insert. settleUnsettledDays finds those
  * and clears their marks. A day whose derived tables really disagree with
  * its events (a view's insert lost, or a copy of an event counted twice) is
  * rebuilt when the caller says so (rebuildDerivedDay), and cleared if it
@@ -72,8 +72,7 @@ const sameFigures = (a: Figures, b: Figures): boolean => a.size === b.size && [.
  */
 function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
   const workspace = uuid(day.workspaceId);
-  const from = new Date(`${day.day}T00:00:00Z`);
-  const inDay = sql`workspace_id = ${workspace} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
+  const inDay = eventsOfDay(day.workspaceId, day.day);
   const rollupKey = sql`concat(toString(campaign_id), ' ', toString(event_type), ' ', toString(bounce_type))`;
   const linkKey = sql`concat(toString(campaign_id), ' ', url)`;
   const both = (events: SqlFragment, addresses: SqlFragment) => sql`concat(toString(${events}), ' ', toString(${addresses}))`;
@@ -102,11 +101,8 @@ function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
 
 /** When the day's newest event was ingested (unix seconds), 0 when it has none. */
 async function lastIngested(client: ClickHouseClient, day: MarkedDay, signal?: AbortSignal): Promise<number> {
-  const from = new Date(`${day.day}T00:00:00Z`);
   const result = await client.query({
-    query: sql`SELECT toUInt32(max(ingested_at)) AS last FROM engagement_events
-      WHERE workspace_id = ${uuid(day.workspaceId)} AND occurred_at >= ${dateTime(from)}
-        AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`.text,
+    query: sql`SELECT toUInt32(max(ingested_at)) AS last FROM engagement_events WHERE ${eventsOfDay(day.workspaceId, day.day)}`.text,
     format: 'JSONEachRow',
     abort_signal: signal,
   });
