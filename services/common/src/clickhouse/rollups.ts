@@ -125,9 +125,13 @@ export function eventsOfDay(workspaceId: string, day: string): SqlFragment {
 /** The aggregate tables of the derived ones: a count kept twice stays twice, so a rebuild deletes first. */
 const AGGREGATE_TABLES = ['event_rollup_daily', 'link_rollup_daily'];
 
+/** A mutation that has not finished by then is stuck (18.16 retries a failing one for good): the rebuild gives up. */
+const MUTATION_WAIT_MS = 10 * 60_000;
+
 /**
  * Computes the derived tables' rows of one workspace's day again from its
- * events: the aggregates' rows of the day are deleted (a mutation, awaited),
+ * events: the aggregates' rows of the day are deleted (a mutation, awaited;
+ * an error if the tables' mutations are still pending after MUTATION_WAIT_MS),
  * then every derived table is filled from the events as a backfill would
  * (events_by_address gains copies, which its readers collapse). Events of the
  * day that arrive meanwhile may be counted twice: callers rebuild quiet days
@@ -147,6 +151,7 @@ export async function rebuildDerivedDay(
       abort_signal: signal,
     });
   }
+  const deadline = Date.now() + MUTATION_WAIT_MS;
   for (;;) {
     const pending = await client.query({
       query: sql`SELECT count() AS n FROM system.mutations
@@ -155,6 +160,7 @@ export async function rebuildDerivedDay(
       abort_signal: signal,
     });
     if (Number((await pending.json<{ n: string }>())[0].n) === 0) break;
+    if (Date.now() > deadline) throw new Error(`mutations of ${AGGREGATE_TABLES.join(', ')} still pending after ${MUTATION_WAIT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   for (const table of DERIVED_TABLES) {
