@@ -1,3 +1,4 @@
+import { CAMPAIGN_WRITE_FIELDS } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import type { RouteModule } from './context';
@@ -16,26 +17,6 @@ const MODES: Record<string, campaignV1.DeliveryMode> = {
 };
 const nameOf = <T>(table: Record<string, T>, value: T): string | undefined =>
   Object.keys(table).find((name) => table[name] === value);
-
-/** The write shape's fields. */
-const WRITE_FIELDS = [
-  'workspace_id',
-  'name',
-  'description',
-  'is_active',
-  'send_priority',
-  'schedule_cron',
-  'recipient_source',
-  'mssql_query',
-  'csv_account_ids',
-  'provider_category_id',
-  'from_email',
-  'from_name',
-  'reply_to',
-  'delivery_mode',
-  'template_id',
-  'variants',
-];
 
 const VARIANT_FIELDS = ['template_id', 'weight', 'label', 'is_active'];
 
@@ -138,7 +119,7 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
     const answer = await callService(service.updateCampaign.bind(service), {
       workspaceId: workspaceIdOf(res),
       id: pathParam(req),
-      updateMask: updateMaskOf(body, WRITE_FIELDS),
+      updateMask: updateMaskOf(body, CAMPAIGN_WRITE_FIELDS),
       campaign: campaignInput(body, true),
     });
     res.json(campaignJson(answer.campaign));

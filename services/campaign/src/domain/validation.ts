@@ -1,4 +1,5 @@
 import {
+  CAMPAIGN_WRITE_FIELDS,
   InvalidArgumentError,
   MSSQL_QUERY_MAX_LENGTH,
   cronViolation,
@@ -165,28 +166,9 @@ function present(write: CampaignWrite): Partial<CampaignFields> {
   );
 }
 
-const WRITE_SHAPE_ORDER = [
-  'workspace_id',
-  'name',
-  'description',
-  'is_active',
-  'send_priority',
-  'schedule_cron',
-  'recipient_source',
-  'mssql_query',
-  'csv_account_ids',
-  'provider_category_id',
-  'from_email',
-  'from_name',
-  'reply_to',
-  'delivery_mode',
-  'template_id',
-  'variants',
-];
-
 /** Throws them all at once, in the order of the write shape as Pydantic reports them. */
 function throwIfAny(violations: Violation[]): void {
-  const order = (v: Violation): number => WRITE_SHAPE_ORDER.indexOf(String(v.loc[0]));
+  const order = (v: Violation): number => CAMPAIGN_WRITE_FIELDS.indexOf(String(v.loc[0]));
   if (violations.length > 0) throw new InvalidArgumentError([...violations].sort((a, b) => order(a) - order(b)));
 }
 
