@@ -222,6 +222,20 @@ describe('GET /campaign-events/', () => {
     ]);
   });
 
+  it('reports bad dates with every other failing field, in query order, then the header', async () => {
+    const response = await fetch(`${gatewayUrl}/campaign-events/?event_type=spam&date_from=2026-3-1&page=0`, {
+      headers: { workspace_id: 'nope' },
+    });
+    expect(response.status).toBe(422);
+    const { detail } = (await response.json()) as Json;
+    expect(detail.map((entry: Json) => [entry.type, entry.loc])).toEqual([
+      ['enum', ['query', 'event_type']],
+      ['datetime_from_date_parsing', ['query', 'date_from']],
+      ['greater_than_equal', ['query', 'page']],
+      ['uuid_parsing', ['header', 'workspace_id']],
+    ]);
+  });
+
   it('treats injection attempts as data', async () => {
     for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE engagement_events; --"]) {
       expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({ status: 200, body: { items: [], total: 0 } });

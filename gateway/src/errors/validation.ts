@@ -15,7 +15,7 @@ import {
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { readableJsonText } from './json-body';
 import { pythonJsonError } from './python-json';
-import { boolFromString, floatFromString, intFromString, parseUuid } from './pydantic-types';
+import { boolFromString, floatFromString, intFromString, parseDateOrDateTime, parseUuid } from './pydantic-types';
 
 /**
  * Validation that answers exactly like FastAPI with Pydantic v2: the
@@ -299,14 +299,15 @@ export function pydanticRequests(
 }
 
 /**
- * Ajv formats: Pydantic's notion of a UUID and an e-mail address, and the
- * campaign rules the model would check with field validators (the campaign
- * service checks them again), so they are reported with every other failing
- * field. A query over the length limit is left to maxLength: it is not parsed.
+ * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
+ * `datetime` (an ISO date or date-time), and the campaign rules the model
+ * would check with field validators (the campaign service checks them
+ * again), so they are reported with every other failing field. A query over the length limit is left to maxLength: it is not parsed.
  */
 export const pydanticFormats = {
   uuid: (value: string) => 'uuid' in parseUuid(value),
   email: (value: string) => 'email' in parseEmail(value),
+  'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
   cron: (value: string) => cronProblem(value) === undefined,
   'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
 };
@@ -435,6 +436,11 @@ function keywordDetail(keyword: string, schema: Schema, value: unknown, message:
         const parsed = parseUuid(value);
         const error = 'error' in parsed ? parsed.error : '';
         return { type: 'uuid_parsing', msg: `Input should be a valid UUID, ${error}`, ctx: { error } };
+      }
+      if (schema.format === 'date-or-datetime' && typeof value === 'string') {
+        const parsed = parseDateOrDateTime(value);
+        const error = 'error' in parsed ? parsed.error : '';
+        return { type: 'datetime_from_date_parsing', msg: `Input should be a valid datetime or date, ${error}`, ctx: { error } };
       }
       if (schema.format === 'email' && typeof value === 'string') {
         const parsed = parseEmail(value);
