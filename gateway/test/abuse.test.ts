@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import http from 'node:http';
 import net from 'node:net';
 import zlib from 'node:zlib';
 import { startHostileStack, type HostileStack } from './fuzz/stack';
@@ -19,6 +20,8 @@ import { startHostileStack, type HostileStack } from './fuzz/stack';
  * - An invalid percent-encoding is read as Python's unquote reads it (kept as sent, U+FFFD for bytes
  *   that are not UTF-8) and validated like any other value.
  * - A request head over 16 KB (a huge query string): 431 "Request header fields too large".
+ * - A method the path does not have: 405 with `Allow` listing the ones it has.
+ * - A repeated workspace_id header: the first one counts, as Starlette reads it.
  * - A body that fails validation in very many places: the first 1,000 entries, quickly.
  */
 jest.setTimeout(180_000);
@@ -326,6 +329,32 @@ describe('invalid percent-encoding', () => {
 
   it('answers 404 to an invalid percent-encoding in a path that names no operation', async () => {
     expect(await send('GET', '/brand-%zz-guides/')).toEqual({ status: 404, body: { detail: 'Not Found' } });
+  });
+});
+
+describe('methods and repeated headers', () => {
+  it('answers 405 with the allowed methods to a method the path does not have', async () => {
+    const response = await fetch(`${target.gateway}/email-campaigns/`, { method: 'PATCH', headers: { workspace_id: target.workspaceId } });
+    expect({ status: response.status, allow: response.headers.get('allow'), body: await response.json() }).toEqual({
+      status: 405,
+      allow: 'GET, POST',
+      body: { detail: 'Method Not Allowed' },
+    });
+  });
+
+  it('reads the first of two workspace_id header lines', async () => {
+    const statusWith = (values: string[]) =>
+      new Promise<number>((resolve, reject) => {
+        const request = http.request(`${target.gateway}/brand-guides/`, { headers: { workspace_id: values } }, (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        });
+        request.on('error', reject);
+        request.end();
+      });
+    expect(await statusWith([target.workspaceId, target.workspaceId])).toBe(200);
+    expect(await statusWith([target.workspaceId, 'not-a-uuid'])).toBe(200);
+    expect(await statusWith(['not-a-uuid', target.workspaceId])).toBe(422);
   });
 });
 

@@ -53,7 +53,8 @@ export function authenticate(
         email: token.email,
         displayName: token.displayName,
         grantPlatformAdmin: authenticator.grantsPlatformAdmin,
-        workspaceId: workspaceToAuthorize(match, req.path, req.headers.workspace_id),
+        // The first of repeated headers, as pydanticRequests reads it after this.
+        workspaceId: workspaceToAuthorize(match, req.path, req.headersDistinct.workspace_id?.[0]),
       })
       .catch((error: unknown) => {
         const httpError = fromGrpcError(error);

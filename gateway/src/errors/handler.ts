@@ -13,6 +13,8 @@ interface BodyParserError extends Error {
 interface OpenApiValidatorError extends Error {
   status: number;
   errors: { path: string; message: string; errorCode?: string }[];
+  /** `Allow` on a 405. */
+  headers?: Record<string, string>;
 }
 
 const isOpenApiValidatorError = (error: unknown): error is OpenApiValidatorError =>
@@ -26,6 +28,15 @@ const REASONS: Record<number, string> = {
   415: 'Unsupported Media Type',
 };
 
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
+
+/** The methods the route has (the validator lists them in document order): RFC 9110 requires `Allow` on a 405. */
+function allowHeader(error: OpenApiValidatorError): Record<string, string> {
+  const methods = (error.headers?.Allow ?? '').split(',').map((method) => method.trim().toUpperCase()).filter(Boolean);
+  const rank = (method: string) => (METHOD_ORDER.includes(method) ? METHOD_ORDER.indexOf(method) : METHOD_ORDER.length);
+  return methods.length > 0 ? { Allow: methods.sort((a, b) => rank(a) - rank(b)).join(', ') } : {};
+}
+
 /** Turns any failure into the contract's error format. Never a stack trace, never internal detail. */
 export function toHttpError(error: unknown, req: Request): HttpError {
   if (error instanceof HttpError) return error;
@@ -37,7 +48,7 @@ export function toHttpError(error: unknown, req: Request): HttpError {
   }
   if (isOpenApiValidatorError(error)) {
     if (error.status === 400) return new HttpError(422, openApiViolations(error, req));
-    return new HttpError(error.status, REASONS[error.status] ?? 'Bad Request');
+    return new HttpError(error.status, REASONS[error.status] ?? 'Bad Request', error.status === 405 ? allowHeader(error) : {});
   }
   if (parserError?.expose && typeof parserError.status === 'number' && parserError.status < 500) {
     return new HttpError(parserError.status, REASONS[parserError.status] ?? 'Bad Request');

@@ -276,10 +276,11 @@ export function pydanticRequests(
     }
     Object.defineProperty(req, 'query', { value: query, writable: true, configurable: true, enumerable: true });
 
+    // Headers: Starlette reads the first of repeated ones, where Node joins them with ", ".
     for (const parameter of schemas.parameters.filter((p) => p.in === 'header')) {
       const name = parameter.name.toLowerCase();
-      const value = req.headers[name];
-      if (typeof value !== 'string') continue;
+      const value = req.headersDistinct[name]?.[0];
+      if (value === undefined) continue;
       context.rawParameters.header[parameter.name] = value;
       req.headers[name] = String(lax(document, parameter.schema, value));
     }
