@@ -112,22 +112,37 @@ export async function freePort(): Promise<number> {
 export interface IdentityService {
   /** host:port for IDENTITY_GRPC_ADDR. */
   address: string;
+  /** The gateway's *_GRPC_ADDR variables for the services started. */
+  gatewayEnv: Record<string, string>;
   stop(): Promise<void>;
 }
 
-/** The real identity service (its dist/main.js) over a private Postgres database. */
-export async function startIdentityService(label: string, bootstrapPlatformAdmins: string[] = []): Promise<IdentityService> {
+/**
+ * The real identity service (its dist/main.js) over a private Postgres
+ * database; with `withWorkspaceContent`, the campaign and brand-guide
+ * services beside it, which deleting a workspace also calls.
+ */
+export async function startIdentityService(
+  label: string,
+  bootstrapPlatformAdmins: string[] = [],
+  { withWorkspaceContent = false } = {},
+): Promise<IdentityService> {
   const postgres = await createTestPostgres(label);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
   try {
     const stack = await startStack({
       stateDir: dir,
       logDir: dir,
-      processes: ['identity'],
+      processes: withWorkspaceContent ? ['identity', 'campaign', 'brand-guide'] : ['identity'],
       env: { DATABASE_URL: postgres.url, BOOTSTRAP_PLATFORM_ADMINS: bootstrapPlatformAdmins.join(','), LOG_LEVEL: 'warn' },
     });
+    const { grpc } = stack.urls;
     return {
-      address: stack.urls.grpc.identity,
+      address: grpc.identity,
+      gatewayEnv: {
+        IDENTITY_GRPC_ADDR: grpc.identity,
+        ...(withWorkspaceContent ? { CAMPAIGN_GRPC_ADDR: grpc.campaign, BRAND_GUIDE_GRPC_ADDR: grpc['brand-guide'] } : {}),
+      },
       stop: async () => {
         await stack.stopAll();
         await postgres.drop();

@@ -32,11 +32,11 @@ const gatewayEnv = (): Record<string, string> => ({
   AUTH_JWKS_URL: idp.jwksUrl,
   AUTH_ISSUER: ISSUER,
   AUTH_AUDIENCE: AUDIENCE,
-  IDENTITY_GRPC_ADDR: identity.address,
+  ...identity.gatewayEnv,
 });
 
 beforeAll(async () => {
-  identity = await startIdentityService('gateway_identity', ['root@example.com']);
+  identity = await startIdentityService('gateway_identity', ['root@example.com'], { withWorkspaceContent: true });
   idp = await startIdentityProvider([key]);
   gateway = await startGateway(gatewayEnv());
 });
@@ -258,9 +258,31 @@ describe('identity and tenancy (sequential scenario)', () => {
 
   it('a deleted workspace is gone: 404 for a platform admin, 403 for everyone else', async () => {
     expect((await api('root', 'DELETE', `/workspaces/${workspaces.sales}`)).status).toBe(204);
+    expect((await api('root', 'DELETE', `/workspaces/${workspaces.sales}`)).status).toBe(404);
     expect((await api('root', 'GET', `/workspaces/${workspaces.sales}`)).status).toBe(404);
     expect((await api('root', 'GET', `/workspaces/${workspaces.sales}/members`)).status).toBe(404);
     expect((await api('ana', 'GET', `/workspaces/${workspaces.sales}`)).status).toBe(403);
+  });
+});
+
+describe('deleting a workspace with content', () => {
+  it('deletes its campaigns and brand guides first: their category is free again, nothing new gets in', async () => {
+    const doomed = (await api('root', 'POST', '/workspaces/', { name: 'Doomed' })).body.id as string;
+    const other = (await api('root', 'POST', '/workspaces/', { name: 'Other' })).body.id as string;
+    const inWorkspace = (workspaceId: string) => ({ workspace_id: workspaceId });
+    const campaign = (workspaceId: string) => ({ workspace_id: workspaceId, name: 'Launch', provider_category_id: 'cat-doomed' });
+    expect((await api('root', 'POST', '/email-campaigns/', campaign(doomed), inWorkspace(doomed))).status).toBe(201);
+    expect((await api('root', 'POST', '/brand-guides/', { name: 'Voice' }, inWorkspace(doomed))).status).toBe(201);
+    expect(await api('root', 'POST', '/email-campaigns/', campaign(other), inWorkspace(other))).toMatchObject({ status: 409 });
+
+    expect((await api('root', 'DELETE', `/workspaces/${doomed}`)).status).toBe(204);
+
+    expect(await api('root', 'POST', '/email-campaigns/', campaign(other), inWorkspace(other))).toMatchObject({
+      status: 201,
+      body: { provider_category_id: 'cat-doomed' },
+    });
+    expect((await api('root', 'GET', '/email-campaigns/', undefined, inWorkspace(doomed))).status).toBe(404);
+    expect((await api('root', 'POST', '/brand-guides/', { name: 'Late' }, inWorkspace(doomed))).status).toBe(404);
   });
 });
 
@@ -308,7 +330,7 @@ describe('requests the gateway turns away', () => {
 
 describe('DEV_AUTH_ENABLED', () => {
   it('acts as the platform-admin mock user in development', async () => {
-    const dev = await startGateway({ DEV_AUTH_ENABLED: '1', IDENTITY_GRPC_ADDR: identity.address });
+    const dev = await startGateway({ DEV_AUTH_ENABLED: '1', ...identity.gatewayEnv });
     try {
       const me = await fetch(`${dev.url}/auth/me`);
       const body = (await me.json()) as { memberships: unknown[] };

@@ -129,6 +129,40 @@ describe('list and delete', () => {
   });
 });
 
+describe('closing a workspace (its deletion)', () => {
+  it('deletes its brand guides only, refuses new ones there, and is idempotent', async () => {
+    const closing = crypto.randomUUID();
+    await create({ name: 'Doomed' }, closing);
+    await create({ name: 'Doomed too' }, closing);
+    const kept = await create({ name: 'Kept' }, WORKSPACE_B);
+
+    expect(await service.rpc('closeWorkspace', { workspaceId: closing })).toEqual({ deletedBrandGuides: 2 });
+    expect((await service.rpc('listBrandGuides', { workspaceId: closing })).page).toMatchObject({ total: 0 });
+    expect(await failure(create({ name: 'Late' }, closing))).toMatchObject({ code: status.NOT_FOUND, details: 'Workspace not found' });
+    expect(await service.rpc('closeWorkspace', { workspaceId: closing })).toEqual({ deletedBrandGuides: 0 });
+    expect((await service.rpc('getBrandGuide', { workspaceId: WORKSPACE_B, id: kept.id })).brandGuide).toEqual(kept);
+  });
+
+  it('leaves nothing behind when creates race the closing', async () => {
+    const closing = crypto.randomUUID();
+    await create({ name: 'First' }, closing);
+    const outcomes = Array.from({ length: 40 }, (_, i) =>
+      new Promise((resolve) => setTimeout(resolve, i * 2)).then(() =>
+        create({ name: `Racing ${i}` }, closing).then(
+          () => 'created',
+          (error: { code?: number }) => (error.code === status.NOT_FOUND ? 'refused' : `error ${String(error)}`),
+        ),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const { deletedBrandGuides } = await service.rpc('closeWorkspace', { workspaceId: closing });
+    const answers = await Promise.all(outcomes);
+    expect(answers.filter((answer) => answer !== 'created' && answer !== 'refused')).toEqual([]);
+    expect(deletedBrandGuides).toBe(1 + answers.filter((answer) => answer === 'created').length);
+    expect((await service.rpc('listBrandGuides', { workspaceId: closing })).page).toMatchObject({ total: 0 });
+  });
+});
+
 it('answers grpc.health.v1 for "postgres"', async () => {
   const health = createHealthClient(service.address);
   try {

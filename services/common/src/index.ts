@@ -20,6 +20,7 @@ export * from './validation/memo';
 export * from './validation/select-statement';
 export * from './validation/text';
 export * from './validation/write-shape';
+export * from './workspace-states';
 export * from './clickhouse/client';
 export * from './clickhouse/compaction';
 export * from './clickhouse/schema';

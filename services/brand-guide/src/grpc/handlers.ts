@@ -3,7 +3,14 @@ import { InvalidArgumentError, NotFoundError, unary, valueError, type Logger } f
 import { brandguideV1 } from '@mail/proto';
 import type { BrandGuide, Page } from '../domain/model';
 import { brandGuidePatch, isUuid, newBrandGuide, pageWindow, type BrandGuideWrite } from '../domain/validation';
-import { createBrandGuide, deleteBrandGuide, getBrandGuide, listBrandGuides, updateBrandGuide } from '../store/brand-guides';
+import {
+  closeWorkspaceBrandGuides,
+  createBrandGuide,
+  deleteBrandGuide,
+  getBrandGuide,
+  listBrandGuides,
+  updateBrandGuide,
+} from '../store/brand-guides';
 
 /** update_mask paths (write-shape names) and the write fields they name. */
 const FIELD_OF_PATH: Record<string, keyof BrandGuideWrite> = {
@@ -64,5 +71,8 @@ export function brandGuideHandlers(logger: Logger, db: Knex): brandguideV1.Brand
       await deleteBrandGuide(db, scope(request.workspaceId), request.id);
       return {};
     }),
+    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => ({
+      deletedBrandGuides: await closeWorkspaceBrandGuides(db, scope(request.workspaceId)),
+    })),
   };
 }

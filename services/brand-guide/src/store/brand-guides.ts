@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { NotFoundError, containsNul } from '@mail/common';
+import { NotFoundError, OPEN_WORKSPACE, closeWorkspace, containsNul, insertIntoOpenWorkspace } from '@mail/common';
 import type { BrandGuide, BrandGuideFields, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 
@@ -24,9 +24,19 @@ function toColumns(fields: Partial<NewBrandGuide>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(fields).map(([field, value]) => [COLUMN_OF[field as keyof NewBrandGuide], value]));
 }
 
-export async function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandGuide> {
-  const [created] = await db('brand_guides').insert(toColumns(guide)).returning(COLUMNS);
-  return created;
+/** Inserted only while the workspace is open (workspace-states of @mail/common). */
+const CREATE_BRAND_GUIDE = `WITH workspace AS (${OPEN_WORKSPACE})
+  INSERT INTO brand_guides (workspace_id, name, description, prompt_content, is_active)
+  SELECT workspace.workspace_id, ?, ?, ?, ? FROM workspace
+  RETURNING id, ${Object.entries(COLUMN_OF).map(([field, column]) => `${column} AS "${field}"`).join(', ')},
+    created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandGuide> {
+  const bindings = [guide.workspaceId, guide.name, guide.description, guide.promptContent, guide.isActive];
+  return insertIntoOpenWorkspace(db, guide.workspaceId, async () => {
+    const { rows } = await db.raw<{ rows: BrandGuide[] }>(CREATE_BRAND_GUIDE, bindings);
+    return rows[0];
+  });
 }
 
 export async function getBrandGuide(db: Knex, workspaceId: string, id: string): Promise<BrandGuide> {
@@ -81,4 +91,12 @@ export async function updateBrandGuide(db: Knex, workspaceId: string, id: string
 export async function deleteBrandGuide(db: Knex, workspaceId: string, id: string): Promise<void> {
   const deleted = isUuid(id) ? await db('brand_guides').where({ id, workspace_id: workspaceId }).delete() : 0;
   if (deleted === 0) throw notFound();
+}
+
+/** Deletes every brand guide of a workspace being deleted, and takes no new ones there; resolves to how many it deleted. */
+export function closeWorkspaceBrandGuides(db: Knex, workspaceId: string): Promise<number> {
+  return closeWorkspace(db, workspaceId, async (connection) => {
+    const { rowCount } = await connection.query('DELETE FROM brand_guides WHERE workspace_id = $1', [workspaceId]);
+    return rowCount ?? 0;
+  });
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { openPostgres, type Migration } from '@mail/common';
+import { WORKSPACE_STATES_TABLE, openPostgres, type Migration } from '@mail/common';
 
 export const migrations: Migration[] = [
   {
@@ -21,6 +21,17 @@ export const migrations: Migration[] = [
     },
     async down(db) {
       await db.raw('DROP TABLE brand_guides;');
+    },
+  },
+  {
+    name: '002_workspace_states',
+    async up(db) {
+      await db.raw(WORKSPACE_STATES_TABLE);
+      // Workspaces that already hold brand guides are open.
+      await db.raw('INSERT INTO workspace_states (workspace_id) SELECT DISTINCT workspace_id FROM brand_guides');
+    },
+    async down(db) {
+      await db.raw('DROP TABLE workspace_states;');
     },
   },
 ];

@@ -5,6 +5,7 @@ import type { Campaign, DeliveryMode, Page, RecipientSource } from '../domain/mo
 import { nextRunAt } from '../domain/schedule';
 import { campaignPatch, isUuid, newCampaign, pageWindow, type CampaignWrite, type VariantWrite } from '../domain/validation';
 import {
+  closeWorkspaceCampaigns,
   createCampaign,
   deleteCampaign,
   getCampaign,
@@ -158,6 +159,9 @@ export function campaignHandlers(logger: Logger, db: Knex, feed: ChangeFeed): ca
       await deleteCampaign(db, scope(request.workspaceId), request.id);
       return {};
     }),
+    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => ({
+      deletedCampaigns: await closeWorkspaceCampaigns(db, scope(request.workspaceId)),
+    })),
     resolveCategories: unary(logger, 'ResolveCategories', async (request) => ({
       matches: await resolveCategories(db, request.providerCategoryIds),
     })),

@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { ConflictError, NotFoundError, containsNul, withConnection, withTransaction, type PgConnection } from '@mail/common';
+import {
+  ConflictError,
+  NotFoundError,
+  OPEN_WORKSPACE,
+  closeWorkspace,
+  containsNul,
+  insertIntoOpenWorkspace,
+  withConnection,
+  withTransaction,
+  type PgConnection,
+} from '@mail/common';
 import type { Campaign, CampaignFields, CampaignPatch, CategoryMatch, NewCampaign, Page, VariantDraft } from '../domain/model';
 import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
 
@@ -122,9 +132,10 @@ function conflictOnDuplicate(error: unknown): never {
 
 // `announced` is a SELECT, which Postgres runs only when read: the cross join reads it. The notification goes out
 // when the statement commits.
-const CREATE_CAMPAIGN = `WITH campaign AS (
+// The campaign is inserted only while its workspace is open (workspace-states of @mail/common).
+const CREATE_CAMPAIGN = `WITH workspace AS (${OPEN_WORKSPACE}), campaign AS (
     INSERT INTO campaigns (workspace_id, ${FIELDS.map((field) => COLUMN_OF[field]).join(', ')}, has_variant_list)
-    VALUES (?, ${FIELDS.map(() => '?').join(', ')}, ?)
+    SELECT workspace.workspace_id, ${FIELDS.map(() => '?').join(', ')}, ? FROM workspace
     RETURNING *
   ), variants AS (
     INSERT INTO campaign_variants (campaign_id, position, template_id, weight, label, is_active)
@@ -139,8 +150,10 @@ const CREATE_CAMPAIGN = `WITH campaign AS (
 export async function createCampaign(db: Knex, campaign: NewCampaign): Promise<Campaign> {
   const { workspaceId, variants, ...fields } = campaign;
   const bindings = [workspaceId, ...FIELDS.map((field) => fields[field]), variants !== null, draftsJson(variants ?? []), CATEGORY_CHANNEL];
-  const { rows } = await withConnection(db, (connection) => run<Campaign>(connection, CREATE_CAMPAIGN, bindings)).catch(conflictOnDuplicate);
-  return rows[0];
+  return insertIntoOpenWorkspace(db, workspaceId, async () => {
+    const { rows } = await withConnection(db, (connection) => run<Campaign>(connection, CREATE_CAMPAIGN, bindings)).catch(conflictOnDuplicate);
+    return rows[0];
+  });
 }
 
 const GET_CAMPAIGN = `SELECT ${campaignSelect('c', STORED_VARIANTS('c'))} FROM campaigns c WHERE c.id = ? AND c.workspace_id = ?`;
@@ -252,22 +265,31 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
   });
 }
 
+/** Deletes the campaigns `where` selects, announcing their categories; resolves to how many it deleted. */
+async function deleteAnnounced(connection: PgConnection, where: string, bindings: unknown[]): Promise<number> {
+  const { rows } = await run<{ deleted: string }>(
+    connection,
+    `WITH deleted AS (
+       DELETE FROM campaigns WHERE ${where} RETURNING provider_category_id
+     ), announced AS (
+       SELECT pg_notify(?, provider_category_id) FROM deleted WHERE provider_category_id IS NOT NULL
+     )
+     SELECT (SELECT count(*) FROM deleted) AS deleted, (SELECT count(*) FROM announced) AS announced`,
+    [...bindings, CATEGORY_CHANNEL],
+  );
+  return Number(rows[0].deleted);
+}
+
 export async function deleteCampaign(db: Knex, workspaceId: string, id: string): Promise<void> {
-  const { rows } = isUuid(id)
-    ? await withConnection(db, (connection) =>
-        run<{ deleted: string }>(
-          connection,
-          `WITH deleted AS (
-           DELETE FROM campaigns WHERE id = ? AND workspace_id = ? RETURNING provider_category_id
-         ), announced AS (
-           SELECT pg_notify(?, provider_category_id) FROM deleted WHERE provider_category_id IS NOT NULL
-         )
-         SELECT (SELECT count(*) FROM deleted) AS deleted, (SELECT count(*) FROM announced) AS announced`,
-          [id, workspaceId, CATEGORY_CHANNEL],
-        ),
-      )
-    : { rows: [{ deleted: '0' }] };
-  if (Number(rows[0].deleted) === 0) throw notFound();
+  const deleted = isUuid(id)
+    ? await withConnection(db, (connection) => deleteAnnounced(connection, 'id = ? AND workspace_id = ?', [id, workspaceId]))
+    : 0;
+  if (deleted === 0) throw notFound();
+}
+
+/** Deletes every campaign of a workspace being deleted, and takes no new ones there; resolves to how many it deleted. */
+export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<number> {
+  return closeWorkspace(db, workspaceId, (connection) => deleteAnnounced(connection, 'workspace_id = ?', [workspaceId]));
 }
 
 /** Across all workspaces: category ids are globally unique. */
