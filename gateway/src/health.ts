@@ -19,7 +19,8 @@ export function gatewayReadiness(
     .add('campaign', () => campaign.check())
     .add('brand-guide', () => brandGuide.check())
     .add('analytics', () => analytics.check())
-    .add('postgres', () => campaign.check('postgres'))
+    // Up when any service that uses it can reach it: one service being down does not make Postgres look down.
+    .add('postgres', () => Promise.any([campaign, identity, brandGuide].map((client) => client.check('postgres'))))
     .add('clickhouse', () => analytics.check('clickhouse'))
     .add('kafka', checkKafka);
   return {

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import {
   AUDIENCE,
   ISSUER,
+  freePort,
   runGatewayToExit,
   signingKey,
   startGateway,
@@ -325,6 +326,25 @@ describe('requests the gateway turns away', () => {
     expect((await noToken('/USERS/')).status).toBe(404);
     expect((await noToken(`/Users/${users.ana}`)).status).toBe(404);
     expect((await noToken('/users/')).status).toBe(401);
+  });
+});
+
+describe('/readyz', () => {
+  it('names the service that is down, and not Postgres, which the other services still reach', async () => {
+    const unreachable = `127.0.0.1:${await freePort()}`;
+    const partial = await startGateway({ ...gatewayEnv(), CAMPAIGN_GRPC_ADDR: unreachable });
+    try {
+      const response = await fetch(`${partial.url}/readyz`);
+      expect(response.status).toBe(503);
+      expect(((await response.json()) as { dependencies: Record<string, string> }).dependencies).toMatchObject({
+        identity: 'up',
+        'brand-guide': 'up',
+        campaign: 'down',
+        postgres: 'up',
+      });
+    } finally {
+      await partial.stop();
+    }
   });
 });
 
