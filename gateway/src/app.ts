@@ -63,6 +63,8 @@ export function createApp(deps: AppDependencies): Express {
 
   app.use(redirectSlashes(matchOperation));
   app.use(express.json({ limit: '1mb', strict: false, type: isJsonBody, verify: verifyJsonBody }));
+  // A body of any other type is kept as text: FastAPI reads it as bytes, which fail the model's type check.
+  app.use(express.text({ limit: '1mb', type: () => true }));
   app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
   app.use(pydanticRequests(deps.document, matchOperation));
   memoizeValidatorRouteMatchers();

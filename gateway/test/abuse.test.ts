@@ -12,8 +12,10 @@ import { startHostileStack, type HostileStack } from './fuzz/stack';
  * - Bytes that are not UTF-8, or nesting deeper than 1000 levels: 400 "There was an error parsing the
  *   body", FastAPI's answer when Python's decoder fails other than with a syntax error
  *   (UnicodeDecodeError, RecursionError).
- * - A body of another media type (text/plain, multipart, XML, form): 415 "Unsupported Media Type";
- *   the webhook reads any body as JSON (what SendGrid sends), so there the syntax decides.
+ * - A body of another media type (text/plain, multipart, XML, form): read as text, it fails the
+ *   model's type check (422 model_attributes_type quoting it), as FastAPI reads it as bytes; a JSON
+ *   body in a charset Node cannot decode: 415 "Unsupported Media Type". The webhook reads any body
+ *   as JSON (what SendGrid sends), so there the syntax decides.
  * - NUL: in a JSON string bound for PostgreSQL a 422 value_error; in a list filter no match; in a
  *   path id a 422 uuid_parsing; in a header or raw in the request line a 400 from the HTTP parser, in
  *   the contract's `{"detail": ...}` shape like every other answer.
@@ -213,11 +215,26 @@ describe('wrong content types', () => {
     ['multipart/form-data; boundary=b', '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nform\r\n--b--\r\n'],
     ['application/xml', '<brandGuide><name>xml</name></brandGuide>'],
     ['application/x-www-form-urlencoded', 'name=form'],
-    ['application/json; charset=latin1', '{"name":"latin"}'],
   ];
 
-  it.each(bodies)('answers 415 to %s on a JSON operation', async (type, body) => {
-    expect(await send('POST', '/brand-guides/', body, { 'content-type': type })).toEqual(UNSUPPORTED);
+  it.each(bodies)('answers 422 model_attributes_type quoting the text to %s on a JSON operation, as FastAPI does', async (type, body) => {
+    expect(await send('POST', '/brand-guides/', body, { 'content-type': type })).toEqual({
+      status: 422,
+      body: {
+        detail: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: body }],
+      },
+    });
+  });
+
+  it('answers 422 missing to an empty body of another type', async () => {
+    expect(await send('PUT', `/brand-guides/${crypto.randomUUID()}`, '', { 'content-type': 'text/plain' })).toEqual({
+      status: 422,
+      body: { detail: [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] },
+    });
+  });
+
+  it('answers 415 to a JSON body in a charset it cannot decode', async () => {
+    expect(await send('POST', '/brand-guides/', '{"name":"latin"}', { 'content-type': 'application/json; charset=latin1' })).toEqual(UNSUPPORTED);
   });
 
   it('reads the webhook body as JSON whatever its Content-Type: a JSON array passes, XML is json_invalid', async () => {
@@ -397,7 +414,16 @@ describe('a burst of 1,000 concurrent requests, valid and invalid', () => {
       { name: 'invalid', request: () => send('POST', '/brand-guides/', JSON.stringify({ name: 7 }), JSON_TYPE), expected: { status: 422, body: { detail: [{ type: 'string_type', loc: ['body', 'name'], msg: 'Input should be a valid string', input: 7 }] } } },
       { name: 'malformed', request: () => send('POST', '/brand-guides/', '{"name":', JSON_TYPE), expected: { status: 422, body: { detail: [{ type: 'json_invalid', loc: ['body', 8], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }] } } },
       { name: 'not utf-8', request: () => send('POST', '/brand-guides/', Buffer.from([0x7b, 0xff, 0x7d]), JSON_TYPE), expected: PARSE_FAILED },
-      { name: 'media type', request: () => send('POST', '/brand-guides/', 'name=x', { 'content-type': 'text/plain' }), expected: UNSUPPORTED },
+      {
+        name: 'media type',
+        request: () => send('POST', '/brand-guides/', 'name=x', { 'content-type': 'text/plain' }),
+        expected: {
+          status: 422,
+          body: {
+            detail: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'name=x' }],
+          },
+        },
+      },
       { name: 'webhook', request: (i) => send('POST', '/campaign-events/webhook', JSON.stringify([event(i), event(i)]), JSON_TYPE), expected: { status: 202, body: { accepted: 2 } } },
       { name: 'events', request: () => send('GET', '/campaign-events/?page_size=5'), expected: (a) => expect(a).toMatchObject({ status: 200, body: { page_size: 5 } }) },
     ];

@@ -287,8 +287,11 @@ export function pydanticRequests(
 
     if (schemas.body) {
       // No type is read as JSON, as FastAPI does; so is application/*+json, which the document does not list.
-      if (!req.headers['content-type'] || req.is('application/*+json')) req.headers['content-type'] = 'application/json';
-      if (emptyBodies.has(req)) req.body = undefined;
+      // A body of another type came as text (express.text): validated as it is, it fails the model's type
+      // check quoting the text, as FastAPI reports the bytes it could not read as JSON.
+      const text = typeof req.body === 'string';
+      if (text || !req.headers['content-type'] || req.is('application/*+json')) req.headers['content-type'] = 'application/json';
+      if (emptyBodies.has(req) || req.body === '') req.body = undefined;
       // The validator requires a body only when its schema lists required fields (it ignores
       // requestBody.required); null is reported as FastAPI's missing body.
       if (req.body === undefined && schemas.bodyRequired) req.body = null;
