@@ -155,7 +155,8 @@ describe('create and read', () => {
     expect((await api('GET', '/email-campaigns/?q=NEWS', undefined, workspace)).body.total).toBe(2);
     const redirect = await api('GET', '/email-campaigns?q=news', undefined, workspace);
     expect(redirect.status).toBe(307);
-    expect(redirect.headers.get('location')).toBe('/email-campaigns/?q=news');
+    expect(redirect.headers.get('location')).toBe(`${gatewayUrl}/email-campaigns/?q=news`);
+    expect(redirect.headers.get('content-length')).toBe('0');
   });
 
   it('answers 404 for a campaign of another workspace, on every verb', async () => {
