@@ -187,6 +187,17 @@ describe('body validation', () => {
     });
   });
 
+  it('drops an event of a type it does not keep whatever else it lacks: only its type is read', async () => {
+    const body = [{ event: 'processed' }, { event: 'deferred', email: 7, timestamp: 'soon' }, { event: 'open' }];
+    expect(await post(open.url, JSON.stringify(body))).toMatchObject({
+      status: 422,
+      body: {
+        detail: ['sg_event_id', 'email', 'timestamp'].map((field) => ({ type: 'missing', loc: ['body', 2, field], msg: 'Field required', input: { event: 'open' } })),
+      },
+    });
+    expect(await post(open.url, JSON.stringify(body.slice(0, 2)))).toMatchObject({ status: 202, body: { accepted: 2 } });
+  });
+
   it('reads timestamps as Pydantic does in lax mode', async () => {
     const body = JSON.stringify([
       sendgridEvent({ event: 'open', sg_event_id: `lax-1-${uniqueSuffix()}`, timestamp: '1763719200' }),

@@ -6,10 +6,11 @@ import { MAX_DETAIL_ENTRIES } from '../errors/validation';
 const { EventType, BounceType } = eventsV1;
 
 /**
- * One SendGrid event as the webhook requires it. These four fields are
- * validated like a Pydantic v2 model in lax mode would (so the 422 entries
- * read exactly like FastAPI's); every other field is optional, read only when
- * it has the expected type, and kept as received in raw_json.
+ * One SendGrid event of a type that is kept, as the webhook requires it.
+ * These four fields are validated like a Pydantic v2 model in lax mode would
+ * (so the 422 entries read exactly like FastAPI's); every other field is
+ * optional, read only when it has the expected type, and kept as received in
+ * raw_json. An event of a type that is not kept needs only its `event`.
  */
 export interface SendgridEvent {
   sg_event_id: string;
@@ -65,7 +66,17 @@ const unixSeconds: Check = (value, loc) => {
   return undefined;
 };
 
-/** The required fields, in the order a model would report them. */
+/** SendGrid event name → what is stored; names not listed (processed, delivered, deferred, dropped, ...) are dropped. */
+const EVENT_TYPES = new Map<string, eventsV1.EventType>([
+  ['open', EventType.EVENT_TYPE_OPEN],
+  ['click', EventType.EVENT_TYPE_CLICK],
+  ['bounce', EventType.EVENT_TYPE_BOUNCE],
+  ['unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
+  ['group_unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
+  ['spamreport', EventType.EVENT_TYPE_SPAM_REPORT],
+]);
+
+/** The required fields of an event that is kept, in the order a model would report them. */
 const REQUIRED: [keyof SendgridEvent & string, Check][] = [
   ['sg_event_id', string(1)],
   ['email', string(1)],
@@ -79,7 +90,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 /**
  * The body's violations in order, with `loc` from "body": all of them, up to
  * MAX_DETAIL_ENTRIES (checking stops there, so a body of a million bad items
- * costs no more than one of a thousand); an empty list means every item is a SendgridEvent.
+ * costs no more than one of a thousand); an empty list means every item is a SendgridEvent or dropped.
  */
 export function bodyViolations(body: unknown): Violation[] {
   if (body === null) return [violation('missing', ['body'], 'Field required', null)];
@@ -91,6 +102,8 @@ export function bodyViolations(body: unknown): Violation[] {
       violations.push(violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item));
       continue;
     }
+    // An event of a type that is not kept is dropped whatever else it holds: only its type is read.
+    if (typeof item.event === 'string' && !EVENT_TYPES.has(item.event)) continue;
     for (const [field, check] of REQUIRED) {
       const loc = ['body', index, field];
       const found = Object.hasOwn(item, field) ? check(item[field], loc) : violation('missing', loc, 'Field required', item);
@@ -99,16 +112,6 @@ export function bodyViolations(body: unknown): Violation[] {
   }
   return violations.slice(0, MAX_DETAIL_ENTRIES);
 }
-
-/** SendGrid event name → what is stored; names not listed (processed, delivered, deferred, dropped, ...) are dropped. */
-const EVENT_TYPES = new Map<string, eventsV1.EventType>([
-  ['open', EventType.EVENT_TYPE_OPEN],
-  ['click', EventType.EVENT_TYPE_CLICK],
-  ['bounce', EventType.EVENT_TYPE_BOUNCE],
-  ['unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
-  ['group_unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
-  ['spamreport', EventType.EVENT_TYPE_SPAM_REPORT],
-]);
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
