@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { NotFoundError } from './errors';
-import { withConnection, withTransaction, type PgConnection } from './postgres';
+import { withConnection, withTransaction, type Migration, type PgConnection } from './postgres';
 
 /**
  * Workspaces belong to the identity service; a service that keeps content of
@@ -16,10 +16,22 @@ import { withConnection, withTransaction, type PgConnection } from './postgres';
  * a later statement of its transaction. A write that waited for the closing
  * finds the row closed and adds nothing.
  */
-export const WORKSPACE_STATES_TABLE = `CREATE TABLE workspace_states (
-  workspace_id uuid PRIMARY KEY,
-  closed_at timestamptz
-)`;
+/**
+ * The migration that adds workspace_states to a service's schema: the
+ * workspaces that already hold rows of `contentTable` start open.
+ */
+export function workspaceStatesMigration(name: string, contentTable: string): Migration {
+  return {
+    name,
+    async up(db) {
+      await db.raw('CREATE TABLE workspace_states (workspace_id uuid PRIMARY KEY, closed_at timestamptz)');
+      await db.raw(`INSERT INTO workspace_states (workspace_id) SELECT DISTINCT workspace_id FROM ${contentTable}`);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE workspace_states');
+    },
+  };
+}
 
 /**
  * A SELECT for a CTE of a write that adds rows of the workspace (its one

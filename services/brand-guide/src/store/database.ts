@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { WORKSPACE_STATES_TABLE, openPostgres, type Migration } from '@mail/common';
+import { openPostgres, workspaceStatesMigration, type Migration } from '@mail/common';
 
 export const migrations: Migration[] = [
   {
@@ -23,17 +23,7 @@ export const migrations: Migration[] = [
       await db.raw('DROP TABLE brand_guides;');
     },
   },
-  {
-    name: '002_workspace_states',
-    async up(db) {
-      await db.raw(WORKSPACE_STATES_TABLE);
-      // Workspaces that already hold brand guides are open.
-      await db.raw('INSERT INTO workspace_states (workspace_id) SELECT DISTINCT workspace_id FROM brand_guides');
-    },
-    async down(db) {
-      await db.raw('DROP TABLE workspace_states;');
-    },
-  },
+  workspaceStatesMigration('002_workspace_states', 'brand_guides'),
 ];
 
 export function openDatabase(url: string): Promise<Knex> {
