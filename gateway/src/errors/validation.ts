@@ -306,7 +306,8 @@ export function pydanticRequests(
  * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
  * `datetime` (an ISO date or date-time), and the campaign rules the model
  * would check with field validators (the campaign service checks them
- * again), so they are reported with every other failing field. A query over the length limit is left to maxLength: it is not parsed.
+ * again), so they are reported with every other failing field. A query over
+ * the length limit is left to maxLength: it is not parsed.
  */
 export const pydanticFormats = {
   uuid: (value: string) => 'uuid' in parseUuid(value),

@@ -12,10 +12,11 @@ import { withConnection, withTransaction, type Migration, type PgConnection } fr
  * Writes that add a workspace's rows read its open row FOR SHARE
  * (OPEN_WORKSPACE) in the same statement; closing updates the row (FOR NO
  * KEY UPDATE, which FOR KEY SHARE would not stop), so it waits for those
- * writes to commit, and then deletes what they wrote in
- * a later statement of its transaction. A write that waited for the closing
- * finds the row closed and adds nothing.
+ * writes to commit, and then deletes what they wrote in a later statement of
+ * its transaction. A write that waited for the closing finds the row closed
+ * and adds nothing.
  */
+
 /**
  * The migration that adds workspace_states to a service's schema: the
  * workspaces that already hold rows of `contentTable` start open.
