@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createTestPostgres, startStack } from '@mail/local';
+import { createTestClickHouse, createTestPostgres, startStack } from '@mail/local';
 
 /**
  * Real servers for the gateway's identity tests: an identity provider that
@@ -119,37 +119,49 @@ export interface IdentityService {
 
 /**
  * The real identity service (its dist/main.js) over a private Postgres
- * database; with `withWorkspaceContent`, the campaign and brand-guide
- * services beside it, which deleting a workspace also calls.
+ * database; with `withWorkspaceContent`, the campaign, brand-guide and
+ * analytics services beside it (analytics over a private ClickHouse
+ * database), which deleting a workspace also calls.
  */
 export async function startIdentityService(
   label: string,
   bootstrapPlatformAdmins: string[] = [],
   { withWorkspaceContent = false } = {},
 ): Promise<IdentityService> {
-  const postgres = await createTestPostgres(label);
+  const [postgres, clickhouse] = await Promise.all([
+    createTestPostgres(label),
+    withWorkspaceContent ? createTestClickHouse(label) : undefined,
+  ]);
+  const drop = () => Promise.all([postgres.drop(), clickhouse?.drop()]);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
   try {
     const stack = await startStack({
       stateDir: dir,
       logDir: dir,
-      processes: withWorkspaceContent ? ['identity', 'campaign', 'brand-guide'] : ['identity'],
-      env: { DATABASE_URL: postgres.url, BOOTSTRAP_PLATFORM_ADMINS: bootstrapPlatformAdmins.join(','), LOG_LEVEL: 'warn' },
+      processes: withWorkspaceContent ? ['identity', 'campaign', 'brand-guide', 'analytics'] : ['identity'],
+      env: {
+        DATABASE_URL: postgres.url,
+        ...(clickhouse ? { CLICKHOUSE_DATABASE: clickhouse.database } : {}),
+        BOOTSTRAP_PLATFORM_ADMINS: bootstrapPlatformAdmins.join(','),
+        LOG_LEVEL: 'warn',
+      },
     });
     const { grpc } = stack.urls;
     return {
       address: grpc.identity,
       gatewayEnv: {
         IDENTITY_GRPC_ADDR: grpc.identity,
-        ...(withWorkspaceContent ? { CAMPAIGN_GRPC_ADDR: grpc.campaign, BRAND_GUIDE_GRPC_ADDR: grpc['brand-guide'] } : {}),
+        ...(withWorkspaceContent
+          ? { CAMPAIGN_GRPC_ADDR: grpc.campaign, BRAND_GUIDE_GRPC_ADDR: grpc['brand-guide'], ANALYTICS_GRPC_ADDR: grpc.analytics }
+          : {}),
       },
       stop: async () => {
         await stack.stopAll();
-        await postgres.drop();
+        await drop();
       },
     };
   } catch (error) {
-    await postgres.drop();
+    await drop();
     throw error;
   }
 }

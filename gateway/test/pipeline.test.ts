@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { call, createClickHouse, createClient } from '@mail/common';
+import { WORKSPACE_TABLES, call, createClickHouse, createClient } from '@mail/common';
 import { createTestClickHouse, createTestPostgres, startStack, uniqueSuffix, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
@@ -176,4 +176,51 @@ it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and rest
     `SELECT copies, count() AS ids FROM (SELECT provider_event_id, count() AS copies ${inCampaign} GROUP BY provider_event_id) GROUP BY copies`,
   );
   expect(copies).toEqual([{ copies: '1', ids: String(total) }]);
+});
+
+it('deletes a deleted workspace’s events, rollups and suppressions from ClickHouse, and nobody else’s', async () => {
+  const json = async (method: string, path: string, workspaceId: string, body?: unknown) => {
+    const response = await fetch(`${stack.urls.gateway}${path}`, {
+      method,
+      headers: { workspace_id: workspaceId, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as Record<string, string>) };
+  };
+  const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `doomed ${run}` });
+  expect(workspace.status).toBe(201);
+  const doomed = workspace.body!.id;
+  const category = `doomed-${run}`;
+  expect((await json('POST', '/email-campaigns/', doomed, { workspace_id: doomed, name: 'Doomed', provider_category_id: category })).status).toBe(201);
+  const kept = await createCampaign(`kept-${run}`);
+
+  const p = `erase-${uniqueSuffix()}`;
+  const eventsOf = (prefix: string, eventCategory: string) => [
+    sendgridEvent({ event: 'open', sg_event_id: `${prefix}-open`, category: eventCategory }),
+    sendgridEvent({ event: 'click', sg_event_id: `${prefix}-click`, category: eventCategory, url: 'https://example.com/a' }),
+    sendgridEvent({ event: 'bounce', sg_event_id: `${prefix}-hard`, category: eventCategory, type: 'bounce' }),
+  ];
+  expect((await deliver([...eventsOf(`${p}-doomed`, category), ...eventsOf(`${p}-kept`, `kept-${run}`)])).status).toBe(202);
+  await waitForCount(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`, 6, 10_000);
+  // A lift and a day marked unsettled (as after a fault), so that every table holds some of the workspace.
+  await waitForCount(`SELECT count() AS n FROM suppression_state FINAL WHERE workspace_id = toUUID('${doomed}') AND reason = 'hard_bounce'`, 1, 10_000);
+  expect((await json('DELETE', '/suppressions/recipient@example.com', doomed)).status).toBe(204);
+  await clickhouse.command({ query: `INSERT INTO unsettled_days SELECT toUUID('${doomed}'), today(), now()` });
+
+  const rowsOf = (workspaceId: string) =>
+    Promise.all(
+      WORKSPACE_TABLES.map(async (table): Promise<[string, number]> => [
+        table,
+        await count(`SELECT count() AS n FROM ${table} WHERE workspace_id = toUUID('${workspaceId}')`),
+      ]),
+    );
+  for (const [table, n] of await rowsOf(doomed)) expect([table, n > 0]).toEqual([table, true]);
+  const keptBefore = await rowsOf(kept.workspaceId);
+
+  expect((await json('DELETE', `/workspaces/${doomed}`, doomed)).status).toBe(204);
+  for (const table of WORKSPACE_TABLES) {
+    await waitForCount(`SELECT count() AS n FROM ${table} WHERE workspace_id = toUUID('${doomed}')`, 0, 30_000);
+  }
+  expect(await rowsOf(kept.workspaceId)).toEqual(keptBefore);
+  expect(await count(`SELECT count() AS n FROM closed_workspaces WHERE workspace_id = toUUID('${doomed}')`)).toBe(1);
 });

@@ -95,15 +95,17 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
     res.json(workspaceJson(answer.workspace));
   });
 
-  // The workspace's campaigns and brand guides go first, each service closing the workspace to new ones, so
-  // nothing outlives it (a campaign would keep its provider_category_id). Should a step fail, the answer is an
-  // error and the workspace stays, emptied and closed: repeating the DELETE finishes it.
+  // The workspace's campaigns, brand guides and engagement data go first, each service closing the workspace to
+  // new ones, so nothing outlives it (a campaign would keep its provider_category_id, the event store the
+  // addresses). Should a step fail, the answer is an error and the workspace stays, emptied and closed:
+  // repeating the DELETE finishes it.
   router.delete('/workspaces/:id', async (req, res) => {
     const workspaceId = id(req);
     await callService(service.getWorkspace.bind(service), { id: workspaceId });
     await Promise.all([
       callService(clients.campaign.closeWorkspace.bind(clients.campaign), { workspaceId }),
       callService(clients.brandGuide.closeWorkspace.bind(clients.brandGuide), { workspaceId }),
+      callService(clients.analytics.closeWorkspace.bind(clients.analytics), { workspaceId }),
     ]);
     await changingAccess(callService(service.deleteWorkspace.bind(service), { id: workspaceId }));
     res.status(204).end();

@@ -53,6 +53,8 @@ export interface Analytics {
   /** Stores signals and recomputes their addresses' suppression state, as ingestion does. */
   insertSignals(rows: SignalRow[]): Promise<void>;
   clickhouse: ClickHouseClient;
+  /** The private ClickHouse database. */
+  database: string;
   close(): Promise<void>;
 }
 
@@ -98,6 +100,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
       await refreshSuppressionState(clickhouse, rows.map((row) => ({ workspaceId: row.workspace_id, email: row.email })));
     },
     clickhouse,
+    database: service.database.database,
     close: service.close,
   };
 }

@@ -26,4 +26,5 @@ export * from './clickhouse/compaction';
 export * from './clickhouse/schema';
 export * from './clickhouse/settle';
 export * from './clickhouse/suppression';
+export * from './clickhouse/workspace-erasure';
 export * as chsql from './clickhouse/sql';

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compactClosedMonths, settleUnsettledDays, type Logger } from '@mail/common';
+import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays, type Logger } from '@mail/common';
 import { ingestionMetrics } from './metrics';
 
 export interface MaintenanceSchedule {
@@ -10,11 +10,13 @@ export interface MaintenanceSchedule {
 }
 
 /**
- * Runs the event store's upkeep now and then: compactClosedMonths, then
- * settleUnsettledDays. Each ingestion replica runs it: a second OPTIMIZE of a
- * partition already merged, or being merged, does nothing, and settling only
- * reads before it clears what any pass would clear. Only the replica for
- * which `mayRebuild` holds (one at a time) rebuilds the days that disagree.
+ * Runs the event store's upkeep now and then: eraseClosedWorkspaceLeftovers,
+ * compactClosedMonths, then settleUnsettledDays. Each ingestion replica runs
+ * it: two replicas deleting the same leftovers at once only repeat the work,
+ * a second OPTIMIZE of a partition already merged, or being merged, does
+ * nothing, and settling only reads before it clears what any pass would
+ * clear. Only the replica for which `mayRebuild` holds (one at a time)
+ * rebuilds the days that disagree.
  * A failed pass is logged and the next one retries.
  */
 export function startMaintenance(
@@ -30,6 +32,13 @@ export function startMaintenance(
 
   const run = async () => {
     const startedAt = Date.now();
+    try {
+      const erased = await eraseClosedWorkspaceLeftovers(clickhouse, database, abort.signal);
+      ingestionMetrics.workspacesErased.inc(erased.length);
+      if (erased.length > 0) logger.info({ workspaces: erased }, 'deleting events stored for deleted workspaces after their deletion');
+    } catch (error) {
+      if (!abort.signal.aborted) logger.warn({ err: error }, 'erasing pass failed; the next pass retries');
+    }
     try {
       const merged = await compactClosedMonths(clickhouse, database, new Date(), abort.signal);
       ingestionMetrics.partitionsCompacted.inc(merged.length);

@@ -7,7 +7,8 @@ import { EventStore, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';
 
 // Closed months of the monthly event tables are merged into one part each; nothing read changes. The same pass settles
-// unsettled days that agree (settle.test.ts).
+// unsettled days that agree (settle.test.ts), and deletes rows stored for deleted workspaces (analytics'
+// close-workspace.test.ts).
 jest.setTimeout(60_000);
 
 describe('closedMonthsToCompact', () => {
@@ -139,8 +140,16 @@ describe('compactClosedMonths on ClickHouse', () => {
       values: [{ workspace_id: workspaceId, day: '2026-03-20', marked_at: Date.parse('2026-03-20T10:05:00Z') / 1000 }],
       format: 'JSONEachRow',
     });
+    // An event stored for a workspace after its deletion (ingestion had resolved it just before).
+    const closedWorkspaceId = crypto.randomUUID();
+    await database.clickhouse.command({ query: `INSERT INTO closed_workspaces SELECT toUUID('${closedWorkspaceId}'), now()` });
+    await store.insertEvents([{ ...event('2026-11-20T10:00:00Z', 1, 'open'), workspace_id: closedWorkspaceId }]);
     const total = async (metric: typeof ingestionMetrics.partitionsCompacted) => (await metric.get()).values[0]?.value ?? 0;
-    const [compactedBefore, settledBefore] = [await total(ingestionMetrics.partitionsCompacted), await total(ingestionMetrics.daysSettled)];
+    const [compactedBefore, settledBefore, erasedBefore] = [
+      await total(ingestionMetrics.partitionsCompacted),
+      await total(ingestionMetrics.daysSettled),
+      await total(ingestionMetrics.workspacesErased),
+    ];
     const maintenance = startMaintenance(
       database.clickhouse,
       database.database,
@@ -154,5 +163,9 @@ describe('compactClosedMonths on ClickHouse', () => {
     expect((await total(ingestionMetrics.partitionsCompacted)) - compactedBefore).toBeGreaterThanOrEqual(1);
     expect((await total(ingestionMetrics.daysSettled)) - settledBefore).toBe(1);
     expect((await activeParts(202603)).engagement_events).toBe(1);
+    expect((await total(ingestionMetrics.workspacesErased)) - erasedBefore).toBe(1);
+    const rowsOfClosed = () => database.rows(`SELECT provider_event_id FROM events_by_address WHERE workspace_id = toUUID('${closedWorkspaceId}')`);
+    while ((await rowsOfClosed()).length > 0 && Date.now() < deadline) await sleep(100);
+    expect(await rowsOfClosed()).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@ import type { EventStore } from '../store/connection';
 import { listEvents, type StoredEvent } from '../store/events';
 import { readStats } from '../store/stats';
 import { liftSuppression, listSuppressions } from '../store/suppressions';
+import { eraseWorkspace } from '../store/workspaces';
 
 const EVENT_TYPES = {
   open: eventsV1.EventType.EVENT_TYPE_OPEN,
@@ -100,6 +101,11 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
 
     liftSuppression: unary(logger, 'LiftSuppression', async (request) => {
       await liftSuppression(store, validWorkspaceId(request.workspaceId), normalizeEmail(request.email), new Date());
+      return {};
+    }),
+
+    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => {
+      await eraseWorkspace(store, validWorkspaceId(request.workspaceId));
       return {};
     }),
   };

@@ -2,6 +2,7 @@ import { createClickHouse } from './client';
 import { identifier, sql, type SqlFragment } from './sql';
 import { ensureEventRollups } from './rollups';
 import { ensureSuppressionState } from './suppression';
+import { closedWorkspacesTable } from './workspace-erasure';
 
 /**
  * The engagement event store, shared by ingestion (writes) and analytics
@@ -77,6 +78,8 @@ const tables = (db: SqlFragment): SqlFragment[] => [
     lifted_at DateTime('UTC')
   ) ENGINE = ReplacingMergeTree()
   ORDER BY (workspace_id, email, lifted_at)`,
+
+  closedWorkspacesTable(db),
 ];
 
 /**
