@@ -1,5 +1,6 @@
-import { Partitioners, type Admin, type IHeaders, type Kafka, type Message, type PartitionMetadata, type Producer } from 'kafkajs';
+import type { Admin, IHeaders, Kafka, Message, Producer } from 'kafkajs';
 import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
+import { partitionOfKey } from './partition';
 
 /** Kafka could not take the events in time; the webhook answers 503 so the provider retries. */
 export class PublishError extends Error {}
@@ -23,9 +24,6 @@ const BATCH_HEADERS: IHeaders = { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA };
 /** Kafka's partition count is re-read this often (as kafkajs refreshes its metadata), and with every new producer. */
 const PARTITIONS_MAX_AGE_MS = 300_000;
 
-/** Addresses whose partition is remembered; the memory starts over rather than growing without bound. */
-const MAX_REMEMBERED_KEYS = 100_000;
-
 /** One kept event: its recipient address, which picks the partition, and its bytes as a one-event EngagementEventBatch. */
 export interface KeyedEvent {
   key: string;
@@ -43,10 +41,8 @@ interface Chunk {
 
 interface Sender {
   producer: Producer;
-  partitions: PartitionMetadata[];
+  partitionCount: number;
   partitionsReadAt: number;
-  /** Address → partition for these partitions (kafkajs hashes with 64-bit Long arithmetic: microseconds per event). */
-  partitionOfKey: Map<string, number>;
 }
 
 interface PendingRequest {
@@ -72,7 +68,6 @@ interface PendingRequest {
 export class EventPublisher {
   private readonly queue: Chunk[] = [];
   private sender?: Promise<Sender>;
-  private readonly partitioner = Partitioners.DefaultPartitioner();
   private pumping = false;
   private closed = false;
 
@@ -162,14 +157,14 @@ export class EventPublisher {
 
   /**
    * One record per partition, its events in queue order. The partition of
-   * each event is the one kafkajs's default partitioner gives its address, as
+   * each event is the one Kafka's default partitioner gives its address, as
    * it did when every event was a record keyed by it.
    */
   private records(chunks: Chunk[], sender: Sender): Message[] {
     const byPartition = new Map<number, Buffer[]>();
     for (const chunk of chunks) {
       for (const event of chunk.events) {
-        const partition = this.partitionOf(event, sender);
+        const partition = partitionOfKey(event.key, sender.partitionCount);
         const values = byPartition.get(partition);
         if (values) values.push(event.value);
         else byPartition.set(partition, [event.value]);
@@ -178,25 +173,14 @@ export class EventPublisher {
     return [...byPartition].map(([partition, values]) => ({ partition, headers: BATCH_HEADERS, value: Buffer.concat(values) }));
   }
 
-  private partitionOf(event: KeyedEvent, sender: Sender): number {
-    let partition = sender.partitionOfKey.get(event.key);
-    if (partition === undefined) {
-      partition = this.partitioner({ topic: this.topic, partitionMetadata: sender.partitions, message: event });
-      if (sender.partitionOfKey.size >= MAX_REMEMBERED_KEYS) sender.partitionOfKey.clear();
-      sender.partitionOfKey.set(event.key, partition);
-    }
-    return partition;
-  }
-
   private connectedSender(): Promise<Sender> {
     if (!this.sender) {
       // Its retries are unlimited; callers stop waiting at timeoutMs.
       const producer = createIdempotentProducer(this.kafka);
-      const connected = Promise.all([producer.connect(), this.readPartitions()]).then(([, partitions]) => ({
+      const connected = Promise.all([producer.connect(), this.readPartitionCount()]).then(([, partitionCount]) => ({
         producer,
-        partitions,
+        partitionCount,
         partitionsReadAt: Date.now(),
-        partitionOfKey: new Map<string, number>(),
       }));
       // A failed start leaves no sender whose producer retire() could reach.
       connected.catch(() => {
@@ -208,23 +192,22 @@ export class EventPublisher {
     return this.sender;
   }
 
-  /** The sender, its partition list re-read first when it is older than PARTITIONS_MAX_AGE_MS. */
+  /** The sender, its partition count re-read first when it is older than PARTITIONS_MAX_AGE_MS. */
   private async withCurrentPartitions(sender: Promise<Sender>): Promise<Sender> {
     const current = await sender;
     if (Date.now() - current.partitionsReadAt > PARTITIONS_MAX_AGE_MS) {
-      current.partitions = await this.readPartitions();
+      current.partitionCount = await this.readPartitionCount();
       current.partitionsReadAt = Date.now();
-      current.partitionOfKey.clear();
     }
     return current;
   }
 
-  private async readPartitions(): Promise<PartitionMetadata[]> {
+  private async readPartitionCount(): Promise<number> {
     await this.admin.connect();
     const { topics } = await this.admin.fetchTopicMetadata({ topics: [this.topic] });
     const partitions = topics.find((topic) => topic.name === this.topic)?.partitions ?? [];
     if (partitions.length === 0) throw new Error(`topic ${this.topic} has no partitions yet`);
-    return partitions;
+    return partitions.length;
   }
 
   /**
