@@ -285,6 +285,25 @@ describe('deleting a workspace with content', () => {
     expect((await api('root', 'GET', '/email-campaigns/', undefined, inWorkspace(doomed))).status).toBe(404);
     expect((await api('root', 'POST', '/brand-guides/', { name: 'Late' }, inWorkspace(doomed))).status).toBe(404);
   });
+
+  it('answers 503 when a step fails, leaves the workspace emptied and closed, and a repeated DELETE finishes it', async () => {
+    const doomed = (await api('root', 'POST', '/workspaces/', { name: 'Half-deleted' })).body.id as string;
+    const inDoomed = { workspace_id: doomed };
+    expect((await api('root', 'POST', '/email-campaigns/', { workspace_id: doomed, name: 'Launch' }, inDoomed)).status).toBe(201);
+    const noEventStore = await startGateway({ ...gatewayEnv(), ANALYTICS_GRPC_ADDR: `127.0.0.1:${await freePort()}` });
+    try {
+      expect(await api('root', 'DELETE', `/workspaces/${doomed}`, undefined, undefined, noEventStore.url)).toEqual({
+        status: 503,
+        body: { detail: expect.any(String) },
+      });
+    } finally {
+      await noEventStore.stop();
+    }
+    expect((await api('root', 'GET', `/workspaces/${doomed}`)).status).toBe(200);
+    expect((await api('root', 'POST', '/email-campaigns/', { workspace_id: doomed, name: 'Late' }, inDoomed)).status).toBe(404);
+    expect((await api('root', 'DELETE', `/workspaces/${doomed}`)).status).toBe(204);
+    expect((await api('root', 'GET', `/workspaces/${doomed}`)).status).toBe(404);
+  });
 });
 
 describe('requests the gateway turns away', () => {

@@ -102,11 +102,14 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
   router.delete('/workspaces/:id', async (req, res) => {
     const workspaceId = id(req);
     await callService(service.getWorkspace.bind(service), { id: workspaceId });
-    await Promise.all([
+    // Every step settles before the answer, so a 503 describes the state the workspace is left in.
+    const closing = await Promise.allSettled([
       callService(clients.campaign.closeWorkspace.bind(clients.campaign), { workspaceId }),
       callService(clients.brandGuide.closeWorkspace.bind(clients.brandGuide), { workspaceId }),
       callService(clients.analytics.closeWorkspace.bind(clients.analytics), { workspaceId }),
     ]);
+    const failed = closing.find((step): step is PromiseRejectedResult => step.status === 'rejected');
+    if (failed) throw failed.reason;
     await changingAccess(callService(service.deleteWorkspace.bind(service), { id: workspaceId }));
     res.status(204).end();
   });
