@@ -4,12 +4,12 @@ import { dateTime, identifier, join, list, sql, str, uuid, type SqlFragment } fr
 /**
  * Deleting a workspace deletes what the event store holds of it: events,
  * their derived tables and the suppression list (personal data, which no
- * route can reach once the workspace is gone). Events arrive for days after
- * the fact, and ingestion may have resolved some to the workspace's campaigns
- * just before they were deleted: those land after the delete. So the
- * workspace is recorded in closed_workspaces, and ingestion's maintenance
- * deletes whatever of a closed workspace turns up later
- * (eraseClosedWorkspaceLeftovers). Unmatched events name no workspace and stay.
+ * route can reach once the workspace is gone). Ingestion may have resolved
+ * events to the workspace's campaigns just before they were deleted, and
+ * store them after the delete. So the workspace is recorded in
+ * closed_workspaces, and ingestion's maintenance deletes whatever of a closed
+ * workspace turns up later (eraseClosedWorkspaceLeftovers). Later events that
+ * name a deleted campaign's category are unmatched: they name no workspace.
  */
 export const WORKSPACE_TABLES = [
   'engagement_events',
