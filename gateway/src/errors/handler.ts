@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from '@mail/common';
 import { HttpError } from './http-error';
-import { jsonSyntaxViolations, openApiViolations } from './validation';
+import { jsonSyntaxViolations, openApiViolations } from './violations';
 
 interface BodyParserError extends Error {
   type?: string;

@@ -1,7 +1,7 @@
 import type { Violation } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { intFromString } from '../errors/pydantic-types';
-import { MAX_DETAIL_ENTRIES } from '../errors/validation';
+import { MAX_DETAIL_ENTRIES } from '../errors/violations';
 
 const { EventType, BounceType } = eventsV1;
 

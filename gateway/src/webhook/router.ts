@@ -3,7 +3,7 @@ import express, { type Request, type RequestHandler, type Router } from 'express
 import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, unprocessable } from '../errors/http-error';
 import { readableJsonText } from '../errors/json-body';
-import { jsonSyntaxViolations } from '../errors/validation';
+import { jsonSyntaxViolations } from '../errors/violations';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from './auth';
 import { bodyViolations, encodeEvents, toEngagementEvent, type SendgridEvent } from './events';
 import { MAX_EVENT_BYTES, PublishError, eventBytes, type EventPublisher, type KeyedEvent } from './publisher';

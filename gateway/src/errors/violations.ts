@@ -1,349 +1,29 @@
-import type { IncomingMessage } from 'node:http';
-import type { Request, RequestHandler } from 'express';
+import type { Request } from 'express';
 import {
-  MSSQL_QUERY_MAX_LENGTH,
   containsNul,
-  cronProblem,
   cronViolation,
   invalidEmail,
   nulViolation,
   parseEmail,
-  readOnlySelectProblem,
   selectStatementViolation,
   type Violation,
 } from '@mail/common';
-import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
-import { readableJsonText } from './json-body';
 import { pythonJsonError } from './python-json';
-import { boolFromString, floatFromString, intFromString, parseDateOrDateTime, parseUuid } from './pydantic-types';
+import { parseDateOrDateTime, parseUuid } from './pydantic-types';
+import { childSchema, contextOf, isRecord, resolve, type ParameterLocation, type RequestContext, type Schema } from './request-schemas';
 
 /**
- * Validation that answers exactly like FastAPI with Pydantic v2: the
- * OpenAPI document is the model, express-openapi-validator checks it, and
- * this module (1) feeds the validator what Pydantic's lax mode would accept
- * and (2) turns the validator's errors into Pydantic's `detail` entries.
+ * After validation: express-openapi-validator's errors as the `detail`
+ * entries FastAPI with Pydantic v2 would answer, in its order and wording,
+ * quoting the values as the caller sent them (lax-requests.ts converted
+ * them before validation).
  */
-
-interface Schema {
-  $ref?: string;
-  type?: string;
-  format?: string;
-  enum?: unknown[];
-  nullable?: boolean;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  items?: Schema;
-  additionalProperties?: boolean | Schema;
-  allOf?: Schema[];
-  oneOf?: Schema[];
-  anyOf?: Schema[];
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: boolean | number;
-  exclusiveMaximum?: boolean | number;
-  multipleOf?: number;
-  minLength?: number;
-  maxLength?: number;
-  pattern?: string;
-  minItems?: number;
-  maxItems?: number;
-}
-
-type ParameterLocation = 'path' | 'query' | 'header' | 'cookie';
-
-interface Parameter {
-  name: string;
-  in: ParameterLocation;
-  schema?: Schema;
-}
-
-interface OperationSchemas {
-  parameters: Parameter[];
-  body?: Schema;
-  bodyRequired: boolean;
-}
-
-/** What one request was validated against, and its values as the caller sent them (Pydantic reports those). */
-interface RequestContext extends OperationSchemas {
-  document: OpenApiDocument;
-  rawParameters: Record<ParameterLocation, Record<string, unknown>>;
-  rawBody: unknown;
-}
-
-const contexts = new WeakMap<Request, RequestContext>();
-const emptyBodies = new WeakSet<IncomingMessage>();
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function lookup(document: OpenApiDocument, ref: string): unknown {
-  return ref
-    .replace(/^#\//, '')
-    .split('/')
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce<unknown>((node, key) => (isRecord(node) ? node[key] : undefined), document);
-}
-
-/** Resolved schemas per document: the documents never change, and requests resolve the same schemas again and again. */
-const resolvedSchemas = new WeakMap<OpenApiDocument, WeakMap<Schema, Schema>>();
-
-/** Follows `$ref`s and flattens `allOf`, so callers see one plain schema. */
-function resolve(document: OpenApiDocument, schema: Schema | undefined): Schema {
-  if (!schema) return {};
-  let resolved = resolvedSchemas.get(document);
-  if (!resolved) resolvedSchemas.set(document, (resolved = new WeakMap()));
-  let plain = resolved.get(schema);
-  if (!plain) resolved.set(schema, (plain = resolveUncached(document, schema)));
-  return plain;
-}
-
-function resolveUncached(document: OpenApiDocument, schema: Schema): Schema {
-  let current: Schema = schema;
-  while (current.$ref) current = (lookup(document, current.$ref) as Schema | undefined) ?? {};
-  if (!current.allOf) return current;
-  return current.allOf
-    .map((part) => resolve(document, part))
-    .reduce<Schema>(
-      (merged, part) => ({
-        ...merged,
-        ...part,
-        properties: { ...merged.properties, ...part.properties },
-        required: [...(merged.required ?? []), ...(part.required ?? [])],
-      }),
-      { ...current, allOf: undefined },
-    );
-}
-
-function childSchema(document: OpenApiDocument, schema: Schema, key: string): Schema | undefined {
-  const resolved = resolve(document, schema);
-  const direct =
-    resolved.properties?.[key] ??
-    resolved.items ??
-    (typeof resolved.additionalProperties === 'object' ? resolved.additionalProperties : undefined);
-  if (direct) return direct;
-  for (const branch of [...(resolved.oneOf ?? []), ...(resolved.anyOf ?? [])]) {
-    const found = childSchema(document, branch, key);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-// ---------------------------------------------------------------------------
-// Before validation: Pydantic's lax mode, so what FastAPI accepts passes.
-// ---------------------------------------------------------------------------
-
-/**
- * Stands in for a string Pydantic cannot read as a number: the validator
- * coerces any string JavaScript reads as one ("1e3", "0x10"), and cannot
- * coerce an object. Errors quote the caller's value, not this.
- */
-const notANumber = (text: string): object => ({ notANumber: text });
-
-/** A scalar as Pydantic's lax mode would convert it; anything it would reject is returned unchanged for the validator (or as notANumber). */
-function laxScalar(schema: Schema, value: unknown): unknown {
-  switch (schema.type) {
-    case 'integer':
-      if (typeof value === 'boolean') return Number(value);
-      return typeof value === 'string' ? (intFromString(value) ?? notANumber(value)) : value;
-    case 'number':
-      if (typeof value === 'boolean') return Number(value);
-      return typeof value === 'string' ? (floatFromString(value) ?? notANumber(value)) : value;
-    case 'boolean':
-      if (typeof value === 'string') return boolFromString(value) ?? value;
-      return value === 0 || value === 1 ? value === 1 : value;
-    case 'string': {
-      if (typeof value !== 'string') return value;
-      if (schema.format === 'uuid') {
-        const parsed = parseUuid(value);
-        return 'uuid' in parsed ? parsed.uuid : value;
-      }
-      if (schema.format === 'email') {
-        const parsed = parseEmail(value);
-        return 'email' in parsed ? parsed.email : value;
-      }
-      return value;
-    }
-    default:
-      return value;
-  }
-}
-
-/** A copy of `value` with lax conversions applied; the caller's value stays untouched for error reports. */
-function lax(document: OpenApiDocument, schema: Schema | undefined, value: unknown): unknown {
-  if (schema === undefined || value === null || value === undefined) return value;
-  const resolved = resolve(document, schema);
-  if (Array.isArray(value)) return resolved.items ? value.map((item) => lax(document, resolved.items, item)) : value;
-  if (isRecord(value)) {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [key, lax(document, childSchema(document, resolved, key), item)]),
-    );
-  }
-  return laxScalar(resolved, value);
-}
-
-function operationSchemas(document: OpenApiDocument, route: string, method: string): OperationSchemas {
-  const item = document.paths[route] as Record<string, unknown>;
-  const operation = item[method.toLowerCase()] as { parameters?: unknown[]; requestBody?: unknown };
-  const declared = [...((item.parameters as unknown[] | undefined) ?? []), ...(operation.parameters ?? [])].map((entry) => {
-    const parameter = isRecord(entry) && typeof entry.$ref === 'string' ? lookup(document, entry.$ref) : entry;
-    return parameter as Parameter;
-  });
-  // Operation-level parameters override path-level ones of the same name and location.
-  const parameters = declared.filter(
-    (parameter, index) => !declared.slice(index + 1).some((later) => later.name === parameter.name && later.in === parameter.in),
-  );
-  let requestBody = operation.requestBody as
-    | { $ref?: string; required?: boolean; content?: Record<string, { schema?: Schema }> }
-    | undefined;
-  if (requestBody?.$ref) requestBody = lookup(document, requestBody.$ref) as typeof requestBody;
-  return { parameters, body: requestBody?.content?.['application/json']?.schema, bodyRequired: requestBody?.required === true };
-}
-
-/** Python's urllib.parse.unquote, as uvicorn decodes the path: an invalid escape stays as sent, bytes that are not UTF-8 become U+FFFD. */
-const pythonUnquote = (segment: string): string =>
-  segment.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
-
-const decodesStrictly = (segment: string): boolean => {
-  try {
-    decodeURIComponent(segment);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** For express.json's `type`: FastAPI reads a body without Content-Type as JSON too. */
-export function isJsonBody(req: IncomingMessage): boolean {
-  return !req.headers['content-type'] || Boolean((req as Request).is(['application/json', 'application/*+json']));
-}
-
-/**
- * For express.json's `verify`, before parsing: remembers an empty body (body-parser turns it into {},
- * FastAPI into "no body") and refuses, with FastAPI's 400, a body Python could not decode at all.
- */
-export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buffer, charset: string): void {
-  if (buffer.length === 0) emptyBodies.add(req);
-  // For its 400 only: body-parser decodes and parses the body itself.
-  readableJsonText(buffer, charset);
-}
-
-/**
- * Runs just before the validator: applies Pydantic's lax conversions to the
- * parameters and the body (numeric strings for integers, "yes"/"off" for
- * booleans, any UUID spelling to its canonical form, ...), and remembers
- * what the caller sent so errors can quote it.
- */
-export function pydanticRequests(
-  document: OpenApiDocument,
-  match: (method: string, path: string) => MatchedOperation | undefined,
-): RequestHandler {
-  const cache = new Map<string, OperationSchemas>();
-  return (req, _res, next) => {
-    const found = match(req.method, req.path);
-    if (!found) return next();
-    const key = `${req.method} ${found.path}`;
-    const schemas = cache.get(key) ?? operationSchemas(document, found.path, req.method);
-    cache.set(key, schemas);
-    const context: RequestContext = { ...schemas, document, rawParameters: { path: {}, query: {}, header: {}, cookie: {} }, rawBody: undefined };
-    contexts.set(req, context);
-    const schemaOf = (where: ParameterLocation, name: string) =>
-      schemas.parameters.find((parameter) => parameter.in === where && parameter.name === name)?.schema;
-
-    // Path: rewrite the URL with canonical values, so the validator, access control and handlers agree;
-    // a segment with an invalid percent-encoding is rewritten too, so it is validated as Python reads it.
-    const segments = req.path.split('/');
-    let pathChanged = false;
-    found.path.split('/').forEach((templateSegment, index) => {
-      const name = /^\{(.+)\}$/.exec(templateSegment)?.[1];
-      if (!name) return;
-      const raw = pythonUnquote(segments[index]);
-      context.rawParameters.path[name] = raw;
-      const value = String(lax(document, schemaOf('path', name), raw));
-      if (value !== raw || !decodesStrictly(segments[index])) [segments[index], pathChanged] = [encodeURIComponent(value), true];
-    });
-    if (pathChanged) req.url = segments.join('/') + req.url.slice(req.path.length);
-
-    // Query: Starlette takes the last of repeated values; Express 5 recomputes req.query, so pin a copy.
-    // Names with brackets are other parameters to FastAPI (ignored, as every unknown one), not the
-    // arrays and objects the validator would make of them.
-    const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
-    for (const name of Object.keys(query)) if (name.includes('[')) delete query[name];
-    for (const parameter of schemas.parameters.filter((p) => p.in === 'query' && query[p.name] !== undefined)) {
-      let value = query[parameter.name];
-      if (Array.isArray(value) && resolve(document, parameter.schema).type !== 'array') value = value[value.length - 1];
-      context.rawParameters.query[parameter.name] = value;
-      query[parameter.name] = lax(document, parameter.schema, value);
-    }
-    Object.defineProperty(req, 'query', { value: query, writable: true, configurable: true, enumerable: true });
-
-    // Headers: Starlette reads the first of repeated ones, where Node joins them with ", ".
-    for (const parameter of schemas.parameters.filter((p) => p.in === 'header')) {
-      const name = parameter.name.toLowerCase();
-      const value = req.headersDistinct[name]?.[0];
-      if (value === undefined) continue;
-      context.rawParameters.header[parameter.name] = value;
-      req.headers[name] = String(lax(document, parameter.schema, value));
-    }
-
-    if (schemas.body) {
-      // No type is read as JSON, as FastAPI does; so is application/*+json, which the document does not list.
-      // A body of another type came as text (express.text): validated as it is, it fails the model's type
-      // check quoting the text, as FastAPI reports the bytes it could not read as JSON.
-      const text = typeof req.body === 'string';
-      if (text || !req.headers['content-type'] || req.is('application/*+json')) req.headers['content-type'] = 'application/json';
-      if (emptyBodies.has(req) || req.body === '') req.body = undefined;
-      // The validator requires a body only when its schema lists required fields (it ignores
-      // requestBody.required); null is reported as FastAPI's missing body.
-      if (req.body === undefined && schemas.bodyRequired) req.body = null;
-      context.rawBody = req.body;
-      req.body = lax(document, schemas.body, req.body);
-    }
-    next();
-  };
-}
-
-/**
- * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
- * `datetime` (an ISO date or date-time), and the campaign rules the model
- * would check with field validators (the campaign service checks them
- * again), so they are reported with every other failing field. A query over
- * the length limit is left to maxLength: it is not parsed.
- */
-export const pydanticFormats = {
-  uuid: (value: string) => 'uuid' in parseUuid(value),
-  email: (value: string) => 'email' in parseEmail(value),
-  'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
-  cron: (value: string) => cronProblem(value) === undefined,
-  'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
-};
 
 /** The formats a field validator would check after the field's type and constraints. */
 const FIELD_VALIDATOR_FORMATS: Record<string, (loc: string[], value: string) => Violation | undefined> = {
   cron: cronViolation,
   'tsql-select': selectStatementViolation,
 };
-
-/**
- * The validator's copy of the document, adjusted where the validator is
- * stricter than FastAPI: reserved characters in query values are accepted
- * unencoded, and a nullable enum accepts null (Ajv checks `enum` even then).
- */
-export function validatorDocument(document: OpenApiDocument): OpenApiDocument {
-  const copy = structuredClone(document);
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(visit);
-    if (!isRecord(node)) return;
-    if (node.in === 'query' && typeof node.name === 'string') node.allowReserved = true;
-    if (node.nullable === true && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
-    Object.values(node).forEach(visit);
-  };
-  visit(copy);
-  return copy;
-}
-
-// ---------------------------------------------------------------------------
-// After validation: the validator's errors as Pydantic entries.
-// ---------------------------------------------------------------------------
 
 interface ValidatorError {
   path: string;
@@ -670,7 +350,7 @@ function violationAt(context: RequestContext, { where, loc, schema, value, paren
  * one kept costs one comparison), and only those are turned into entries.
  */
 export function openApiViolations(error: { errors: ValidatorError[] }, req: Request): Violation[] {
-  const context = contexts.get(req);
+  const context = contextOf(req);
   // app.ts makes Express, the validator and pydanticRequests match paths identically, so this cannot happen.
   if (!context) throw new Error(`no validation context for ${req.method} ${req.path}`);
   const candidateFor = candidates(context);

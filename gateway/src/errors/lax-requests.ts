@@ -1,0 +1,213 @@
+import type { IncomingMessage } from 'node:http';
+import type { Request, RequestHandler } from 'express';
+import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem } from '@mail/common';
+import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
+import { readableJsonText } from './json-body';
+import { boolFromString, floatFromString, intFromString, parseDateOrDateTime, parseUuid } from './pydantic-types';
+import {
+  childSchema,
+  isRecord,
+  operationSchemas,
+  rememberContext,
+  resolve,
+  type OperationSchemas,
+  type ParameterLocation,
+  type RequestContext,
+  type Schema,
+} from './request-schemas';
+
+/**
+ * Before validation, Pydantic's lax mode, so that what FastAPI accepts
+ * passes: express-openapi-validator checks the OpenAPI document as the
+ * model, and this module feeds it what Pydantic would have converted
+ * (violations.ts turns its errors into Pydantic's `detail` entries).
+ */
+
+const emptyBodies = new WeakSet<IncomingMessage>();
+
+/**
+ * Stands in for a string Pydantic cannot read as a number: the validator
+ * coerces any string JavaScript reads as one ("1e3", "0x10"), and cannot
+ * coerce an object. Errors quote the caller's value, not this.
+ */
+const notANumber = (text: string): object => ({ notANumber: text });
+
+/** A scalar as Pydantic's lax mode would convert it; anything it would reject is returned unchanged for the validator (or as notANumber). */
+function laxScalar(schema: Schema, value: unknown): unknown {
+  switch (schema.type) {
+    case 'integer':
+      if (typeof value === 'boolean') return Number(value);
+      return typeof value === 'string' ? (intFromString(value) ?? notANumber(value)) : value;
+    case 'number':
+      if (typeof value === 'boolean') return Number(value);
+      return typeof value === 'string' ? (floatFromString(value) ?? notANumber(value)) : value;
+    case 'boolean':
+      if (typeof value === 'string') return boolFromString(value) ?? value;
+      return value === 0 || value === 1 ? value === 1 : value;
+    case 'string': {
+      if (typeof value !== 'string') return value;
+      if (schema.format === 'uuid') {
+        const parsed = parseUuid(value);
+        return 'uuid' in parsed ? parsed.uuid : value;
+      }
+      if (schema.format === 'email') {
+        const parsed = parseEmail(value);
+        return 'email' in parsed ? parsed.email : value;
+      }
+      return value;
+    }
+    default:
+      return value;
+  }
+}
+
+/** A copy of `value` with lax conversions applied; the caller's value stays untouched for error reports. */
+function lax(document: OpenApiDocument, schema: Schema | undefined, value: unknown): unknown {
+  if (schema === undefined || value === null || value === undefined) return value;
+  const resolved = resolve(document, schema);
+  if (Array.isArray(value)) return resolved.items ? value.map((item) => lax(document, resolved.items, item)) : value;
+  if (isRecord(value)) {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, lax(document, childSchema(document, resolved, key), item)]),
+    );
+  }
+  return laxScalar(resolved, value);
+}
+
+
+/** Python's urllib.parse.unquote, as uvicorn decodes the path: an invalid escape stays as sent, bytes that are not UTF-8 become U+FFFD. */
+const pythonUnquote = (segment: string): string =>
+  segment.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
+
+const decodesStrictly = (segment: string): boolean => {
+  try {
+    decodeURIComponent(segment);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** For express.json's `type`: FastAPI reads a body without Content-Type as JSON too. */
+export function isJsonBody(req: IncomingMessage): boolean {
+  return !req.headers['content-type'] || Boolean((req as Request).is(['application/json', 'application/*+json']));
+}
+
+/**
+ * For express.json's `verify`, before parsing: remembers an empty body (body-parser turns it into {},
+ * FastAPI into "no body") and refuses, with FastAPI's 400, a body Python could not decode at all.
+ */
+export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buffer, charset: string): void {
+  if (buffer.length === 0) emptyBodies.add(req);
+  // For its 400 only: body-parser decodes and parses the body itself.
+  readableJsonText(buffer, charset);
+}
+
+/**
+ * Runs just before the validator: applies Pydantic's lax conversions to the
+ * parameters and the body (numeric strings for integers, "yes"/"off" for
+ * booleans, any UUID spelling to its canonical form, ...), and remembers
+ * what the caller sent so errors can quote it.
+ */
+export function pydanticRequests(
+  document: OpenApiDocument,
+  match: (method: string, path: string) => MatchedOperation | undefined,
+): RequestHandler {
+  const cache = new Map<string, OperationSchemas>();
+  return (req, _res, next) => {
+    const found = match(req.method, req.path);
+    if (!found) return next();
+    const key = `${req.method} ${found.path}`;
+    const schemas = cache.get(key) ?? operationSchemas(document, found.path, req.method);
+    cache.set(key, schemas);
+    const context: RequestContext = { ...schemas, document, rawParameters: { path: {}, query: {}, header: {}, cookie: {} }, rawBody: undefined };
+    rememberContext(req, context);
+    const schemaOf = (where: ParameterLocation, name: string) =>
+      schemas.parameters.find((parameter) => parameter.in === where && parameter.name === name)?.schema;
+
+    // Path: rewrite the URL with canonical values, so the validator, access control and handlers agree;
+    // a segment with an invalid percent-encoding is rewritten too, so it is validated as Python reads it.
+    const segments = req.path.split('/');
+    let pathChanged = false;
+    found.path.split('/').forEach((templateSegment, index) => {
+      const name = /^\{(.+)\}$/.exec(templateSegment)?.[1];
+      if (!name) return;
+      const raw = pythonUnquote(segments[index]);
+      context.rawParameters.path[name] = raw;
+      const value = String(lax(document, schemaOf('path', name), raw));
+      if (value !== raw || !decodesStrictly(segments[index])) [segments[index], pathChanged] = [encodeURIComponent(value), true];
+    });
+    if (pathChanged) req.url = segments.join('/') + req.url.slice(req.path.length);
+
+    // Query: Starlette takes the last of repeated values; Express 5 recomputes req.query, so pin a copy.
+    // Names with brackets are other parameters to FastAPI (ignored, as every unknown one), not the
+    // arrays and objects the validator would make of them.
+    const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
+    for (const name of Object.keys(query)) if (name.includes('[')) delete query[name];
+    for (const parameter of schemas.parameters.filter((p) => p.in === 'query' && query[p.name] !== undefined)) {
+      let value = query[parameter.name];
+      if (Array.isArray(value) && resolve(document, parameter.schema).type !== 'array') value = value[value.length - 1];
+      context.rawParameters.query[parameter.name] = value;
+      query[parameter.name] = lax(document, parameter.schema, value);
+    }
+    Object.defineProperty(req, 'query', { value: query, writable: true, configurable: true, enumerable: true });
+
+    // Headers: Starlette reads the first of repeated ones, where Node joins them with ", ".
+    for (const parameter of schemas.parameters.filter((p) => p.in === 'header')) {
+      const name = parameter.name.toLowerCase();
+      const value = req.headersDistinct[name]?.[0];
+      if (value === undefined) continue;
+      context.rawParameters.header[parameter.name] = value;
+      req.headers[name] = String(lax(document, parameter.schema, value));
+    }
+
+    if (schemas.body) {
+      // No type is read as JSON, as FastAPI does; so is application/*+json, which the document does not list.
+      // A body of another type came as text (express.text): validated as it is, it fails the model's type
+      // check quoting the text, as FastAPI reports the bytes it could not read as JSON.
+      const text = typeof req.body === 'string';
+      if (text || !req.headers['content-type'] || req.is('application/*+json')) req.headers['content-type'] = 'application/json';
+      if (emptyBodies.has(req) || req.body === '') req.body = undefined;
+      // The validator requires a body only when its schema lists required fields (it ignores
+      // requestBody.required); null is reported as FastAPI's missing body.
+      if (req.body === undefined && schemas.bodyRequired) req.body = null;
+      context.rawBody = req.body;
+      req.body = lax(document, schemas.body, req.body);
+    }
+    next();
+  };
+}
+
+/**
+ * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
+ * `datetime` (an ISO date or date-time), and the campaign rules the model
+ * would check with field validators (the campaign service checks them
+ * again), so they are reported with every other failing field. A query over
+ * the length limit is left to maxLength: it is not parsed.
+ */
+export const pydanticFormats = {
+  uuid: (value: string) => 'uuid' in parseUuid(value),
+  email: (value: string) => 'email' in parseEmail(value),
+  'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
+  cron: (value: string) => cronProblem(value) === undefined,
+  'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
+};
+
+/**
+ * The validator's copy of the document, adjusted where the validator is
+ * stricter than FastAPI: reserved characters in query values are accepted
+ * unencoded, and a nullable enum accepts null (Ajv checks `enum` even then).
+ */
+export function validatorDocument(document: OpenApiDocument): OpenApiDocument {
+  const copy = structuredClone(document);
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!isRecord(node)) return;
+    if (node.in === 'query' && typeof node.name === 'string') node.allowReserved = true;
+    if (node.nullable === true && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
+    Object.values(node).forEach(visit);
+  };
+  visit(copy);
+  return copy;
+}
+
