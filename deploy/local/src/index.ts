@@ -2,3 +2,4 @@ export * from './stack';
 export * from './testing/databases';
 export * from './testing/infra';
 export * from './testing/grpc-service';
+export * from './testing/close-race';

@@ -1,5 +1,6 @@
 import { createHealthClient, EnvReader } from '@mail/common';
 import type { brandguideV1 } from '@mail/proto';
+import { raceCreatesWithClose } from '@mail/local';
 import { readConfig } from '../src/config';
 import { MISSING_UUID, WORKSPACE_A, WORKSPACE_B, failure, startBrandGuideService, status, type BrandGuideService } from './harness';
 
@@ -146,19 +147,14 @@ describe('closing a workspace (its deletion)', () => {
   it('leaves nothing behind when creates race the closing', async () => {
     const closing = crypto.randomUUID();
     await create({ name: 'First' }, closing);
-    const outcomes = Array.from({ length: 40 }, (_, i) =>
-      new Promise((resolve) => setTimeout(resolve, i * 2)).then(() =>
-        create({ name: `Racing ${i}` }, closing).then(
-          () => 'created',
-          (error: { code?: number }) => (error.code === status.NOT_FOUND ? 'refused' : `error ${String(error)}`),
-        ),
-      ),
+    const race = await raceCreatesWithClose(
+      40,
+      30,
+      () => create({ name: 'Racing' }, closing),
+      () => service.rpc('closeWorkspace', { workspaceId: closing }),
     );
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    const { deletedBrandGuides } = await service.rpc('closeWorkspace', { workspaceId: closing });
-    const answers = await Promise.all(outcomes);
-    expect(answers.filter((answer) => answer !== 'created' && answer !== 'refused')).toEqual([]);
-    expect(deletedBrandGuides).toBe(1 + answers.filter((answer) => answer === 'created').length);
+    expect(race.unexpected).toEqual([]);
+    expect(race.closed.deletedBrandGuides).toBe(1 + race.created);
     expect((await service.rpc('listBrandGuides', { workspaceId: closing })).page).toMatchObject({ total: 0 });
   });
 });

@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { OPEN_WORKSPACE } from '@mail/common';
+import { raceCreatesWithClose } from '@mail/local';
 import { MISSING_UUID, WORKSPACE_A, WORKSPACE_B, failure, startCampaignService, status, type CampaignService } from './harness';
 
 /**
@@ -101,19 +102,14 @@ it('waits for a write that holds the workspace open, then deletes what it commit
 it('leaves nothing behind when creates race the closing', async () => {
   const closing = freshWorkspace();
   await create(closing);
-  const outcomes = Array.from({ length: 60 }, (_, i) =>
-    new Promise((resolve) => setTimeout(resolve, i * 2)).then(() =>
-      create(closing).then(
-        () => 'created',
-        (error: { code?: number }) => (error.code === status.NOT_FOUND ? 'refused' : `error ${String(error)}`),
-      ),
-    ),
+  const race = await raceCreatesWithClose(
+    60,
+    40,
+    () => create(closing),
+    () => service.rpc('closeWorkspace', { workspaceId: closing }),
   );
-  await new Promise((resolve) => setTimeout(resolve, 40));
-  const { deletedCampaigns } = await service.rpc('closeWorkspace', { workspaceId: closing });
-  const answers = await Promise.all(outcomes);
-  expect(answers.filter((answer) => answer !== 'created' && answer !== 'refused')).toEqual([]);
+  expect(race.unexpected).toEqual([]);
   // Every create that succeeded committed before the closing deleted, or it would have been refused.
-  expect(deletedCampaigns).toBe(1 + answers.filter((answer) => answer === 'created').length);
+  expect(race.closed.deletedCampaigns).toBe(1 + race.created);
   expect(await campaignsOf(closing)).toBe(0);
 });
