@@ -1,4 +1,5 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { list, sql, str } from './sql';
 
 /**
  * A ClickHouse client with the settings the old server on these machines
@@ -28,4 +29,20 @@ export function createClickHouse(
       ...options.settings,
     },
   });
+}
+
+/** How many mutations (ALTER ... DELETE) of these tables ClickHouse has not finished. */
+export async function pendingMutations(
+  client: ClickHouseClient,
+  database: string,
+  tables: readonly string[],
+  signal?: AbortSignal,
+): Promise<number> {
+  const result = await client.query({
+    query: sql`SELECT count() AS n FROM system.mutations
+      WHERE database = ${str(database)} AND table IN (${list(tables.map(str))}) AND is_done = 0`.text,
+    format: 'JSONEachRow',
+    abort_signal: signal,
+  });
+  return Number((await result.json<{ n: string }>())[0].n);
 }

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } from './sql';
+import { pendingMutations } from './client';
+import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
  * Tables derived from engagement_events by materialized views, so reads need
@@ -153,13 +154,7 @@ export async function rebuildDerivedDay(
   }
   const deadline = Date.now() + MUTATION_WAIT_MS;
   for (;;) {
-    const pending = await client.query({
-      query: sql`SELECT count() AS n FROM system.mutations
-        WHERE database = ${str(database)} AND table IN (${list(AGGREGATE_TABLES.map(str))}) AND is_done = 0`.text,
-      format: 'JSONEachRow',
-      abort_signal: signal,
-    });
-    if (Number((await pending.json<{ n: string }>())[0].n) === 0) break;
+    if ((await pendingMutations(client, database, AGGREGATE_TABLES, signal)) === 0) break;
     if (Date.now() > deadline) throw new Error(`mutations of ${AGGREGATE_TABLES.join(', ')} still pending after ${MUTATION_WAIT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

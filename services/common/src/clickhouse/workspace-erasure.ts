@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { dateTime, identifier, join, list, sql, str, uuid, type SqlFragment } from './sql';
+import { pendingMutations } from './client';
+import { dateTime, identifier, join, list, sql, uuid, type SqlFragment } from './sql';
 
 /**
  * Deleting a workspace deletes what the event store holds of it: events,
@@ -49,17 +50,6 @@ export function workspaceErasure(database: string, workspaceId: string, now = ne
   ];
 }
 
-/** The workspace tables' mutations that ClickHouse has not finished. */
-async function pendingMutations(client: ClickHouseClient, database: string, signal?: AbortSignal): Promise<number> {
-  const result = await client.query({
-    query: sql`SELECT count() AS n FROM system.mutations
-      WHERE database = ${str(database)} AND table IN (${list(WORKSPACE_TABLES.map(str))}) AND is_done = 0`.text,
-    format: 'JSONEachRow',
-    abort_signal: signal,
-  });
-  return Number((await result.json<{ n: string }>())[0].n);
-}
-
 /**
  * Deletes the rows of closed workspaces that were written after their
  * deletion, and returns those workspaces. Skipped while a mutation of these
@@ -67,7 +57,7 @@ async function pendingMutations(client: ClickHouseClient, database: string, sign
  * table is sorted by workspace first, so looking costs little.
  */
 export async function eraseClosedWorkspaceLeftovers(client: ClickHouseClient, database: string, signal?: AbortSignal): Promise<string[]> {
-  if ((await pendingMutations(client, database, signal)) > 0) return [];
+  if ((await pendingMutations(client, database, WORKSPACE_TABLES, signal)) > 0) return [];
   const db = identifier(database);
   const closed = sql`SELECT workspace_id FROM ${db}.closed_workspaces`;
   const found = WORKSPACE_TABLES.map(
