@@ -1,9 +1,7 @@
-import type { Violation } from '@mail/common';
+import { SENDGRID_EVENT_TYPES, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { intFromString } from '../errors/pydantic-types';
 import { MAX_DETAIL_ENTRIES } from '../errors/violations';
-
-const { EventType, BounceType } = eventsV1;
 
 /**
  * One SendGrid event of a type that is kept, as the webhook requires it.
@@ -12,13 +10,9 @@ const { EventType, BounceType } = eventsV1;
  * optional, read only when it has the expected type, and kept as received in
  * raw_json. An event of a type that is not kept needs only its `event`.
  */
-export interface SendgridEvent {
-  sg_event_id: string;
-  email: string;
-  event: string;
+export interface SendgridEvent extends SendgridEventFields {
   /** Unix seconds, as a lax integer (see laxInteger). */
   timestamp: number | string | boolean;
-  [field: string]: unknown;
 }
 
 /** ClickHouse stores occurred_at as DateTime: unsigned 32-bit seconds. */
@@ -66,16 +60,6 @@ const unixSeconds: Check = (value, loc) => {
   return undefined;
 };
 
-/** SendGrid event name → what is stored; names not listed (processed, delivered, deferred, dropped, ...) are dropped. */
-const EVENT_TYPES = new Map<string, eventsV1.EventType>([
-  ['open', EventType.EVENT_TYPE_OPEN],
-  ['click', EventType.EVENT_TYPE_CLICK],
-  ['bounce', EventType.EVENT_TYPE_BOUNCE],
-  ['unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
-  ['group_unsubscribe', EventType.EVENT_TYPE_UNSUBSCRIBE],
-  ['spamreport', EventType.EVENT_TYPE_SPAM_REPORT],
-]);
-
 /** The required fields of an event that is kept, in the order a model would report them. */
 const REQUIRED: [keyof SendgridEvent & string, Check][] = [
   ['sg_event_id', string(1)],
@@ -103,7 +87,7 @@ export function bodyViolations(body: unknown): Violation[] {
       continue;
     }
     // An event of a type that is not kept is dropped whatever else it holds: only its type is read.
-    if (typeof item.event === 'string' && !EVENT_TYPES.has(item.event)) continue;
+    if (typeof item.event === 'string' && !SENDGRID_EVENT_TYPES.has(item.event)) continue;
     for (const [field, check] of REQUIRED) {
       const loc = ['body', index, field];
       const found = Object.hasOwn(item, field) ? check(item[field], loc) : violation('missing', loc, 'Field required', item);
@@ -113,43 +97,9 @@ export function bodyViolations(body: unknown): Violation[] {
   return violations.slice(0, MAX_DETAIL_ENTRIES);
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
-
-function categoriesOf(category: unknown): string[] {
-  if (typeof category === 'string') return [category];
-  return Array.isArray(category) ? category.filter((item): item is string => typeof item === 'string') : [];
-}
-
-/**
- * The normalized event for Kafka, or undefined for an event type that is
- * accepted but not kept. A bounce is soft only when SendGrid says `blocked`;
- * `bounce`, a missing type or any other type counts as hard.
- */
+/** The normalized event for Kafka, or undefined for an event type that is accepted but not kept. */
 export function toEngagementEvent(event: SendgridEvent, receivedAt: Date): eventsV1.EngagementEvent | undefined {
-  const eventType = EVENT_TYPES.get(event.event);
-  if (eventType === undefined) return undefined;
-  const bounceType =
-    eventType !== EventType.EVENT_TYPE_BOUNCE
-      ? BounceType.BOUNCE_TYPE_UNSPECIFIED
-      : event.type === 'blocked'
-        ? BounceType.BOUNCE_TYPE_SOFT
-        : BounceType.BOUNCE_TYPE_HARD;
-  return {
-    providerEventId: event.sg_event_id,
-    providerMessageId: text(event.sg_message_id),
-    provider: 'sendgrid',
-    eventType,
-    bounceType,
-    email: event.email.trim().toLowerCase(),
-    occurredAt: new Date(laxInteger(event.timestamp)! * 1000),
-    receivedAt,
-    categories: categoriesOf(event.category),
-    url: text(event.url),
-    reason: text(event.reason) ?? text(event.response),
-    userAgent: text(event.useragent),
-    ip: text(event.ip),
-    rawJson: JSON.stringify(event),
-  };
+  return fromSendgridEvent(event, new Date(laxInteger(event.timestamp)! * 1000), receivedAt);
 }
 
 /** EngagementEventBatch.events: field 1, length-delimited. */

@@ -28,3 +28,4 @@ export * from './clickhouse/settle';
 export * from './clickhouse/suppression';
 export * from './clickhouse/workspace-erasure';
 export * as chsql from './clickhouse/sql';
+export * from './sendgrid';
