@@ -70,6 +70,16 @@ function deliver(events: Record<string, unknown>[]): ReturnType<typeof post> {
   });
 }
 
+/** A call to the gateway's API as the dev user (a platform admin). */
+async function json(method: string, path: string, workspaceId: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${stack.urls.gateway}${path}`, {
+    method,
+    headers: { workspace_id: workspaceId, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: response.status === 204 ? undefined : await response.json() };
+}
+
 async function rows<T>(query: string): Promise<T[]> {
   return (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
 }
@@ -135,6 +145,44 @@ it('makes a SendGrid batch with every event type queryable in ClickHouse within 
   expect(signals.map((signal) => signal.reason).sort()).toEqual(['hard_bounce', 'soft_bounce', 'spam_report', 'unsubscribe', 'unsubscribe']);
 });
 
+it('lists and counts events that came before their campaign took the category, once it does', async () => {
+  const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `late category ${run}` });
+  expect(workspace.status).toBe(201);
+  const workspaceId: string = workspace.body.id;
+  const created = await json('POST', '/email-campaigns/', workspaceId, { workspace_id: workspaceId, name: 'Configured late' });
+  expect(created.status).toBe(201);
+  const campaignId: string = created.body.id;
+  const category = `late-${run}`;
+  const p = `late-${uniqueSuffix()}`;
+  const batch = [
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-open`, category, email: 'late@example.com' }),
+    sendgridEvent({ event: 'click', sg_event_id: `${p}-click`, category, email: 'late@example.com', url: 'https://example.com/a' }),
+    sendgridEvent({ event: 'bounce', sg_event_id: `${p}-hard`, category, email: 'gone@example.com', type: 'bounce', reason: '550 unknown user' }),
+  ];
+  expect((await deliver(batch)).status).toBe(202);
+  await waitForCount(`SELECT count() AS n FROM unmatched_events WHERE provider_event_id LIKE '${p}%'`, 3, 10_000);
+  const listed = () => json('GET', `/campaign-events/?campaign_id=${campaignId}`, workspaceId);
+  expect((await listed()).body.total).toBe(0);
+
+  expect((await json('PUT', `/email-campaigns/${campaignId}`, workspaceId, { provider_category_id: category })).status).toBe(200);
+  const deadline = Date.now() + 15_000;
+  while ((await listed()).body.total < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+  const { body } = await listed();
+  expect(body.total).toBe(3);
+  expect(body.items.map((item: { event_type: string; bounce_type: string | null }) => [item.event_type, item.bounce_type]).sort()).toEqual([
+    ['bounce', 'hard'],
+    ['click', null],
+    ['open', null],
+  ]);
+  const suppressed = await json('GET', '/suppressions/', workspaceId);
+  expect(suppressed.body.items.map((item: { email: string }) => item.email)).toEqual(['gone@example.com']);
+
+  // The provider delivering the batch again, now matched at once, adds nothing; a new event still lands.
+  expect((await deliver([...batch, sendgridEvent({ event: 'open', sg_event_id: `${p}-later`, category, email: 'late@example.com' })])).status).toBe(202);
+  await waitForCount(`SELECT count() AS n FROM engagement_events WHERE provider_event_id = '${p}-later'`, 1, 10_000);
+  expect((await listed()).body.total).toBe(4);
+});
+
 it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and restarted', async () => {
   const category = `crash-${run}`;
   const campaign = await createCampaign(category);
@@ -179,14 +227,6 @@ it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and rest
 });
 
 it('deletes a deleted workspace’s events, rollups and suppressions from ClickHouse, and nobody else’s', async () => {
-  const json = async (method: string, path: string, workspaceId: string, body?: unknown) => {
-    const response = await fetch(`${stack.urls.gateway}${path}`, {
-      method,
-      headers: { workspace_id: workspaceId, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: response.status === 204 ? undefined : ((await response.json()) as Record<string, string>) };
-  };
   const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `doomed ${run}` });
   expect(workspace.status).toBe(201);
   const doomed = workspace.body!.id;

@@ -25,6 +25,7 @@ export class CategoryResolver {
   private readonly watch: ChangeWatch<campaignV1.WatchCategoryChangesResponse>;
   /** Bumped by every invalidation: a lookup that overlapped one is used but not cached. */
   private generation = 0;
+  private readonly changeListeners: ((providerCategoryIds: string[]) => void)[] = [];
 
   constructor(
     private readonly client: campaignV1.CampaignServiceClient,
@@ -34,12 +35,18 @@ export class CategoryResolver {
     const changed = ({ providerCategoryIds }: campaignV1.WatchCategoryChangesResponse): void => {
       this.generation += 1;
       for (const id of providerCategoryIds) this.cache.delete(id);
+      for (const listener of this.changeListeners) listener(providerCategoryIds);
     };
     const reset = (): void => {
       this.generation += 1;
       this.cache.clear();
     };
     this.watch = new ChangeWatch('category changes', () => client.watchCategoryChanges({}), { changed, reset }, logger);
+  }
+
+  /** Called with the categories of each change the stream reports, after the cache dropped them. */
+  onChange(listener: (providerCategoryIds: string[]) => void): void {
+    this.changeListeners.push(listener);
   }
 
   start(): void {

@@ -22,6 +22,9 @@ export interface IngestionConfig {
   categoryCacheTtlMs: number;
   /** How often the event store is tended (closed months merged, agreeing unsettled days cleared); the first pass runs a minute after start. */
   maintenanceIntervalMs: number;
+  /** Unmatched events naming a category a campaign took are republished this long after the change, and again after rematchFollowUpMs. */
+  rematchDelayMs: number;
+  rematchFollowUpMs: number;
 }
 
 export function readConfig(env: EnvReader): IngestionConfig {
@@ -40,5 +43,7 @@ export function readConfig(env: EnvReader): IngestionConfig {
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
     categoryCacheTtlMs: env.int('CATEGORY_CACHE_TTL_MS', 300_000),
     maintenanceIntervalMs: env.int('INGESTION_MAINTENANCE_INTERVAL_MS', 3_600_000),
+    rematchDelayMs: env.int('INGESTION_REMATCH_DELAY_MS', 1_000),
+    rematchFollowUpMs: env.int('INGESTION_REMATCH_FOLLOW_UP_MS', 60_000),
   };
 }

@@ -1,12 +1,15 @@
-import { createClickHouse, createClient, createKafka, ensureEventSchema, ensureTopics, runService } from '@mail/common';
+import { createClickHouse, createClient, createIdempotentProducer, createKafka, ensureEventSchema, ensureTopics, runService } from '@mail/common';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { CategoryResolver } from './categories';
 import { readConfig } from './config';
 import { startMaintenance } from './maintenance';
 import { startConsumer } from './consumer';
+import { encodeRecord } from './domain/events';
 import { ingest } from './pipeline';
+import { UnmatchedRematcher } from './rematch';
 import { EventStore } from './store/events';
 import { SuppressionStateStore } from './store/suppressions';
+import { UnmatchedEvents } from './store/unmatched';
 import { UnsettledDays } from './store/unsettled';
 
 void runService({
@@ -45,6 +48,22 @@ void runService({
       process.exit(1);
     });
 
+    // Unmatched events go back through the events topic once a campaign takes their category.
+    const republisher = createIdempotentProducer(kafka);
+    await republisher.connect();
+    const rematcher = new UnmatchedRematcher(
+      {
+        unmatched: new UnmatchedEvents(clickhouse),
+        resolve: (ids) => categories.resolve(ids),
+        publish: async (events) => {
+          if (events.length > 0) await republisher.send({ topic: config.eventsTopic, acks: -1, messages: events.map(encodeRecord) });
+        },
+        logger,
+      },
+      { mayRun: () => consumer.ownsFirstPartition(), delayMs: config.rematchDelayMs, followUpMs: config.rematchFollowUpMs },
+    );
+    categories.onChange((ids) => rematcher.categoriesChanged(ids));
+
     // Merges run long on big months: their own client, without the 30 s request timeout.
     const maintenanceClient = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase, { requestTimeoutMs: 3_600_000 });
     const maintenance = startMaintenance(
@@ -52,6 +71,7 @@ void runService({
       config.clickhouseDatabase,
       { firstAfterMs: 60_000, intervalMs: config.maintenanceIntervalMs },
       () => consumer.ownsFirstPartition(),
+      (since) => rematcher.sweepRecent(since),
       logger,
     );
 
@@ -69,6 +89,8 @@ void runService({
       close: [
         { name: 'stop consuming (the batch in progress finishes and commits)', run: () => consumer.stop() },
         { name: 'stop maintenance (abandons a merge in progress)', run: () => maintenance.stop() },
+        { name: 'stop re-matching (the sweep in progress finishes)', run: () => rematcher.close() },
+        { name: 'close kafka producer (re-matching)', run: () => republisher.disconnect() },
         { name: 'close kafka admin', run: () => admin.disconnect() },
         { name: 'close campaign client', run: async () => categories.close() },
         { name: 'close clickhouse', run: () => clickhouse.close() },

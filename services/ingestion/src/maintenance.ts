@@ -11,24 +11,29 @@ export interface MaintenanceSchedule {
 
 /**
  * Runs the event store's upkeep now and then: eraseClosedWorkspaceLeftovers,
- * compactClosedMonths, then settleUnsettledDays. Each ingestion replica runs
- * it: two replicas deleting the same leftovers at once only repeat the work,
- * a second OPTIMIZE of a partition already merged, or being merged, does
- * nothing, and settling only reads before it clears what any pass would
- * clear. Only the replica for which `mayRebuild` holds (one at a time)
- * rebuilds the days that disagree.
- * A failed pass is logged and the next one retries.
+ * compactClosedMonths, settleUnsettledDays, then `rematchUnmatched` (over all
+ * unmatched events until one such sweep has run here, which catches category
+ * changes made while no ingestion process listened; then over those stored
+ * in the last two intervals). Each ingestion replica runs it: two replicas
+ * deleting the same leftovers at once only repeat the work, a second OPTIMIZE
+ * of a partition already merged, or being merged, does nothing, and settling
+ * only reads before it clears what any pass would clear. Only the replica for
+ * which `mayRebuild` holds (one at a time) rebuilds the days that disagree,
+ * and re-matches. A failed pass is logged and the next one retries.
  */
 export function startMaintenance(
   clickhouse: ClickHouseClient,
   database: string,
   schedule: MaintenanceSchedule,
   mayRebuild: () => boolean,
+  /** Resolves to whether it swept (this process's turn, and no failure). */
+  rematchUnmatched: (since?: Date) => Promise<boolean>,
   logger: Logger,
 ): { stop(): Promise<void> } {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<void> = Promise.resolve();
+  let sweptAll = false;
 
   const run = async () => {
     const startedAt = Date.now();
@@ -61,6 +66,9 @@ export function startMaintenance(
     } catch (error) {
       if (!abort.signal.aborted) logger.warn({ err: error }, 'settling pass failed; the next pass retries');
     }
+    // It logs its own failures.
+    const swept = await rematchUnmatched(sweptAll ? new Date(startedAt - 2 * schedule.intervalMs) : undefined);
+    sweptAll ||= swept;
   };
   const runAfter = (delayMs: number) => {
     timer = setTimeout(() => {

@@ -8,6 +8,7 @@ export const ingestionMetrics = {
   inserted: counter('events_inserted', 'Events written to engagement_events'),
   duplicates: counter('events_duplicate', 'Events skipped as already stored or repeated within a batch'),
   unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
+  rematched: counter('events_rematched', 'Unmatched events republished to the events topic because a campaign took their category'),
   signals: counter('suppression_signals', 'Suppression signals written (bounces, unsubscribes, spam reports)'),
   deadLettered: counter('events_dead_lettered', 'Records that could not be decoded, sent to the dead-letter topic'),
   partitionsCompacted: counter('partitions_compacted', 'Partitions of closed months merged into one part (compactClosedMonths)'),

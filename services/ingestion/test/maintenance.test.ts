@@ -150,11 +150,13 @@ describe('compactClosedMonths on ClickHouse', () => {
       await total(ingestionMetrics.daysSettled),
       await total(ingestionMetrics.workspacesErased),
     ];
+    const rematchSweeps: (Date | undefined)[] = [];
     const maintenance = startMaintenance(
       database.clickhouse,
       database.database,
       { firstAfterMs: 0, intervalMs: 60_000 },
       () => false,
+      async (since) => rematchSweeps.push(since) > 0,
       createLogger('test', 'silent'),
     );
     const deadline = Date.now() + 20_000;
@@ -167,5 +169,7 @@ describe('compactClosedMonths on ClickHouse', () => {
     const rowsOfClosed = () => database.rows(`SELECT provider_event_id FROM events_by_address WHERE workspace_id = toUUID('${closedWorkspaceId}')`);
     while ((await rowsOfClosed()).length > 0 && Date.now() < deadline) await sleep(100);
     expect(await rowsOfClosed()).toEqual([]);
+    // The first pass re-matches every unmatched event, not only recent ones.
+    expect(rematchSweeps).toEqual([undefined]);
   });
 });

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { EVENT_BATCH_SCHEMA, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 
 const { EventType, BounceType } = eventsV1;
@@ -45,6 +45,12 @@ export function decodeRecord(value: Buffer | null, schema: string | undefined): 
     else poison.push({ reason: decoded.poison, value: bytes, eventIndex });
   });
   return { events, poison };
+}
+
+/** One event as a record the webhook would write: a one-event EngagementEventBatch, keyed by its address. */
+export function encodeRecord(event: EngagementEvent): { key: string; value: Buffer; headers: Record<string, string> } {
+  const value = eventsV1.EngagementEventBatch.encode({ events: [Buffer.from(eventsV1.EngagementEvent.encode(event).finish())] }).finish();
+  return { key: event.email, value: Buffer.from(value), headers: { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA } };
 }
 
 /**

@@ -1,0 +1,190 @@
+import { fromSendgridEvent, type Logger, type SendgridEventFields } from '@mail/common';
+import type { eventsV1 } from '@mail/proto';
+import type { CategoryMatch } from './categories';
+import { ingestionMetrics } from './metrics';
+import type { UnmatchedEvent, UnmatchedEvents } from './store/unmatched';
+
+type EngagementEvent = eventsV1.EngagementEvent;
+
+/** Unmatched events read and republished at a time. */
+const PAGE_SIZE = 2_000;
+/** Categories per read: each is a literal of the query. */
+const CATEGORY_CHUNK = 1_000;
+
+export interface RematchDependencies {
+  unmatched: UnmatchedEvents;
+  resolve(categoryIds: Iterable<string>): Promise<Map<string, CategoryMatch>>;
+  /** Writes events to the events topic as the webhook does; resolves once Kafka has acknowledged them. */
+  publish(events: EngagementEvent[]): Promise<void>;
+  logger: Logger;
+}
+
+export interface RematchScope {
+  /** Only these categories (else every category the unmatched events name). */
+  categories?: string[];
+  /** Only events stored unmatched since then. */
+  since?: Date;
+}
+
+/**
+ * Sends the unmatched events that name a category a campaign now has back
+ * through the events topic, keyed by address like the webhook's, so the
+ * consumer that owns the address writes them as it writes every event (the
+ * stored-id check, suppression signals, unsettled days): repeating a sweep
+ * never stores an event twice. Events a campaign took already, in any
+ * workspace, are left out, so an event is matched once, to the first campaign
+ * that took its category. unmatched_events keeps its rows: it records what
+ * arrived without a campaign. Returns how many events were republished.
+ */
+export async function rematchUnmatched(deps: RematchDependencies, scope: RematchScope): Promise<number> {
+  // Most changes are of categories no unmatched event names: one read, and no campaign lookup.
+  const candidates = await deps.unmatched.categories({ among: scope.categories, since: scope.since });
+  const matched = [...(await deps.resolve(candidates)).keys()];
+  let republished = 0;
+  for (let start = 0; start < matched.length; start += CATEGORY_CHUNK) {
+    const categories = matched.slice(start, start + CATEGORY_CHUNK);
+    for (let after = ''; ; ) {
+      const page = await deps.unmatched.naming(categories, { since: scope.since, after, limit: PAGE_SIZE });
+      if (page.length === 0) break;
+      after = page[page.length - 1].provider_event_id;
+      const events = page.flatMap((row) => {
+        const event = fromUnmatched(row);
+        if (!event) deps.logger.warn({ providerEventId: row.provider_event_id }, 'unmatched event without SendGrid JSON cannot be re-matched');
+        return event ? [event] : [];
+      });
+      const times = page.map((row) => row.occurred_at);
+      const matchedAlready = await deps.unmatched.matchedIds(
+        events.map((event) => event.providerEventId),
+        Math.min(...times),
+        Math.max(...times),
+      );
+      const fresh = events.filter((event) => !matchedAlready.has(event.providerEventId));
+      await deps.publish(fresh);
+      ingestionMetrics.rematched.inc(fresh.length);
+      republished += fresh.length;
+      if (page.length < PAGE_SIZE) break;
+    }
+  }
+  return republished;
+}
+
+const isSendgridEvent = (value: unknown): value is SendgridEventFields =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as SendgridEventFields).sg_event_id === 'string' &&
+  typeof (value as SendgridEventFields).email === 'string' &&
+  typeof (value as SendgridEventFields).event === 'string';
+
+/** The event the webhook made of the row's SendGrid JSON, or undefined for a row that holds none. */
+export function fromUnmatched(row: UnmatchedEvent): EngagementEvent | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(row.raw);
+  } catch {
+    return undefined;
+  }
+  if (row.provider !== 'sendgrid' || !isSendgridEvent(raw) || raw.sg_event_id !== row.provider_event_id) return undefined;
+  return fromSendgridEvent(raw, new Date(row.occurred_at * 1000), new Date(row.received_at * 1000));
+}
+
+export interface RematcherOptions {
+  /** Whether this process sweeps (one member of the consumer group at a time). */
+  mayRun(): boolean;
+  /** The categories of changes are swept this long after the first of them (one sweep for a burst of changes). */
+  delayMs: number;
+  /**
+   * And once more this long after it: an event whose category was looked up
+   * just before the change may be stored unmatched after the first sweep.
+   */
+  followUpMs: number;
+}
+
+/** Categories gathered until `delayMs` after the first one, then handed to `flush` together. */
+class CategoryBatch {
+  private readonly categories = new Set<string>();
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly delayMs: number,
+    private readonly flush: (categories: string[]) => void,
+  ) {}
+
+  add(categories: string[]): void {
+    for (const category of categories) this.categories.add(category);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      const due = [...this.categories];
+      this.categories.clear();
+      this.flush(due);
+    }, this.delayMs).unref();
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.categories.clear();
+  }
+}
+
+/**
+ * Re-matches unmatched events when campaigns take their categories, one
+ * sweep at a time: soon after the changes the category stream reports, and
+ * whenever sweepRecent is called (ingestion's maintenance pass, which also
+ * catches changes made while no ingestion process was listening).
+ */
+export class UnmatchedRematcher {
+  private readonly batches: CategoryBatch[];
+  private sweeping: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly deps: RematchDependencies,
+    private readonly options: RematcherOptions,
+  ) {
+    const sweepIfMine = (categories: string[]) => {
+      if (!this.options.mayRun()) return;
+      void this.sweep({ categories }).then((republished) => {
+        // Failed (ClickHouse or Kafka down): tried again with the next follow-up.
+        if (republished === undefined && !this.closed) followUp.add(categories);
+      });
+    };
+    const followUp = new CategoryBatch(options.followUpMs, sweepIfMine);
+    this.batches = [new CategoryBatch(options.delayMs, sweepIfMine), followUp];
+  }
+
+  categoriesChanged(categories: string[]): void {
+    if (this.closed || categories.length === 0) return;
+    for (const batch of this.batches) batch.add(categories);
+  }
+
+  /**
+   * Every category of the events stored unmatched since `since` (all of them
+   * without it). Resolves to whether it swept: false when it is another
+   * process's turn or the sweep failed.
+   */
+  async sweepRecent(since?: Date): Promise<boolean> {
+    return this.options.mayRun() && (await this.sweep({ since })) !== undefined;
+  }
+
+  /** Drops the sweeps not started yet and waits for the one in progress. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const batch of this.batches) batch.clear();
+    await this.sweeping.catch(() => undefined);
+  }
+
+  /** The number of events republished, undefined when the sweep failed (it is logged). */
+  private sweep(scope: RematchScope): Promise<number | undefined> {
+    const run = this.sweeping.catch(() => undefined).then(async () => {
+      if (this.closed) return 0;
+      const republished = await rematchUnmatched(this.deps, scope);
+      if (republished > 0) this.deps.logger.info({ republished, categories: scope.categories }, 're-matched unmatched events to campaigns that took their categories');
+      return republished;
+    });
+    this.sweeping = run;
+    return run.catch((error: unknown) => {
+      this.deps.logger.warn({ err: error, categories: scope.categories }, 're-matching unmatched events failed; it is tried again later');
+      return undefined;
+    });
+  }
+}

@@ -1,0 +1,155 @@
+import { Partitioners } from 'kafkajs';
+import { call, createClient, createLogger, fromSendgridEvent, type SendgridEventFields } from '@mail/common';
+import { uniqueSuffix } from '@mail/local';
+import { campaignV1 } from '@mail/proto';
+import { encodeRecord } from '../src/domain/events';
+import { UnmatchedRematcher } from '../src/rematch';
+import { UnmatchedEvents } from '../src/store/unmatched';
+import { startIngestion, type Ingestion } from './harness';
+
+jest.setTimeout(120_000);
+
+let ingestion: Ingestion;
+
+beforeAll(async () => {
+  ingestion = await startIngestion({ label: 'rematch' });
+});
+
+afterAll(async () => {
+  await ingestion?.close();
+});
+
+const TIMESTAMP = Date.parse('2026-11-18T09:30:00Z') / 1000;
+
+/** A SendGrid event as the webhook receives it, and what the webhook publishes of it. */
+function sendgrid(fields: Partial<SendgridEventFields> & { sg_event_id: string; event: string; category: string | string[] }) {
+  const raw: SendgridEventFields = { email: 'Late@Example.com', timestamp: TIMESTAMP, sg_message_id: 'msg-late', ...fields };
+  return fromSendgridEvent(raw, new Date(TIMESTAMP * 1000), new Date('2026-11-18T09:31:00Z'))!;
+}
+
+const countWhere = (table: string, prefix: string, extra = ''): string =>
+  `SELECT count() AS n FROM ${table} FINAL WHERE provider_event_id LIKE '${prefix}%' ${extra}`;
+
+it('stores unmatched events once a campaign takes their category, as they would have been stored', async () => {
+  const p = `late-${uniqueSuffix()}`;
+  const category = `cat-${p}`;
+  const events = [
+    sendgrid({ sg_event_id: `${p}-open`, event: 'open', category, useragent: 'Mozilla/5.0', ip: '203.0.113.9' }),
+    sendgrid({ sg_event_id: `${p}-click`, event: 'click', category: ['other', category], url: 'https://example.com/offer' }),
+    sendgrid({ sg_event_id: `${p}-hard`, event: 'bounce', type: 'bounce', category, reason: '550 no such user' }),
+    sendgrid({ sg_event_id: `${p}-soft`, event: 'bounce', type: 'blocked', category, reason: '421 try later' }),
+    sendgrid({ sg_event_id: `${p}-unsub`, event: 'group_unsubscribe', category }),
+    sendgrid({ sg_event_id: `${p}-spam`, event: 'spamreport', category }),
+  ];
+  await ingestion.produceBatches([events]);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 6);
+  expect(await ingestion.count(countWhere('engagement_events', p))).toBe(0);
+
+  const campaign = await ingestion.createCampaign(category);
+  await ingestion.waitForCount(countWhere('engagement_events', p), 5);
+  await ingestion.waitForCount(countWhere('suppression_signals', p), 4);
+
+  const stored = await ingestion.rows<Record<string, unknown>>(
+    `SELECT provider_event_id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at, url, reason,
+       user_agent, ip, provider_message_id FROM engagement_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+  );
+  const common = {
+    workspace_id: campaign.workspaceId,
+    campaign_id: campaign.id,
+    email: 'late@example.com',
+    occurred_at: '2026-11-18 09:30:00',
+    received_at: '2026-11-18 09:31:00',
+    provider_message_id: 'msg-late',
+    url: null,
+    reason: null,
+    user_agent: null,
+    ip: null,
+  };
+  expect(stored).toEqual([
+    { ...common, provider_event_id: `${p}-click`, event_type: 'click', bounce_type: 'none', url: 'https://example.com/offer' },
+    { ...common, provider_event_id: `${p}-hard`, event_type: 'bounce', bounce_type: 'hard', reason: '550 no such user' },
+    { ...common, provider_event_id: `${p}-open`, event_type: 'open', bounce_type: 'none', user_agent: 'Mozilla/5.0', ip: '203.0.113.9' },
+    { ...common, provider_event_id: `${p}-soft`, event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' },
+    { ...common, provider_event_id: `${p}-unsub`, event_type: 'unsubscribe', bounce_type: 'none' },
+  ]);
+  const reasons = await ingestion.rows<{ reason: string }>(
+    `SELECT reason FROM suppression_signals FINAL WHERE provider_event_id LIKE '${p}%' AND workspace_id = toUUID('${campaign.workspaceId}') ORDER BY reason`,
+  );
+  expect(reasons.map((row) => row.reason)).toEqual(['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report']);
+  // unmatched_events records what arrived without a campaign; it is not rewritten.
+  expect(await ingestion.count(countWhere('unmatched_events', p))).toBe(6);
+  expect(await ingestion.metric('ingestion_events_rematched_total')).toBeGreaterThanOrEqual(6);
+});
+
+it('matches an event once, to the first campaign that took its category', async () => {
+  const p = `once-${uniqueSuffix()}`;
+  const category = `cat-${p}`;
+  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]]);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+
+  const first = await ingestion.createCampaign(category);
+  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${first.id}')`), 1);
+
+  // The category moves to a campaign of another workspace while a second event waits unmatched.
+  await ingestion.setCategory(first, null);
+  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]]);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
+  const second = await ingestion.createCampaign(category);
+
+  // One sweep reads both unmatched events: the second goes to the new campaign, the first stays with the old one.
+  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
+  await ingestion.waitUntilCaughtUp();
+  const rows = await ingestion.rows<{ provider_event_id: string; workspace_id: string }>(
+    `SELECT provider_event_id, workspace_id FROM engagement_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+  );
+  expect(rows).toEqual([
+    { provider_event_id: `${p}-first`, workspace_id: first.workspaceId },
+    { provider_event_id: `${p}-second`, workspace_id: second.workspaceId },
+  ]);
+});
+
+it('re-matches, in the maintenance sweep, events whose category was taken while no ingestion process listened', async () => {
+  const p = `missed-${uniqueSuffix()}`;
+  const category = `cat-${p}`;
+  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-open`, event: 'open', category })]]);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+
+  await ingestion.stack.stop('ingestion');
+  const campaign = await ingestion.createCampaign(category);
+
+  // The sweep ingestion's maintenance runs, here in the test: it finds the category in unmatched_events itself.
+  const campaigns = createClient(campaignV1.CampaignServiceClient, ingestion.stack.urls.grpc.campaign);
+  const producer = ingestion.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const published: string[] = [];
+  const rematcher = new UnmatchedRematcher(
+    {
+      unmatched: new UnmatchedEvents(ingestion.clickhouse),
+      resolve: async (ids) => {
+        const { matches } = await call(campaigns.resolveCategories.bind(campaigns), { providerCategoryIds: [...ids] });
+        return new Map(matches.map((match) => [match.providerCategoryId, match]));
+      },
+      publish: async (events) => {
+        published.push(...events.map((event) => event.providerEventId));
+        await producer.send({ topic: ingestion.topic, acks: -1, messages: events.map(encodeRecord) });
+      },
+      logger: createLogger('test', 'silent'),
+    },
+    { mayRun: () => true, delayMs: 0, followUpMs: 0 },
+  );
+  try {
+    // Only events stored unmatched since the time given: none since an hour from now.
+    expect(await rematcher.sweepRecent(new Date(Date.now() + 3_600_000))).toBe(true);
+    expect(published).toEqual([]);
+    // The others of this file's unmatched events are stored already.
+    expect(await rematcher.sweepRecent()).toBe(true);
+    expect(published).toEqual([`${p}-open`]);
+  } finally {
+    await rematcher.close();
+    await producer.disconnect();
+    campaigns.close();
+  }
+
+  await ingestion.stack.restart('ingestion');
+  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${campaign.id}')`), 1);
+});
