@@ -19,6 +19,7 @@ it('creates the database and the shared tables when ingestion never ran', async 
       'events_by_address_feed',
       'link_rollup_daily',
       'link_rollup_daily_feed',
+      'rematched_events',
       'suppression_lifts',
       'suppression_signals',
       'suppression_state',

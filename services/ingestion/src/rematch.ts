@@ -31,10 +31,11 @@ export interface RematchScope {
  * through the events topic, keyed by address like the webhook's, so the
  * consumer that owns the address writes them as it writes every event (the
  * stored-id check, suppression signals, unsettled days): repeating a sweep
- * never stores an event twice. Events a campaign took already, in any
- * workspace, are left out, so an event is matched once, to the first campaign
- * that took its category. unmatched_events keeps its rows: it records what
- * arrived without a campaign. Returns how many events were republished.
+ * never stores an event twice. Events re-matched before, or that a campaign
+ * took already in any workspace, are left out: an event is matched once, to
+ * the first campaign that took its category, and one erased with its
+ * workspace does not come back. unmatched_events keeps its rows: it records
+ * what arrived without a campaign. Returns how many events were republished.
  */
 export async function rematchUnmatched(deps: RematchDependencies, scope: RematchScope): Promise<number> {
   // Most changes are of categories no unmatched event names: one read, and no campaign lookup.
@@ -60,6 +61,8 @@ export async function rematchUnmatched(deps: RematchDependencies, scope: Rematch
       );
       const fresh = events.filter((event) => !matchedAlready.has(event.providerEventId));
       await deps.publish(fresh);
+      // After Kafka has them: a crash in between only repeats the publishing, which the consumer deduplicates.
+      await deps.unmatched.markRematched(fresh.map((event) => event.providerEventId));
       ingestionMetrics.rematched.inc(fresh.length);
       republished += fresh.length;
       if (page.length < PAGE_SIZE) break;

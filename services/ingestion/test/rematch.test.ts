@@ -1,5 +1,5 @@
 import { Partitioners } from 'kafkajs';
-import { call, createClient, createLogger, fromSendgridEvent, type SendgridEventFields } from '@mail/common';
+import { call, createClient, createLogger, fromSendgridEvent, workspaceErasure, type SendgridEventFields } from '@mail/common';
 import { uniqueSuffix } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { encodeRecord } from '../src/domain/events';
@@ -105,6 +105,30 @@ it('matches an event once, to the first campaign that took its category', async 
   expect(rows).toEqual([
     { provider_event_id: `${p}-first`, workspace_id: first.workspaceId },
     { provider_event_id: `${p}-second`, workspace_id: second.workspaceId },
+  ]);
+});
+
+it('does not bring back an event erased with the workspace it was re-matched to', async () => {
+  const p = `erased-${uniqueSuffix()}`;
+  const category = `cat-${p}`;
+  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]]);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+  const first = await ingestion.createCampaign(category);
+  await ingestion.waitForCount(countWhere('engagement_events', p), 1);
+
+  // The workspace is deleted (its campaign's category with it) and its events erased.
+  await ingestion.setCategory(first, null);
+  const [{ database }] = await ingestion.rows<{ database: string }>('SELECT currentDatabase() AS database');
+  for (const statement of workspaceErasure(database, first.workspaceId)) await ingestion.clickhouse.command({ query: statement.text });
+  await ingestion.waitForCount(countWhere('engagement_events', p), 0);
+
+  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]]);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
+  const second = await ingestion.createCampaign(category);
+  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
+  await ingestion.waitUntilCaughtUp();
+  expect(await ingestion.rows(`SELECT provider_event_id FROM engagement_events WHERE provider_event_id LIKE '${p}%'`)).toEqual([
+    { provider_event_id: `${p}-second` },
   ]);
 });
 

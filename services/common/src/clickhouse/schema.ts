@@ -79,6 +79,14 @@ const tables = (db: SqlFragment): SqlFragment[] => [
   ) ENGINE = ReplacingMergeTree()
   ORDER BY (workspace_id, email, lifted_at)`,
 
+  // Unmatched events sent back through the events topic once a campaign took their category: each is
+  // re-matched once, and an event erased with its workspace does not come back for the category's next campaign.
+  sql`CREATE TABLE IF NOT EXISTS ${db}.rematched_events (
+    provider_event_id String,
+    rematched_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree()
+  ORDER BY (provider_event_id)`,
+
   closedWorkspacesTable(db),
 ];
 

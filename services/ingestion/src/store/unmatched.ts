@@ -12,7 +12,7 @@ export interface UnmatchedEvent {
   raw: string;
 }
 
-/** What re-matching reads of the events that named no campaign when they arrived. unmatched_events itself is never changed. */
+/** What re-matching reads of the events that named no campaign when they arrived, and what it records. unmatched_events itself is never changed. */
 export class UnmatchedEvents {
   constructor(private readonly clickhouse: ClickHouseClient) {}
 
@@ -52,18 +52,32 @@ export class UnmatchedEvents {
 
   /**
    * Of these provider event ids, those of events some campaign took already:
-   * stored in engagement_events, or (spam reports, which only suppress) in
-   * suppression_signals, in any workspace; looked for between `from` and `to` (unix seconds).
+   * re-matched before, stored in engagement_events, or (spam reports, which
+   * only suppress) in suppression_signals, in any workspace; the last two
+   * looked for between `from` and `to` (unix seconds).
    */
   async matchedIds(providerEventIds: string[], from: number, to: number): Promise<Set<string>> {
     if (providerEventIds.length === 0) return new Set();
     const ids = stringSet(providerEventIds);
     const during = sql`occurred_at >= ${dateTime(new Date(from * 1000))} AND occurred_at <= ${dateTime(new Date(to * 1000))}`;
     const rows = await this.rows<{ provider_event_id: string }>(sql`
+      SELECT provider_event_id FROM ${identifier('rematched_events')} WHERE provider_event_id IN ${ids}
+      UNION ALL
       SELECT provider_event_id FROM ${identifier('engagement_events')} PREWHERE provider_event_id IN ${ids} WHERE ${during}
       UNION ALL
       SELECT provider_event_id FROM ${identifier('suppression_signals')} PREWHERE provider_event_id IN ${ids} WHERE ${during}`);
     return new Set(rows.map((row) => row.provider_event_id));
+  }
+
+  /** Records events as re-matched, once Kafka has them. */
+  async markRematched(providerEventIds: string[]): Promise<void> {
+    if (providerEventIds.length === 0) return;
+    const rematchedAt = Math.floor(Date.now() / 1000);
+    await this.clickhouse.insert({
+      table: 'rematched_events',
+      values: providerEventIds.map((id) => ({ provider_event_id: id, rematched_at: rematchedAt })),
+      format: 'JSONEachRow',
+    });
   }
 
   private async rows<T>(query: chsql.SqlFragment): Promise<T[]> {
