@@ -30,6 +30,12 @@ function sendgrid(fields: Partial<SendgridEventFields> & { sg_event_id: string; 
 const countWhere = (table: string, prefix: string, extra = ''): string =>
   `SELECT count() AS n FROM ${table} FINAL WHERE provider_event_id LIKE '${prefix}%' ${extra}`;
 
+/** Publishes events as the webhook does, and waits until unmatched_events holds `total` events of the prefix. */
+async function deliverUnmatched(prefix: string, total: number, events: ReturnType<typeof sendgrid>[]): Promise<void> {
+  await ingestion.produceBatches([events]);
+  await ingestion.waitForCount(countWhere('unmatched_events', prefix), total);
+}
+
 it('stores unmatched events once a campaign takes their category, as they would have been stored', async () => {
   const p = `late-${uniqueSuffix()}`;
   const category = `cat-${p}`;
@@ -41,8 +47,7 @@ it('stores unmatched events once a campaign takes their category, as they would 
     sendgrid({ sg_event_id: `${p}-unsub`, event: 'group_unsubscribe', category }),
     sendgrid({ sg_event_id: `${p}-spam`, event: 'spamreport', category }),
   ];
-  await ingestion.produceBatches([events]);
-  await ingestion.waitForCount(countWhere('unmatched_events', p), 6);
+  await deliverUnmatched(p, 6, events);
   expect(await ingestion.count(countWhere('engagement_events', p))).toBe(0);
 
   const campaign = await ingestion.createCampaign(category);
@@ -84,16 +89,14 @@ it('stores unmatched events once a campaign takes their category, as they would 
 it('matches an event once, to the first campaign that took its category', async () => {
   const p = `once-${uniqueSuffix()}`;
   const category = `cat-${p}`;
-  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]]);
-  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+  await deliverUnmatched(p, 1, [sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]);
 
   const first = await ingestion.createCampaign(category);
   await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${first.id}')`), 1);
 
   // The category moves to a campaign of another workspace while a second event waits unmatched.
   await ingestion.setCategory(first, null);
-  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]]);
-  await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
+  await deliverUnmatched(p, 2, [sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]);
   const second = await ingestion.createCampaign(category);
 
   // One sweep reads both unmatched events: the second goes to the new campaign, the first stays with the old one.
@@ -111,8 +114,7 @@ it('matches an event once, to the first campaign that took its category', async 
 it('does not bring back an event erased with the workspace it was re-matched to', async () => {
   const p = `erased-${uniqueSuffix()}`;
   const category = `cat-${p}`;
-  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]]);
-  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+  await deliverUnmatched(p, 1, [sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]);
   const first = await ingestion.createCampaign(category);
   await ingestion.waitForCount(countWhere('engagement_events', p), 1);
 
@@ -122,8 +124,7 @@ it('does not bring back an event erased with the workspace it was re-matched to'
   for (const statement of workspaceErasure(database, first.workspaceId)) await ingestion.clickhouse.command({ query: statement.text });
   await ingestion.waitForCount(countWhere('engagement_events', p), 0);
 
-  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]]);
-  await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
+  await deliverUnmatched(p, 2, [sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]);
   const second = await ingestion.createCampaign(category);
   await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
   await ingestion.waitUntilCaughtUp();
@@ -135,8 +136,7 @@ it('does not bring back an event erased with the workspace it was re-matched to'
 it('re-matches, in the maintenance sweep, events whose category was taken while no ingestion process listened', async () => {
   const p = `missed-${uniqueSuffix()}`;
   const category = `cat-${p}`;
-  await ingestion.produceBatches([[sendgrid({ sg_event_id: `${p}-open`, event: 'open', category })]]);
-  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+  await deliverUnmatched(p, 1, [sendgrid({ sg_event_id: `${p}-open`, event: 'open', category })]);
 
   await ingestion.stack.stop('ingestion');
   const campaign = await ingestion.createCampaign(category);
