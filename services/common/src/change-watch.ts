@@ -6,6 +6,8 @@ export interface ChangeWatchHandlers<Res> {
   changed(change: Res): void;
   /** Changes may have been missed (the stream ended, or has just started): drop everything cached. */
   reset(): void;
+  /** The stream has (re)started: every change from now on reaches it, those before may not have. */
+  live?(): void;
 }
 
 /**
@@ -48,6 +50,7 @@ export class ChangeWatch<Res> {
       this.handlers.reset();
       this.isLive = true;
       failures = 0;
+      this.handlers.live?.();
     });
     stream.on('data', (change: Res) => this.handlers.changed(change));
     // 'error' also comes with 'status'; handled there, listened to so it is not thrown.

@@ -26,6 +26,7 @@ export class CategoryResolver {
   /** Bumped by every invalidation: a lookup that overlapped one is used but not cached. */
   private generation = 0;
   private readonly changeListeners: ((providerCategoryIds: string[]) => void)[] = [];
+  private readonly gapListeners: (() => void)[] = [];
 
   constructor(
     private readonly client: campaignV1.CampaignServiceClient,
@@ -41,12 +42,20 @@ export class CategoryResolver {
       this.generation += 1;
       this.cache.clear();
     };
-    this.watch = new ChangeWatch('category changes', () => client.watchCategoryChanges({}), { changed, reset }, logger);
+    const live = (): void => {
+      for (const listener of this.gapListeners) listener();
+    };
+    this.watch = new ChangeWatch('category changes', () => client.watchCategoryChanges({}), { changed, reset, live }, logger);
   }
 
   /** Called with the categories of each change the stream reports, after the cache dropped them. */
   onChange(listener: (providerCategoryIds: string[]) => void): void {
     this.changeListeners.push(listener);
+  }
+
+  /** Called whenever the change stream (re)starts: changes made before may have gone unreported. */
+  onChangesMissed(listener: () => void): void {
+    this.gapListeners.push(listener);
   }
 
   start(): void {

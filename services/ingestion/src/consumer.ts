@@ -30,6 +30,8 @@ export interface EventConsumer {
    * one process should do.
    */
   ownsFirstPartition(): boolean;
+  /** Called whenever this process takes partition 0 over (and at once if it holds it already). */
+  onFirstPartitionTaken(listener: () => void): void;
   /** Stops fetching, lets the batch in progress finish and commit, leaves the group. */
   stop(): Promise<void>;
 }
@@ -68,9 +70,12 @@ export async function startConsumer(
   const deadLetters = createIdempotentProducer(kafka);
   let joined = false;
   let firstPartition = false;
+  const firstPartitionListeners: (() => void)[] = [];
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    const held = joined && firstPartition;
     joined = true;
     firstPartition = payload.memberAssignment[config.eventsTopic]?.includes(0) ?? false;
+    if (firstPartition && !held) for (const listener of firstPartitionListeners) listener();
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     joined = false;
@@ -176,6 +181,10 @@ export async function startConsumer(
   return {
     consuming: () => joined,
     ownsFirstPartition: () => joined && firstPartition,
+    onFirstPartitionTaken: (listener) => {
+      firstPartitionListeners.push(listener);
+      if (joined && firstPartition) listener();
+    },
     stop: async () => {
       await consumer.disconnect();
       await deadLetters.disconnect();

@@ -63,6 +63,9 @@ void runService({
       { mayRun: () => consumer.ownsFirstPartition(), delayMs: config.rematchDelayMs, followUpMs: config.rematchFollowUpMs },
     );
     categories.onChange((ids) => rematcher.categoriesChanged(ids));
+    // Changes the stream did not report, or that reached this process while another one swept, are caught by a full sweep.
+    categories.onChangesMissed(() => rematcher.sweepAllSoon());
+    consumer.onFirstPartitionTaken(() => rematcher.sweepAllSoon());
 
     // Merges run long on big months: their own client, without the 30 s request timeout.
     const maintenanceClient = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase, { requestTimeoutMs: 3_600_000 });

@@ -11,10 +11,9 @@ export interface MaintenanceSchedule {
 
 /**
  * Runs the event store's upkeep now and then: eraseClosedWorkspaceLeftovers,
- * compactClosedMonths, settleUnsettledDays, then `rematchUnmatched` (over all
- * unmatched events until one such sweep has run here, which catches category
- * changes made while no ingestion process listened; then over those stored
- * in the last two intervals). Each ingestion replica runs it: two replicas
+ * compactClosedMonths, settleUnsettledDays, then `rematchUnmatched` over the
+ * unmatched events stored in the last two intervals (the re-matcher widens it
+ * to all of them while it owes a full sweep). Each ingestion replica runs it: two replicas
  * deleting the same leftovers at once only repeat the work, a second OPTIMIZE
  * of a partition already merged, or being merged, does nothing, and settling
  * only reads before it clears what any pass would clear. Only the replica for
@@ -26,14 +25,13 @@ export function startMaintenance(
   database: string,
   schedule: MaintenanceSchedule,
   mayRebuild: () => boolean,
-  /** Resolves to whether it swept (this process's turn, and no failure). */
-  rematchUnmatched: (since?: Date) => Promise<boolean>,
+  /** Logs its own failures. */
+  rematchUnmatched: (since: Date) => Promise<unknown>,
   logger: Logger,
 ): { stop(): Promise<void> } {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<void> = Promise.resolve();
-  let sweptAll = false;
 
   const run = async () => {
     const startedAt = Date.now();
@@ -66,9 +64,7 @@ export function startMaintenance(
     } catch (error) {
       if (!abort.signal.aborted) logger.warn({ err: error }, 'settling pass failed; the next pass retries');
     }
-    // It logs its own failures.
-    const swept = await rematchUnmatched(sweptAll ? new Date(startedAt - 2 * schedule.intervalMs) : undefined);
-    sweptAll ||= swept;
+    await rematchUnmatched(new Date(startedAt - 2 * schedule.intervalMs));
   };
   const runAfter = (delayMs: number) => {
     timer = setTimeout(() => {

@@ -132,13 +132,20 @@ class CategoryBatch {
 /**
  * Re-matches unmatched events when campaigns take their categories, one
  * sweep at a time: soon after the changes the category stream reports, and
- * whenever sweepRecent is called (ingestion's maintenance pass, which also
- * catches changes made while no ingestion process was listening).
+ * whenever sweepRecent is called (ingestion's maintenance pass). Where this
+ * process may have missed changes, it owes a sweep of every unmatched event:
+ * from its start, and again whenever sweepAllSoon reports a gap (the change
+ * stream broke, or this process took over the sweeps from another). The owed
+ * sweep runs once this process may sweep, and until one has succeeded.
  */
 export class UnmatchedRematcher {
   private readonly batches: CategoryBatch[];
   private sweeping: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Bumped by every gap: a full sweep settles the gaps reported before it started. */
+  private gaps = 1;
+  private gapsSwept = 0;
+  private fullSweepTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly deps: RematchDependencies,
@@ -160,20 +167,44 @@ export class UnmatchedRematcher {
     for (const batch of this.batches) batch.add(categories);
   }
 
+  /** Changes may have been missed: every unmatched event is swept delayMs from now, or once this process may sweep. */
+  sweepAllSoon(): void {
+    if (this.closed) return;
+    this.gaps += 1;
+    this.sweepAllAfter(this.options.delayMs);
+  }
+
   /**
-   * Every category of the events stored unmatched since `since` (all of them
-   * without it). Resolves to whether it swept: false when it is another
-   * process's turn or the sweep failed.
+   * The categories of the events stored unmatched since `since`, or of all
+   * of them while a full sweep is owed (or without `since`). Resolves to
+   * whether it swept: false when it is another process's turn or the sweep failed.
    */
   async sweepRecent(since?: Date): Promise<boolean> {
-    return this.options.mayRun() && (await this.sweep({ since })) !== undefined;
+    if (!this.options.mayRun()) return false;
+    const gaps = this.gaps;
+    const owed = gaps > this.gapsSwept;
+    const swept = (await this.sweep({ since: owed ? undefined : since })) !== undefined;
+    if (swept && owed) this.gapsSwept = Math.max(this.gapsSwept, gaps);
+    return swept;
   }
 
   /** Drops the sweeps not started yet and waits for the one in progress. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.fullSweepTimer);
     for (const batch of this.batches) batch.clear();
     await this.sweeping.catch(() => undefined);
+  }
+
+  /** A failed full sweep is tried again followUpMs later; one owed while it is another process's turn waits for the next gap or pass. */
+  private sweepAllAfter(delayMs: number): void {
+    this.fullSweepTimer ??= setTimeout(() => {
+      this.fullSweepTimer = undefined;
+      if (this.closed || !this.options.mayRun()) return;
+      void this.sweepRecent().then((swept) => {
+        if (!swept) this.sweepAllAfter(this.options.followUpMs);
+      });
+    }, delayMs).unref();
   }
 
   /** The number of events republished, undefined when the sweep failed (it is logged). */

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Partitioners } from 'kafkajs';
 import { call, createClient, createLogger, fromSendgridEvent, workspaceErasure, type SendgridEventFields } from '@mail/common';
 import { uniqueSuffix } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
+import { CategoryResolver } from '../src/categories';
 import { encodeRecord } from '../src/domain/events';
 import { UnmatchedRematcher } from '../src/rematch';
 import { UnmatchedEvents } from '../src/store/unmatched';
@@ -133,19 +135,23 @@ it('does not bring back an event erased with the workspace it was re-matched to'
   ]);
 });
 
-it('re-matches, in the maintenance sweep, events whose category was taken while no ingestion process listened', async () => {
+it('sweeps every unmatched event where changes may have been missed: at start, after a reported gap, once it may sweep', async () => {
   const p = `missed-${uniqueSuffix()}`;
-  const category = `cat-${p}`;
-  await deliverUnmatched(p, 1, [sendgrid({ sg_event_id: `${p}-open`, event: 'open', category })]);
+  const [atStart, afterGap, whenMine] = ['start', 'gap', 'mine'].map((name) => `cat-${p}-${name}`);
+  await deliverUnmatched(p, 3, [
+    sendgrid({ sg_event_id: `${p}-start`, event: 'open', category: atStart }),
+    sendgrid({ sg_event_id: `${p}-gap`, event: 'open', category: afterGap }),
+    sendgrid({ sg_event_id: `${p}-mine`, event: 'open', category: whenMine }),
+  ]);
 
+  // No ingestion process hears of the changes: the sweeps run here, in the test.
   await ingestion.stack.stop('ingestion');
-  const campaign = await ingestion.createCampaign(category);
-
-  // The sweep ingestion's maintenance runs, here in the test: it finds the category in unmatched_events itself.
+  const campaign = await ingestion.createCampaign(atStart);
   const campaigns = createClient(campaignV1.CampaignServiceClient, ingestion.stack.urls.grpc.campaign);
   const producer = ingestion.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   const published: string[] = [];
+  let mine = false;
   const rematcher = new UnmatchedRematcher(
     {
       unmatched: new UnmatchedEvents(ingestion.clickhouse),
@@ -159,15 +165,40 @@ it('re-matches, in the maintenance sweep, events whose category was taken while 
       },
       logger: createLogger('test', 'silent'),
     },
-    { mayRun: () => true, delayMs: 0, followUpMs: 0 },
+    { mayRun: () => mine, delayMs: 0, followUpMs: 0 },
   );
+  const waitUntilPublished = async (expected: string[]) => {
+    for (const deadline = Date.now() + 10_000; published.length < expected.length && Date.now() < deadline; ) await sleep(50);
+    expect(published).toEqual(expected);
+  };
+  // Only events stored unmatched since then, when no full sweep is owed: none since an hour from now.
+  const inAnHour = () => new Date(Date.now() + 3_600_000);
   try {
-    // Only events stored unmatched since the time given: none since an hour from now.
-    expect(await rematcher.sweepRecent(new Date(Date.now() + 3_600_000))).toBe(true);
-    expect(published).toEqual([]);
-    // The others of this file's unmatched events are stored already.
-    expect(await rematcher.sweepRecent()).toBe(true);
-    expect(published).toEqual([`${p}-open`]);
+    // Another process's turn: nothing.
+    expect(await rematcher.sweepRecent(inAnHour())).toBe(false);
+    // A new re-matcher owes a full sweep; the others of this file's unmatched events are stored already.
+    mine = true;
+    expect(await rematcher.sweepRecent(inAnHour())).toBe(true);
+    expect(published).toEqual([`${p}-start`]);
+    expect(await rematcher.sweepRecent(inAnHour())).toBe(true);
+    expect(published).toEqual([`${p}-start`]);
+
+    // A change this process did not hear of, then a gap reported (the change stream restarted).
+    await ingestion.createCampaign(afterGap);
+    expect(await rematcher.sweepRecent(inAnHour())).toBe(true);
+    expect(published).toEqual([`${p}-start`]);
+    rematcher.sweepAllSoon();
+    await waitUntilPublished([`${p}-start`, `${p}-gap`]);
+
+    // A gap reported while it is another process's turn: the full sweep stays owed until this one may sweep.
+    await ingestion.createCampaign(whenMine);
+    mine = false;
+    rematcher.sweepAllSoon();
+    await sleep(300);
+    expect(published).toEqual([`${p}-start`, `${p}-gap`]);
+    mine = true;
+    expect(await rematcher.sweepRecent(inAnHour())).toBe(true);
+    expect(published).toEqual([`${p}-start`, `${p}-gap`, `${p}-mine`]);
   } finally {
     await rematcher.close();
     await producer.disconnect();
@@ -175,5 +206,26 @@ it('re-matches, in the maintenance sweep, events whose category was taken while 
   }
 
   await ingestion.stack.restart('ingestion');
+  await ingestion.waitForCount(countWhere('engagement_events', p), 3);
   await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${campaign.id}')`), 1);
+});
+
+it('reports a possible gap each time the category change stream starts', async () => {
+  const resolver = new CategoryResolver(
+    createClient(campaignV1.CampaignServiceClient, ingestion.stack.urls.grpc.campaign),
+    60_000,
+    createLogger('test', 'silent'),
+  );
+  let gaps = 0;
+  resolver.onChangesMissed(() => (gaps += 1));
+  resolver.start();
+  try {
+    for (const deadline = Date.now() + 10_000; gaps < 1 && Date.now() < deadline; ) await sleep(50);
+    expect(gaps).toBe(1);
+    await ingestion.stack.restart('campaign');
+    for (const deadline = Date.now() + 20_000; gaps < 2 && Date.now() < deadline; ) await sleep(50);
+    expect(gaps).toBe(2);
+  } finally {
+    resolver.close();
+  }
 });

@@ -125,6 +125,9 @@ it('marks the days of a failed events insert unsettled before the consumer retri
     logger,
     () => undefined,
   );
+  // Told once, whether it joined before or after this.
+  let taken = 0;
+  consumer.onFirstPartitionTaken(() => (taken += 1));
   try {
     await producer.send({
       topic: config.eventsTopic,
@@ -138,8 +141,9 @@ it('marks the days of a failed events insert unsettled before the consumer retri
     expect(store.failedDays).toBeDefined();
     expect(marks).toEqual([store.failedDays!.map((day) => day.day)]);
     expect(await markedDays(workspaceId)).toEqual(['2026-10-01', '2026-10-02']);
-    // The only member has the topic's one partition: it is the one that rebuilds disagreeing days.
+    // The only member has the topic's one partition: it is the one that rebuilds disagreeing days, and re-matches.
     expect(consumer.ownsFirstPartition()).toBe(true);
+    expect(taken).toBe(1);
   } finally {
     await consumer.stop();
     expect(consumer.ownsFirstPartition()).toBe(false);
