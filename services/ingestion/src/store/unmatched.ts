@@ -3,6 +3,9 @@ import { chsql } from '@mail/common';
 
 const { dateTime, identifier, int, join, list, sql, str, stringSet } = chsql;
 
+/** Events sent back before are not sent again: each is re-matched once. */
+const NOT_REMATCHED = sql`provider_event_id NOT IN (SELECT provider_event_id FROM ${identifier('rematched_events')})`;
+
 /** An event of unmatched_events, as re-matching reads it. Times are unix seconds. */
 export interface UnmatchedEvent {
   provider: string;
@@ -18,12 +21,15 @@ export class UnmatchedEvents {
 
   /**
    * The categories the unmatched events name: only those `among` when given,
-   * of the events stored since `since` when given.
+   * of the events stored since `since` when given. Without `among`, only
+   * those of events not re-matched yet, so a sweep of every category does not
+   * go through the events re-matched before (naming leaves them out anyway;
+   * for a few categories, that costs less than reading every re-matched id).
    */
   async categories(filter: { among?: string[]; since?: Date }): Promise<string[]> {
     if (filter.among?.length === 0) return [];
     const conditions = [
-      ...(filter.among ? [sql`category IN ${stringSet(filter.among)}`] : []),
+      filter.among ? sql`category IN ${stringSet(filter.among)}` : NOT_REMATCHED,
       ...(filter.since ? [sql`ingested_at >= ${dateTime(filter.since)}`] : []),
     ];
     const where = conditions.length > 0 ? sql`WHERE ${join(conditions, ' AND ')}` : sql``;
@@ -34,9 +40,9 @@ export class UnmatchedEvents {
   }
 
   /**
-   * Up to `limit` unmatched events that name one of `categories`, in
-   * provider_event_id order after `after`, each once (FINAL: a redelivered
-   * unmatched event has several rows until they merge).
+   * Up to `limit` unmatched events not re-matched yet that name one of
+   * `categories`, in provider_event_id order after `after`, each once
+   * (FINAL: a redelivered unmatched event has several rows until they merge).
    */
   async naming(categories: string[], options: { since?: Date; after: string; limit: number }): Promise<UnmatchedEvent[]> {
     if (categories.length === 0) return [];
@@ -44,25 +50,23 @@ export class UnmatchedEvents {
     const query = sql`SELECT provider, provider_event_id, toUnixTimestamp(occurred_at) AS occurred_at,
         toUnixTimestamp(received_at) AS received_at, raw
       FROM ${identifier('unmatched_events')} FINAL
-      WHERE hasAny(categories, [${list(categories.map(str))}]) AND provider_event_id > ${str(options.after)} ${recent}
+      WHERE hasAny(categories, [${list(categories.map(str))}]) AND provider_event_id > ${str(options.after)} AND ${NOT_REMATCHED} ${recent}
       ORDER BY provider_event_id
       LIMIT ${int(options.limit)}`;
     return this.rows<UnmatchedEvent>(query);
   }
 
   /**
-   * Of these provider event ids, those of events some campaign took already:
-   * re-matched before, stored in engagement_events, or (spam reports, which
-   * only suppress) in suppression_signals, in any workspace; the last two
-   * looked for between `from` and `to` (unix seconds).
+   * Of these provider event ids, those of events some campaign took already
+   * (a redelivery that arrived after the campaign took the category): stored
+   * in engagement_events, or (spam reports, which only suppress) in
+   * suppression_signals, in any workspace, between `from` and `to` (unix seconds).
    */
   async matchedIds(providerEventIds: string[], from: number, to: number): Promise<Set<string>> {
     if (providerEventIds.length === 0) return new Set();
     const ids = stringSet(providerEventIds);
     const during = sql`occurred_at >= ${dateTime(new Date(from * 1000))} AND occurred_at <= ${dateTime(new Date(to * 1000))}`;
     const rows = await this.rows<{ provider_event_id: string }>(sql`
-      SELECT provider_event_id FROM ${identifier('rematched_events')} WHERE provider_event_id IN ${ids}
-      UNION ALL
       SELECT provider_event_id FROM ${identifier('engagement_events')} PREWHERE provider_event_id IN ${ids} WHERE ${during}
       UNION ALL
       SELECT provider_event_id FROM ${identifier('suppression_signals')} PREWHERE provider_event_id IN ${ids} WHERE ${during}`);
