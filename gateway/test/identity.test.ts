@@ -337,6 +337,17 @@ describe('requests the gateway turns away', () => {
     }
   });
 
+  it("refuses, with 409, a first sign-in with the e-mail of another identity's user", async () => {
+    // ana signed in above; another account of the provider (another sub) claims her e-mail.
+    const impostor = idp.token(key, { sub: 'other-ana-subject', email: 'Ana@Example.com' });
+    for (const path of ['/auth/me', '/email-campaigns/']) {
+      const response = await fetch(gateway.url + path, { headers: { authorization: `Bearer ${impostor}`, workspace_id: ANY_WORKSPACE } });
+      expect(response.status).toBe(409);
+      expect(await response.json()).toEqual({ detail: 'This e-mail address belongs to another sign-in identity' });
+    }
+    expect((await api('ana', 'GET', '/auth/me')).status).toBe(200);
+  });
+
   it('matches paths exactly: other spellings redirect or are not found, never skip the access check', async () => {
     const noToken = (path: string) => fetch(gateway.url + path, { redirect: 'manual', headers: { workspace_id: ANY_WORKSPACE } });
     const redirected = await noToken('/users?page=2');

@@ -1,14 +1,21 @@
 import * as grpc from '@grpc/grpc-js';
 import { isServiceError, violationsOf, type Violation } from '@mail/common';
 
+/** A violation with its keys in the order Pydantic gives them: type, loc, msg, input, then ctx where there is one. */
+const inPydanticOrder = ({ type, loc, msg, input, ctx }: Violation): Violation =>
+  ctx === undefined ? { type, loc, msg, input } : { type, loc, msg, input, ctx };
+
 /** An answer other than success, in the contract's format: `{"detail": ...}`. */
 export class HttpError extends Error {
+  readonly detail: string | Violation[];
+
   constructor(
     readonly status: number,
-    readonly detail: string | Violation[],
+    detail: string | Violation[],
     readonly headers: Record<string, string> = {},
   ) {
     super(typeof detail === 'string' ? detail : 'Validation failed');
+    this.detail = typeof detail === 'string' ? detail : detail.map(inPydanticOrder);
   }
 }
 
