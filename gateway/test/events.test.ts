@@ -142,6 +142,27 @@ describe('GET /campaign-events/', () => {
     });
   });
 
+  it('reads unix times, and fractions beyond microseconds, as Pydantic does', async () => {
+    const seconds = (iso: string) => Date.parse(iso) / 1000;
+    expect(await listed(`date_from=${seconds('2026-03-10T09:30:00Z')}&date_to=${seconds('2026-03-10T23:59:59Z')}.5`)).toEqual(ids(3, 2));
+    // Beyond 2e10, milliseconds.
+    expect(await listed(`date_from=${seconds('2026-03-10T09:30:00Z') * 1000 + 1}`)).toEqual(ids(4, 3));
+    expect(await listed('date_from=2026-03-10T09:30:00.0009999Z&date_to=2026-03-10T09:30:00.0000001Z')).toEqual(ids(2));
+  });
+
+  it('filters by dates before 1970 or after what ClickHouse holds without wrapping around', async () => {
+    const none = { status: 200, body: { items: [], total: 0 } };
+    for (const early of ['1900-01-01', '0001-01-01', '-1', '1969-12-31T23:59:59Z']) {
+      expect(await listed(`date_from=${early}`)).toEqual(ids(4, 3, 2, 1, 0));
+      expect(await get(`/campaign-events/?date_to=${early}`)).toMatchObject(none);
+    }
+    for (const late of ['2106-02-06', '2106-02-07', '2106-02-08', '2200-01-01', '9999-12-31T23:59:59Z']) {
+      expect(await get(`/campaign-events/?date_from=${late}`)).toMatchObject(none);
+      expect(await get(`/campaign-events/?date_from=${late}&page_size=1`)).toMatchObject(none);
+      expect(await listed(`date_to=${late}`)).toEqual(ids(4, 3, 2, 1, 0));
+    }
+  });
+
   it('pages, with an empty page past the end', async () => {
     expect(await get('/campaign-events/?page=2&page_size=2')).toMatchObject({ status: 200, body: { total: 5, page: 2, page_size: 2 } });
     expect(await listed('page=2&page_size=2')).toEqual(ids(2, 1));
@@ -199,9 +220,15 @@ describe('GET /campaign-events/', () => {
     ['2026/03/01', 'invalid date separator, expected `-`'],
     ['2026-13-01', 'month value is outside expected range of 1-12'],
     ['2026-02-29', 'day value is outside expected range'],
-    ['2026-03-01X10:00', 'invalid datetime separator, expected `T`, `t`, `_` or space'],
-    ['2026-03-01T25:00', 'hour value is outside expected range of 0-23'],
+    // A date followed by anything Pydantic does not read as a time: the error of reading it as a date.
+    ['2026-03-01X10:00', 'unexpected extra characters at the end of the input'],
+    ['2026-03-01T25:00', 'unexpected extra characters at the end of the input'],
+    ['2026-03-01T', 'unexpected extra characters at the end of the input'],
+    ['2026-03-01T10:00:00+25:00', 'unexpected extra characters at the end of the input'],
     ['2026-03-01T10:00:00Zulu', 'unexpected extra characters at the end of the input'],
+    // Numbers are unix times, but only plain decimals, and not beyond year 9999.
+    ['1e9', 'input is too short'],
+    ['17000000000000000', 'dates after 9999 are not supported as unix timestamps'],
   ])('answers 422 datetime_from_date_parsing for date_from=%s', async (input, error) => {
     expect(await get(`/campaign-events/?date_from=${encodeURIComponent(input)}&date_to=2026-03-10`)).toEqual({
       status: 422,
@@ -304,6 +331,12 @@ describe('GET /campaign-events/stats', () => {
         suppressions: { total: 0, hard_bounce: 0, soft_bounces: 0, unsubscribe: 0, spam_report: 0 },
       },
     });
+    // Ranges outside what ClickHouse holds select nothing, rather than wrapping around.
+    for (const range of ['date_to=1900-01-01', 'date_from=2106-02-07', 'date_from=2106-02-08&date_to=2106-02-09']) {
+      const { body } = await get(`/campaign-events/stats?${range}`);
+      expect(body).toMatchObject({ totals: zeros, campaigns: [], top_links: [] });
+      expect(body.series.every((bucket: Json) => bucket.opens === 0 && bucket.clicks === 0)).toBe(true);
+    }
   });
 
   it('answers 422 for a bad interval, and a long range with the buckets that have events', async () => {

@@ -81,34 +81,52 @@ function twoDigits(text: string, at: number): number | undefined {
   return /^\d\d$/.test(part) ? Number(part) : undefined;
 }
 
-/** The time of day and zone after the date, or speedate's complaint about them. */
-function timeOfDay(text: string): { ms: number; offsetMs: number } | { error: string } {
+/**
+ * The time of day and zone after the date, or undefined where speedate reads
+ * none. Digits of a fraction beyond microseconds are dropped, as Pydantic does.
+ */
+function timeOfDay(text: string): { ms: number; offsetMs: number } | undefined {
   const match = DATE_TIME_TAIL.exec(text);
-  if (match) {
-    const [, hour, minute, second = '0', fraction = '', zulu, sign, zoneHour = '0', zoneMinute = '0'] = match;
-    if (Number(hour) > 23) return { error: 'hour value is outside expected range of 0-23' };
-    if (Number(minute) > 59) return { error: 'minute value is outside expected range of 0-59' };
-    if (Number(second) > 59) return { error: 'second value is outside expected range of 0-59' };
-    if (fraction.length > 6) return { error: 'second fraction value is more than 6 digits long' };
-    const offsetMinutes = zulu || !sign ? 0 : (sign === '-' ? -1 : 1) * (Number(zoneHour) * 60 + Number(zoneMinute));
-    if (Math.abs(offsetMinutes) >= 24 * 60) return { error: 'timezone offset must be less than 24 hours' };
-    const ms = ((Number(hour) * 60 + Number(minute)) * 60 + Number(second)) * 1000 + Math.floor(Number(`0.${fraction || 0}`) * 1000);
-    return { ms, offsetMs: offsetMinutes * 60_000 };
-  }
-  if (text.length < 5) return { error: 'input is too short' };
-  if (twoDigits(text, 0) === undefined) return { error: 'invalid character in hour' };
-  if (text[2] !== ':') return { error: 'invalid time separator, expected `:`' };
-  if (twoDigits(text, 3) === undefined) return { error: 'invalid character in minute' };
-  if (text[5] === ':' && twoDigits(text, 6) === undefined) return { error: 'invalid character in second' };
-  return { error: 'unexpected extra characters at the end of the input' };
+  if (!match) return undefined;
+  const [, hour, minute, second = '0', fraction = '', zulu, sign, zoneHour = '0', zoneMinute = '0'] = match;
+  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) return undefined;
+  const offsetMinutes = zulu || !sign ? 0 : (sign === '-' ? -1 : 1) * (Number(zoneHour) * 60 + Number(zoneMinute));
+  if (Math.abs(offsetMinutes) >= 24 * 60) return undefined;
+  const ms = ((Number(hour) * 60 + Number(minute)) * 60 + Number(second)) * 1000 + Number(fraction.slice(0, 3).padEnd(3, '0'));
+  return { ms, offsetMs: offsetMinutes * 60_000 };
+}
+
+/** Date.UTC, but years 0-99 are those years, not 1900-1999. */
+function utcDate(year: number, monthIndex: number, day: number): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, monthIndex, day);
+  return date.getTime();
+}
+
+/** speedate's unix time: a plain decimal number (its whole part an i64) of seconds, or of milliseconds beyond 2e10. */
+const UNIX_TIME = /^[+-]?(\d+)(?:\.\d*)?$/;
+const I64_MAX = 2n ** 63n - 1n;
+const MILLISECONDS_ABOVE = 2e10;
+const UNIX_SECONDS = { min: -62_135_596_800, max: 253_402_300_799 };
+
+function unixTime(text: string): DateOrDateTime | undefined {
+  const match = UNIX_TIME.exec(text);
+  if (!match || BigInt(match[1]) > I64_MAX) return undefined;
+  const value = Number(text);
+  const ms = Math.abs(value) > MILLISECONDS_ABOVE ? value : value * 1000;
+  if (ms > UNIX_SECONDS.max * 1000 + 999) return { error: 'dates after 9999 are not supported as unix timestamps' };
+  if (ms < UNIX_SECONDS.min * 1000) return { error: 'dates before 0000 are not supported as unix timestamps' };
+  return { time: Math.floor(ms), bareDate: false };
 }
 
 /**
- * An ISO date or date-time, read as Pydantic's `datetime` (speedate) reads
- * it, a date-time without a zone as UTC; or speedate's error text for what
- * it cannot read.
+ * An ISO date or date-time, or a unix time, read as Pydantic's `datetime`
+ * (speedate) reads it, a date-time without a zone as UTC; or the error text
+ * Pydantic reports for what it cannot read: that of reading it as a date.
  */
 export function parseDateOrDateTime(text: string): DateOrDateTime {
+  const unix = unixTime(text);
+  if (unix) return unix;
   if (text.length < 10) return { error: 'input is too short' };
   if (!/^\d{4}$/.test(text.slice(0, 4))) return { error: 'invalid character in year' };
   if (text[4] !== '-' || text[7] !== '-') return { error: 'invalid date separator, expected `-`' };
@@ -116,10 +134,9 @@ export function parseDateOrDateTime(text: string): DateOrDateTime {
   if (month === undefined) return { error: 'invalid character in month' };
   if (day === undefined) return { error: 'invalid character in day' };
   if (month < 1 || month > 12) return { error: 'month value is outside expected range of 1-12' };
-  if (day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return { error: 'day value is outside expected range' };
-  const date = Date.UTC(year, month - 1, day);
+  if (day < 1 || day > new Date(utcDate(year, month, 0)).getUTCDate()) return { error: 'day value is outside expected range' };
+  const date = utcDate(year, month - 1, day);
   if (text.length === 10) return { time: date, bareDate: true };
-  if (!'Tt_ '.includes(text[10])) return { error: 'invalid datetime separator, expected `T`, `t`, `_` or space' };
-  const time = timeOfDay(text.slice(11));
-  return 'error' in time ? time : { time: date + time.ms - time.offsetMs, bareDate: false };
+  const time = 'Tt_ '.includes(text[10]) ? timeOfDay(text.slice(11)) : undefined;
+  return time ? { time: date + time.ms - time.offsetMs, bareDate: false } : { error: 'unexpected extra characters at the end of the input' };
 }

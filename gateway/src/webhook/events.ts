@@ -1,4 +1,4 @@
-import { SENDGRID_EVENT_TYPES, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
+import { SENDGRID_EVENT_TYPES, chsql, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { intFromString } from '../errors/pydantic-types';
 import { MAX_DETAIL_ENTRIES } from '../errors/violations';
@@ -15,8 +15,8 @@ export interface SendgridEvent extends SendgridEventFields {
   timestamp: number | string | boolean;
 }
 
-/** ClickHouse stores occurred_at as DateTime: unsigned 32-bit seconds. */
-export const MAX_TIMESTAMP = 4_294_967_295;
+/** The last event time the event store takes and reads right (2106-02-05T23:59:59Z; see DATE_TIME_SECONDS). */
+export const MAX_TIMESTAMP = chsql.DATE_TIME_SECONDS.max - 1;
 
 type Loc = (string | number)[];
 type Check = (value: unknown, loc: Loc) => Violation | undefined;

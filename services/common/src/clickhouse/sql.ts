@@ -72,11 +72,26 @@ export function int(value: number): SqlFragment {
   return new SqlFragment(String(value));
 }
 
-/** A DateTime('UTC') value with second precision (what the event tables store). */
+/**
+ * The times dateTime builds values from, in unix seconds. DateTime holds
+ * unsigned 32-bit seconds, but ClickHouse 18.16's date functions (toDate,
+ * toStartOfDay) give 0000-00-00 from 2106-02-07 on. Stored event times lie
+ * before `max` (the webhook takes none later), so a time outside the range,
+ * taken as its nearest end, compares with them (and its day with theirs) as
+ * the time itself would.
+ */
+export const DATE_TIME_SECONDS = { min: 0, max: Date.UTC(2106, 1, 6) / 1000 };
+
+/**
+ * A DateTime('UTC') value with second precision (what the event tables
+ * store); a time outside DATE_TIME_SECONDS as its nearest end (toDateTime
+ * would wrap it around).
+ */
 export function dateTime(value: Date): SqlFragment {
   const ms = value instanceof Date ? value.getTime() : Number.NaN;
   if (!Number.isFinite(ms)) throw new UnsafeSqlValueError('not a valid date');
-  return new SqlFragment(`toDateTime(${Math.floor(ms / 1000)}, 'UTC')`);
+  const seconds = Math.min(Math.max(Math.floor(ms / 1000), DATE_TIME_SECONDS.min), DATE_TIME_SECONDS.max);
+  return new SqlFragment(`toDateTime(${seconds}, 'UTC')`);
 }
 
 /** One of a fixed set of values (e.g. an Enum8 member), as a string literal. */
