@@ -65,6 +65,10 @@ describe('accepted tokens', () => {
     expect(answer.body).toMatchObject({ email: `${alg.toLowerCase()}@example.com`, display_name: `${alg.toLowerCase()} user`, memberships: [] });
   });
 
+  it('whose aud lists the API among other audiences', async () => {
+    expect((await me(`Bearer ${idp.token(rsa, { ...user('audiences'), aud: ['another-api', AUDIENCE] })}`)).status).toBe(200);
+  });
+
   it('within the 30 s clock tolerance, and with a lower-case scheme', async () => {
     const token = idp.token(rsa, { ...user('skew'), exp: now() - 20, nbf: now() + 20 });
     expect((await me(`bearer ${token}`)).status).toBe(200);
@@ -94,6 +98,7 @@ describe('rejected tokens: 401 with WWW-Authenticate: Bearer', () => {
     ['not valid before a time beyond the tolerance', () => `Bearer ${signToken(rsa, { ...base(), nbf: now() + 120 })}`, 'Invalid token'],
     ['issued by someone else', () => `Bearer ${signToken(rsa, { ...base(), iss: 'https://evil.example' })}`, 'Invalid token'],
     ['for another audience', () => `Bearer ${signToken(rsa, { ...base(), aud: 'another-api' })}`, 'Invalid token'],
+    ['for other audiences only', () => `Bearer ${signToken(rsa, { ...base(), aud: ['another-api', 'a-third-api'] })}`, 'Invalid token'],
     ['signed with an unknown key', () => `Bearer ${signToken(unpublished, base())}`, 'Invalid token'],
     ['with alg none', () => `Bearer ${signToken(rsa, base(), { alg: 'none' })}`, 'Invalid token'],
     ['HS256 signed with the public key', () => `Bearer ${signToken(rsa, base(), { alg: 'HS256' })}`, 'Invalid token'],
