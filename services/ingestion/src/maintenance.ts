@@ -13,8 +13,8 @@ export interface MaintenanceSchedule {
  * Runs the event store's upkeep now and then: eraseClosedWorkspaceLeftovers,
  * compactClosedMonths, settleUnsettledDays, then `rematchUnmatched` over the
  * unmatched events stored in the last two intervals (the re-matcher widens it
- * to all of them while it owes a full sweep). Each ingestion replica runs it: two replicas
- * deleting the same leftovers at once only repeat the work, a second OPTIMIZE
+ * to all of them while it owes a full sweep). Each ingestion replica runs it:
+ * two replicas deleting the same leftovers at once only repeat the work, a second OPTIMIZE
  * of a partition already merged, or being merged, does nothing, and settling
  * only reads before it clears what any pass would clear. Only the replica for
  * which `mayRebuild` holds (one at a time) rebuilds the days that disagree,

@@ -32,9 +32,8 @@ export class UnmatchedEvents {
       filter.among ? sql`category IN ${stringSet(filter.among)}` : NOT_REMATCHED,
       ...(filter.since ? [sql`ingested_at >= ${dateTime(filter.since)}`] : []),
     ];
-    const where = conditions.length > 0 ? sql`WHERE ${join(conditions, ' AND ')}` : sql``;
     const rows = await this.rows<{ category: string }>(
-      sql`SELECT DISTINCT category FROM ${identifier('unmatched_events')} ARRAY JOIN categories AS category ${where}`,
+      sql`SELECT DISTINCT category FROM ${identifier('unmatched_events')} ARRAY JOIN categories AS category WHERE ${join(conditions, ' AND ')}`,
     );
     return rows.map((row) => row.category);
   }
