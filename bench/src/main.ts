@@ -26,7 +26,7 @@ import { campaignSettings, runCampaignBench, type CampaignResult } from './campa
 import { log } from './measure';
 import { MemorySampler } from './memory';
 import { runPipelineBench, pipelineSettings, type PipelineResult } from './pipeline-bench';
-import { idleShare, infraServerPids, postgresPrivateMb, statusMb } from './proc';
+import { infraServerPids, postgresPrivateMb, statusMb, waitUntilIdle } from './proc';
 import { querySettings, runQueryBench, type QueryResult } from './query-bench';
 import {
   TARGETS,
@@ -68,10 +68,9 @@ async function waitForQuiet(): Promise<void> {
  * minute, for a few seconds in which the machine is mostly idle.
  */
 async function waitUntilSettled(next: Benchmark): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (let idle = await idleShare(3_000); idle < 0.85 && Date.now() < deadline; idle = await idleShare(3_000)) {
-    log('bench', `${Math.round((1 - idle) * 100)} % CPU busy before ${next}: waiting for the last benchmark's work to settle`);
-  }
+  await waitUntilIdle(3_000, 60_000, (busy) =>
+    log('bench', `${Math.round(busy * 100)} % CPU busy before ${next}: waiting for the last benchmark's work to settle`),
+  );
 }
 
 async function main(): Promise<void> {

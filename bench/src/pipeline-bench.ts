@@ -28,7 +28,7 @@ import { infraEnv } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import type { BenchStack } from './bench-stack';
 import { log, percentile, round } from './measure';
-import { cpuMs, idleShare, infraServerPids } from './proc';
+import { cpuMs, infraServerPids, waitUntilIdle } from './proc';
 
 const PER_CALL = 100;
 /** Events per produce request of the ceiling phase. */
@@ -126,7 +126,7 @@ async function warmUpBroker(producer: Producer, topic: string): Promise<void> {
     requests++;
   }
   // The JIT compiles on threads of its own: the ceiling is timed once they are done, or after 10 s.
-  for (let seconds = 0; seconds < 10 && (await idleShare(1_000)) < 0.85; seconds++);
+  await waitUntilIdle(1_000, 10_000);
   log('pipeline', `broker warmed up with ${requests} produce requests`);
 }
 

@@ -79,9 +79,18 @@ function machineTicks(): { idle: number; total: number } {
 }
 
 /** The share of the machine's CPU time that was idle over the next `ms`. */
-export async function idleShare(ms: number): Promise<number> {
+async function idleShare(ms: number): Promise<number> {
   const before = machineTicks();
   await new Promise((resolve) => setTimeout(resolve, ms));
   const after = machineTicks();
   return (after.idle - before.idle) / Math.max(1, after.total - before.total);
+}
+
+/**
+ * Waits, up to `maxMs`, for a window of `windowMs` in which the machine's CPU
+ * is mostly (85 %) idle; `onBusy` hears the busy share of each window that was not.
+ */
+export async function waitUntilIdle(windowMs: number, maxMs: number, onBusy: (busyShare: number) => void = () => undefined): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  for (let idle = await idleShare(windowMs); idle < 0.85 && Date.now() < deadline; idle = await idleShare(windowMs)) onBusy(1 - idle);
 }
