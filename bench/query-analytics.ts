@@ -97,8 +97,11 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
     FROM (SELECT number, cityHash64(number, ${int(seed)}) % 1000 AS r FROM numbers(${int(count)}))`;
 }
 
-/** Bumped when the schema or the generated data change: a data set of another version is generated again. */
-const DATA_SET_VERSION = 4;
+/**
+ * Bumped when the schema, the generated data or the server's storage settings
+ * (deploy/clickhouse) change: a data set of another version is generated again.
+ */
+const DATA_SET_VERSION = 5;
 
 /** Days a crash left copies on, as days before END. */
 const CRASH_DAYS_AGO = [3, 20, 200];

@@ -638,6 +638,8 @@ clickhouse_write_config() {
   data=$(sed_repl "$C_DATA")
   logs=$(sed_repl "$C_LOGS")
   cp -- "$src/users.xml" "$C_CONF/users.xml"
+  mkdir -p -- "$C_CONF/users.d"
+  cp -- "$REPO_ROOT/deploy/clickhouse/storage-profile.xml" "$C_CONF/users.d/storage-profile.xml"
   sed -e "s|<log>[^<]*</log>|<log>$logs/clickhouse-server.log</log>|" \
     -e "s|<errorlog>[^<]*</errorlog>|<errorlog>$logs/clickhouse-server.err.log</errorlog>|" \
     -e "s|<size>1000M</size>|<size>100M</size>|" \

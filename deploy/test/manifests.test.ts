@@ -524,6 +524,12 @@ describe('docker-compose.yml', () => {
     for (const service of SERVICES) expect(Object.keys(services.gateway.depends_on ?? {}).concat('ingestion')).toContain(service);
   });
 
+  test('ClickHouse reads the storage profile that deploy/local/infra.sh installs', () => {
+    const mount = (compose.services.clickhouse.volumes as string[]).find((volume) => volume.includes('storage-profile.xml'));
+    expect(mount).toBe('./deploy/clickhouse/storage-profile.xml:/etc/clickhouse-server/users.d/storage-profile.xml:ro');
+    expect(fs.existsSync(path.join(REPO_ROOT, 'deploy/clickhouse/storage-profile.xml'))).toBe(true);
+  });
+
   test('services bind 0.0.0.0 on their ports and the dialled addresses name compose services', () => {
     for (const process of PROCESSES) {
       const env = composeEnvironment(compose.services[process]);

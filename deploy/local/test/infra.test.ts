@@ -98,6 +98,21 @@ test('ClickHouse: a private database takes JSONEachRow inserts and selects them 
   }
 });
 
+test('ClickHouse: the server runs with the storage profile of deploy/clickhouse (4 KiB compressed blocks)', async () => {
+  const database = await createTestClickHouse('infra');
+  const client = createClient({ url: database.url, database: database.database });
+  try {
+    const result = await client.query({
+      query: "SELECT value FROM system.settings WHERE name = 'min_compress_block_size'",
+      format: 'JSONEachRow',
+    });
+    expect(await result.json()).toEqual([{ value: '4096' }]);
+  } finally {
+    await client.close();
+    await database.drop();
+  }
+});
+
 test('Kafka cluster ids are base64url and never start with "-", which the storage tool would take for an option', () => {
   const script = fs.readFileSync(path.join(__dirname, '..', 'infra.sh'), 'utf8');
   const definition = script.match(/^kafka_new_cluster_id\(\) \{[\s\S]*?^\}/m)?.[0];
