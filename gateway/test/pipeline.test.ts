@@ -80,6 +80,26 @@ async function json(method: string, path: string, workspaceId: string, body?: un
   return { status: response.status, body: response.status === 204 ? undefined : await response.json() };
 }
 
+/** A new workspace with one campaign whose provider_category_id is `category`, both made through the public API. */
+async function workspaceWithCampaign(name: string, category: string): Promise<{ workspaceId: string; campaignId: string }> {
+  const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `${name} ${run}` });
+  expect(workspace.status).toBe(201);
+  const workspaceId: string = workspace.body.id;
+  const campaign = await json('POST', '/email-campaigns/', workspaceId, { workspace_id: workspaceId, name, provider_category_id: category });
+  expect(campaign.status).toBe(201);
+  return { workspaceId, campaignId: campaign.body.id };
+}
+
+/** GET /campaign-events/ of the workspace (the filters in `query`), polled until it lists `total` events or the deadline passes. */
+async function listedEvents(workspaceId: string, query: string, total: number, deadline: number): Promise<any> {
+  for (;;) {
+    const { status, body } = await json('GET', `/campaign-events/?page_size=500&${query}`, workspaceId);
+    expect(status).toBe(200);
+    if (body.total === total || Date.now() > deadline) return body;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function rows<T>(query: string): Promise<T[]> {
   return (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
 }
@@ -99,9 +119,9 @@ async function waitForCount(query: string, expected: number, timeoutMs: number):
   throw new Error(`${query}: ${last} after ${timeoutMs} ms, expected ${expected}`);
 }
 
-it('makes a SendGrid batch with every event type queryable in ClickHouse within 5 seconds', async () => {
+it('makes a SendGrid batch with every event type queryable through the API within 5 seconds', async () => {
   const category = `spring-sale-${run}`;
-  const campaign = await createCampaign(category);
+  const { workspaceId, campaignId } = await workspaceWithCampaign('Spring sale', category);
   const p = `e2e-${uniqueSuffix()}`;
   const batch = [
     sendgridEvent({ event: 'processed', sg_event_id: `${p}-processed`, category }),
@@ -119,12 +139,28 @@ it('makes a SendGrid batch with every event type queryable in ClickHouse within 
   ];
   const response = await deliver(batch);
   expect(response).toMatchObject({ status: 202, body: { accepted: batch.length } });
-  const acceptedAt = Date.now();
+  const deadline = Date.now() + 5_000;
+
+  // What the API lists: the six engagement events, none of the dropped types, no spam report, not the stray.
+  const listed = await listedEvents(workspaceId, `campaign_id=${campaignId}`, 6, deadline);
+  expect(Date.now()).toBeLessThanOrEqual(deadline);
+  const apiById = new Map<string, any>(listed.items.map((item: any) => [item.provider_event_id.slice(p.length + 1), item]));
+  expect([...apiById.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
+  const typeOf = (id: string) => [apiById.get(id).event_type, apiById.get(id).bounce_type];
+  expect(['open', 'click', 'hard', 'soft', 'unsub', 'group-unsub'].map(typeOf)).toEqual([
+    ['open', null],
+    ['click', null],
+    ['bounce', 'hard'],
+    ['bounce', 'soft'],
+    ['unsubscribe', null],
+    ['unsubscribe', null],
+  ]);
+  for (const item of apiById.values()) expect(item).toMatchObject({ workspace_id: workspaceId, campaign_id: campaignId, provider: 'sendgrid' });
+  expect(apiById.get('click')).toMatchObject({ url: 'https://example.com/offer', occurred_at: '2025-11-21T10:00:00.000Z' });
 
   const where = `WHERE provider_event_id LIKE '${p}%'`;
-  await waitForCount(`SELECT count() AS n FROM engagement_events ${where}`, 6, 5_000);
-  await waitForCount(`SELECT count() AS n FROM unmatched_events ${where}`, 1, 5_000 - (Date.now() - acceptedAt));
-  await waitForCount(`SELECT count() AS n FROM suppression_signals ${where}`, 5, 5_000 - (Date.now() - acceptedAt));
+  await waitForCount(`SELECT count() AS n FROM unmatched_events ${where}`, 1, deadline - Date.now());
+  await waitForCount(`SELECT count() AS n FROM suppression_signals ${where}`, 5, deadline - Date.now());
 
   const stored = await rows<Record<string, string | null>>(
     `SELECT provider_event_id, toString(campaign_id) AS campaign_id, toString(workspace_id) AS workspace_id, event_type, bounce_type, email, url, reason, user_agent, ip, occurred_at, raw
@@ -132,7 +168,7 @@ it('makes a SendGrid batch with every event type queryable in ClickHouse within 
   );
   const byId = new Map(stored.map((row) => [row.provider_event_id!.slice(p.length + 1), row]));
   expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
-  for (const row of stored) expect(row).toMatchObject({ campaign_id: campaign.id, workspace_id: campaign.workspaceId, email: 'recipient@example.com' });
+  for (const row of stored) expect(row).toMatchObject({ campaign_id: campaignId, workspace_id: workspaceId, email: 'recipient@example.com' });
   expect(byId.get('open')).toMatchObject({ event_type: 'open', bounce_type: 'none', user_agent: 'Mozilla/5.0', ip: '203.0.113.9', occurred_at: '2025-11-21 10:00:00' });
   expect(JSON.parse(byId.get('open')!.raw!)).toMatchObject({ customer_id: 'c-17', sg_event_id: `${p}-open` });
   expect(byId.get('click')).toMatchObject({ event_type: 'click', url: 'https://example.com/offer' });
@@ -143,6 +179,41 @@ it('makes a SendGrid batch with every event type queryable in ClickHouse within 
 
   const signals = await rows<{ reason: string }>(`SELECT reason FROM suppression_signals ${where}`);
   expect(signals.map((signal) => signal.reason).sort()).toEqual(['hard_bounce', 'soft_bounce', 'spam_report', 'unsubscribe', 'unsubscribe']);
+});
+
+it('stores a batch delivered three times once: listed and counted once', async () => {
+  const category = `thrice-${run}`;
+  const { workspaceId, campaignId } = await workspaceWithCampaign('Delivered thrice', category);
+  const p = `thrice-${uniqueSuffix()}`;
+  const batch = [
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-open-1`, category, email: 'ann@example.com' }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-open-2`, category, email: 'ann@example.com', timestamp: 1_763_722_800 }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-open-3`, category, email: 'bob@example.com' }),
+    sendgridEvent({ event: 'click', sg_event_id: `${p}-click`, category, email: 'ann@example.com', url: 'https://example.com/a' }),
+    sendgridEvent({ event: 'bounce', sg_event_id: `${p}-hard`, category, email: 'gone@example.com', type: 'bounce' }),
+    sendgridEvent({ event: 'bounce', sg_event_id: `${p}-soft`, category, email: 'busy@example.com', type: 'blocked' }),
+  ];
+  // Each delivery is consumed before the next arrives, as a provider's retry is: the copies meet stored events, not each other.
+  // An address's events share a partition, consumed in order: once its sentinel is stored, so is everything before it.
+  const addresses = ['ann@example.com', 'bob@example.com', 'gone@example.com', 'busy@example.com'];
+  for (let delivery = 0; delivery < 3; delivery++) {
+    expect(await deliver(batch)).toMatchObject({ status: 202, body: { accepted: batch.length } });
+    const sentinels = addresses.map((email, i) => sendgridEvent({ event: 'open', sg_event_id: `${p}-sentinel-${delivery}-${i}`, category: `unmatched-${p}`, email }));
+    expect((await deliver(sentinels)).status).toBe(202);
+    await waitForCount(`SELECT count() AS n FROM unmatched_events WHERE provider_event_id LIKE '${p}-sentinel-${delivery}-%'`, addresses.length, 15_000);
+  }
+
+  expect(await count(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`)).toBe(batch.length);
+  const listed = await listedEvents(workspaceId, '', batch.length, Date.now());
+  expect(listed.total).toBe(batch.length);
+  expect(listed.items.map((item: { provider_event_id: string }) => item.provider_event_id).sort()).toEqual(batch.map((event) => event.sg_event_id).sort());
+
+  const stats = await json('GET', '/campaign-events/stats', workspaceId);
+  expect(stats.status).toBe(200);
+  const counts = { opens: 3, unique_opens: 2, clicks: 1, unique_clicks: 1, click_to_open_rate: 0.5, hard_bounces: 1, soft_bounces: 1, unsubscribes: 0 };
+  expect(stats.body.totals).toEqual(counts);
+  expect(stats.body.campaigns).toEqual([{ campaign_id: campaignId, ...counts }]);
+  expect(stats.body.top_links).toEqual([{ campaign_id: campaignId, url: 'https://example.com/a', clicks: 1, unique_clicks: 1 }]);
 });
 
 it('lists and counts events that came before their campaign took the category, once it does', async () => {
@@ -227,11 +298,8 @@ it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and rest
 });
 
 it('deletes a deleted workspace’s events, rollups and suppressions from ClickHouse, and nobody else’s', async () => {
-  const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `doomed ${run}` });
-  expect(workspace.status).toBe(201);
-  const doomed = workspace.body!.id;
   const category = `doomed-${run}`;
-  expect((await json('POST', '/email-campaigns/', doomed, { workspace_id: doomed, name: 'Doomed', provider_category_id: category })).status).toBe(201);
+  const { workspaceId: doomed } = await workspaceWithCampaign('Doomed', category);
   const kept = await createCampaign(`kept-${run}`);
 
   const p = `erase-${uniqueSuffix()}`;

@@ -43,7 +43,7 @@ afterAll(async () => {
   fs.rmSync(stateDir, { recursive: true, force: true });
 });
 
-it('keeps retrying while ClickHouse is down, then stores everything exactly once', async () => {
+it('keeps retrying while ClickHouse is down, committing no offset past an unstored event, then stores everything exactly once', async () => {
   const p = `outage-${uniqueSuffix()}`;
   const category = `cat-${p}`;
   const campaign = await ingestion.createCampaign(category);
@@ -53,6 +53,8 @@ it('keeps retrying while ClickHouse is down, then stores everything exactly once
 
   await ingestion.produce(batch('before'));
   await ingestion.waitForCount(count, 200);
+  await ingestion.waitUntilCaughtUp();
+  const committedBefore = await ingestion.committedOffsets();
 
   await infra('down');
   await ingestion.produce(batch('during-1'));
@@ -63,6 +65,8 @@ it('keeps retrying while ClickHouse is down, then stores everything exactly once
   const ready = await fetch(`${ingestion.stack.urls.ops.ingestion}/readyz`);
   expect(ready.status).toBe(503);
   expect(await ready.json()).toMatchObject({ dependencies: { clickhouse: 'down', kafka: 'up' } });
+  // The consumer has fetched the 400 events and keeps retrying them; their offsets stay uncommitted.
+  expect(await ingestion.committedOffsets()).toBe(committedBefore);
 
   await infra('up');
   await ingestion.waitForCount(count, 600, 60_000);

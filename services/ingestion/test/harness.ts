@@ -31,6 +31,8 @@ export interface Ingestion {
   count(query: string): Promise<number>;
   /** Resolves once the consumer group has committed everything on the events topic. */
   waitUntilCaughtUp(timeoutMs?: number): Promise<void>;
+  /** The offsets the consumer group has committed on the events topic, summed over its partitions. */
+  committedOffsets(): Promise<number>;
   /** A counter of the ingestion process's /metrics. */
   metric(name: string): Promise<number>;
   /** Polls a count query until it equals `expected`; fails with the last count after timeoutMs. */
@@ -86,6 +88,11 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
   await Promise.all([producer.connect(), admin.connect()]);
 
   const rows = async <T>(query: string): Promise<T[]> => (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
+  /** Each partition's committed offset (0 where the group has committed none). */
+  const committed = async (): Promise<Map<number, number>> => {
+    const [{ partitions }] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    return new Map(partitions.map((p) => [p.partition, Math.max(Number(p.offset), 0)]));
+  };
   const count = async (query: string): Promise<number> => Number((await rows<{ n: string }>(query))[0].n);
 
   return {
@@ -140,13 +147,13 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
     waitUntilCaughtUp: async (timeoutMs = 30_000) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const [ends, [committed]] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId: group, topics: [topic] })]);
-        const done = new Map(committed.partitions.map((p) => [p.partition, Math.max(Number(p.offset), 0)]));
+        const [ends, done] = await Promise.all([admin.fetchTopicOffsets(topic), committed()]);
         if (ends.every((end) => done.get(end.partition) === Number(end.high))) return;
         if (Date.now() > deadline) throw new Error(`consumer group ${group} has not caught up after ${timeoutMs} ms`);
         await sleep(100);
       }
     },
+    committedOffsets: async () => [...(await committed()).values()].reduce((sum, offset) => sum + offset, 0),
     metric: async (name) => {
       const text = await (await fetch(`${stack.urls.ops.ingestion}/metrics`)).text();
       const line = text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
