@@ -268,6 +268,21 @@ describe('GET /campaign-events/', () => {
       expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({ status: 200, body: { items: [], total: 0 } });
     }
     expect((await get(`/campaign-events/?campaign_id=${encodeURIComponent(`${C1}' OR '1'='1`)}`)).status).toBe(422);
+    const refused: [string, string, string][] = [
+      ['event_type', "open' OR '1'='1", 'enum'],
+      ['date_from', "2026-03-09' OR '1'='1", 'datetime_from_date_parsing'],
+      ['date_to', '2026-03-12T00:00:00Z; DROP TABLE engagement_events', 'datetime_from_date_parsing'],
+    ];
+    for (const [parameter, value, type] of refused) {
+      for (const path of ['/campaign-events/', '/campaign-events/stats']) {
+        const response = await get(`${path}?${parameter}=${encodeURIComponent(value)}`);
+        expect([parameter, response.status, response.body.detail.map((entry: Json) => [entry.type, entry.loc, entry.input])]).toEqual([
+          parameter,
+          422,
+          [[type, ['query', parameter], value]],
+        ]);
+      }
+    }
     expect((await get('/campaign-events/')).body.total).toBe(5);
   });
 

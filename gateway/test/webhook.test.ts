@@ -21,19 +21,26 @@ import {
 const { EventType, BounceType } = eventsV1;
 const brokers = infraEnv().kafkaBrokers;
 const keys = keyPair();
-const topics = { signed: `webhook-signed-${uniqueSuffix()}`, basic: `webhook-basic-${uniqueSuffix()}`, open: `webhook-open-${uniqueSuffix()}` };
+const topics = {
+  signed: `webhook-signed-${uniqueSuffix()}`,
+  basic: `webhook-basic-${uniqueSuffix()}`,
+  both: `webhook-both-${uniqueSuffix()}`,
+  open: `webhook-open-${uniqueSuffix()}`,
+};
 const BASIC = 'sendgrid:s3cret:with:colons';
 const basicHeader = (credentials: string): string => `Basic ${Buffer.from(credentials).toString('base64')}`;
 
 let signed: WebhookApp;
 let basic: WebhookApp;
+let both: WebhookApp;
 let open: WebhookApp;
 let openTopic: TopicReader;
 
 beforeAll(async () => {
-  [signed, basic, open] = await Promise.all([
+  [signed, basic, both, open] = await Promise.all([
     startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.signed, SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64 }),
     startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.basic, WEBHOOK_BASIC_AUTH: BASIC }),
+    startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.both, SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64, WEBHOOK_BASIC_AUTH: BASIC }),
     startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.open }),
   ]);
   openTopic = await readTopic(brokers, topics.open);
@@ -41,7 +48,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await openTopic?.close();
-  await Promise.all([signed, basic, open].map((app) => app?.close()));
+  await Promise.all([signed, basic, both, open].map((app) => app?.close()));
 });
 
 const batch = (count: number, prefix = 'evt'): string =>
@@ -116,6 +123,26 @@ describe('HTTP Basic (WEBHOOK_BASIC_AUTH)', () => {
     expect(response.status).toBe(401);
     expect(response.body).toEqual({ detail: expect.any(String) });
     expect(response.headers.get('www-authenticate')).toBe('Basic realm="campaign-events"');
+  });
+});
+
+describe('signature and HTTP Basic both configured', () => {
+  it('accepts a call that passes both', async () => {
+    const body = batch(2);
+    const response = await post(both.url, body, { ...signedHeaders(keys.privateKey, body), authorization: basicHeader(BASIC) });
+    expect(response).toMatchObject({ status: 202, body: { accepted: 2 } });
+  });
+
+  it.each([
+    ['a valid signature without Basic', (body: string) => signedHeaders(keys.privateKey, body)],
+    ['a valid signature with a wrong password', (body: string) => ({ ...signedHeaders(keys.privateKey, body), authorization: basicHeader('sendgrid:wrong') })],
+    ['valid Basic without a signature', () => ({ authorization: basicHeader(BASIC) })],
+    ['valid Basic with a signature by another key', (body: string) => ({ ...signedHeaders(keyPair().privateKey, body), authorization: basicHeader(BASIC) })],
+  ])('answers 401 for %s', async (_case, headersFor: (body: string) => Record<string, string>) => {
+    const body = batch(1);
+    const response = await post(both.url, body, headersFor(body));
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({ detail: expect.any(String) });
   });
 });
 
