@@ -334,6 +334,42 @@ describe('the operation list', () => {
     const stale = Object.keys(REQUESTS).filter((id) => !OPERATIONS.some((op) => op.operationId === id));
     expect(stale).toEqual([]);
   });
+
+  it("requires the contract's role of each operation, so the matrix below tests the contract and not only the document", () => {
+    const viewer = ['GET /brand-guides/', 'GET /brand-guides/{id}', 'GET /email-campaigns/', 'GET /email-campaigns/{id}', 'GET /campaign-events/', 'GET /campaign-events/stats', 'GET /suppressions/'];
+    const editor = [
+      'POST /brand-guides/',
+      'PUT /brand-guides/{id}',
+      'DELETE /brand-guides/{id}',
+      'POST /email-campaigns/',
+      'PUT /email-campaigns/{id}',
+      'DELETE /email-campaigns/{id}',
+      'DELETE /suppressions/{email}',
+    ];
+    const admin = ['GET /workspaces/{id}/members', 'POST /workspaces/{id}/members', 'PUT /workspaces/{id}/members/{user_id}', 'DELETE /workspaces/{id}/members/{user_id}'];
+    const platformAdmin = [
+      'GET /workspaces/',
+      'POST /workspaces/',
+      'PUT /workspaces/{id}',
+      'DELETE /workspaces/{id}',
+      'GET /users/',
+      'POST /users/',
+      'GET /users/{id}',
+      'PUT /users/{id}',
+      'DELETE /users/{id}',
+    ];
+    const contract = new Map<string, string>([
+      ['GET /auth/me', 'authenticated'],
+      // Members may read their own workspace; everything else about workspaces is the platform admin's.
+      ['GET /workspaces/{id}', 'viewer'],
+      ...viewer.map((operation): [string, string] => [operation, 'viewer']),
+      ...editor.map((operation): [string, string] => [operation, 'editor']),
+      ...admin.map((operation): [string, string] => [operation, 'admin']),
+      ...platformAdmin.map((operation): [string, string] => [operation, 'platform_admin']),
+    ]);
+    const documented = new Map(OPERATIONS.map((op) => [`${op.method} ${op.path}`, op.level]));
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(contract));
+  });
 });
 
 describe('role matrix: every operation x every caller, acting on workspace A', () => {
