@@ -73,6 +73,8 @@ it('applies the PUT rules: omitted unchanged, null clears description and prompt
 
   const activated = await api('PUT', `/brand-guides/${guide.id}`, { is_active: true, description: 'again' });
   expect(activated.body).toMatchObject({ name: 'After', is_active: true, description: 'again', prompt_content: null });
+  const stillActive = await api('PUT', `/brand-guides/${guide.id}`, { is_active: null });
+  expect(stillActive).toMatchObject({ status: 200, body: { ...activated.body, updated_at: TIMESTAMP } });
 });
 
 it('validates name and prompt_content with exact 422 entries', async () => {

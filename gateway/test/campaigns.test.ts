@@ -153,6 +153,7 @@ describe('create and read', () => {
     const filtered = await api('GET', '/email-campaigns/?q=news&is_active=true', undefined, workspace);
     expect(filtered.body).toEqual({ items: [expect.objectContaining({ name: 'Weekly news' })], total: 1, page: 1, page_size: 50 });
     expect((await api('GET', '/email-campaigns/?q=NEWS', undefined, workspace)).body.total).toBe(2);
+    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual(['Daily NEWS']);
     const redirect = await api('GET', '/email-campaigns?q=news', undefined, workspace);
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${gatewayUrl}/email-campaigns/?q=news`);
@@ -174,6 +175,20 @@ describe('create and read', () => {
     expect(deleted.status).toBe(204);
     expect(deleted.body).toBeUndefined();
     expect(await api('GET', `/email-campaigns/${campaign.id}`)).toMatchObject({ status: 404, body: { detail: 'Campaign not found' } });
+  });
+
+  it('accepts the bounds of every ranged field', async () => {
+    const name = 'n'.repeat(200);
+    const campaign = await create({ name, send_priority: 1000, variants: [{ template_id: 't', weight: 10000 }] });
+    expect(campaign).toMatchObject({ name, send_priority: 1000, variants: [{ weight: 10000 }] });
+    expect((await create({ send_priority: 0 })).send_priority).toBe(0);
+  });
+
+  it('gives a provider_category_id to one of many concurrent creates, 409 to the others', async () => {
+    const attempts = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: `racer ${i}`, provider_category_id: 'raced-category' })),
+    );
+    expect(attempts.map((attempt) => attempt.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
   });
 
   it('answers 409 for a provider_category_id used anywhere, on create and on update', async () => {
@@ -309,6 +324,36 @@ describe('update', () => {
       body: { detail: [valueError(['body', 'variants', 1, 'id'], foreign, `variant ${foreign} does not belong to this campaign`)] },
     });
     expect((await api('GET', `/email-campaigns/${mine.id}`)).body).toEqual(mine);
+  });
+
+  it('keeps a true is_active sent as null, and the variants when the key is omitted', async () => {
+    const campaign = await create({ is_active: true, delivery_mode: 'variants', variants: [{ template_id: 'a', weight: 3, label: 'A' }, { template_id: 'b' }] });
+    const answer = await put(campaign.id, { is_active: null, name: 'Renamed' });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ ...campaign, name: 'Renamed', updated_at: TIMESTAMP });
+    expect((await api('GET', `/email-campaigns/${campaign.id}`)).body.variants).toEqual(campaign.variants);
+  });
+
+  it('refuses a variant id that exists nowhere, or one listed twice, with 422', async () => {
+    const campaign = await create({ variants: [{ template_id: 'only' }] });
+    const own = campaign.variants[0].id;
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const unknownAnswer = await put(campaign.id, { variants: [{ id: unknown, template_id: 'x' }] });
+    expect([unknownAnswer.status, unknownAnswer.body]).toEqual([
+      422,
+      { detail: [valueError(['body', 'variants', 0, 'id'], unknown, `variant ${unknown} does not belong to this campaign`)] },
+    ]);
+    const twiceAnswer = await put(campaign.id, { variants: [{ id: own, template_id: 'x' }, { id: own, template_id: 'y' }] });
+    expect([twiceAnswer.status, twiceAnswer.body]).toEqual([422, { detail: [valueError(['body', 'variants', 1, 'id'], own, `variant ${own} is listed more than once`)] }]);
+    expect((await api('GET', `/email-campaigns/${campaign.id}`)).body).toEqual(campaign);
+  });
+
+  it('changes nothing, variants included, when a PUT meets a taken provider_category_id', async () => {
+    await create({ provider_category_id: 'taken-by-put' });
+    const campaign = await create({ name: 'Before', variants: [{ template_id: 'before' }] });
+    const answer = await put(campaign.id, { name: 'After', provider_category_id: 'taken-by-put', variants: [{ template_id: 'after' }] });
+    expect(answer).toMatchObject({ status: 409 });
+    expect((await api('GET', `/email-campaigns/${campaign.id}`)).body).toEqual(campaign);
   });
 
   it('refuses a body workspace_id other than the header, on PUT and POST', async () => {
