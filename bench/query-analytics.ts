@@ -112,7 +112,10 @@ async function dataSetVersion(client: ReturnType<typeof createClickHouseClient>)
     format: 'JSONEachRow',
   });
   if (Number((await exists.json<{ n: string }>())[0].n) === 0) return undefined;
-  const result = await client.query({ query: sql`SELECT version, events FROM ${chsql.identifier(DATABASE)}.bench_data_set`.text, format: 'JSONEachRow' });
+  const result = await client.query({
+    query: sql`SELECT version, events FROM ${chsql.identifier(DATABASE)}.bench_data_set`.text,
+    format: 'JSONEachRow',
+  });
   const [row] = await result.json<{ version: number; events: string }>();
   return row && { version: Number(row.version), events: Number(row.events) };
 }
@@ -122,7 +125,10 @@ async function ensureData(): Promise<void> {
   const client = createClickHouseClient({ url: CLICKHOUSE_URL, database: DATABASE, request_timeout: 600_000 });
   const admin = createClickHouseClient({ url: CLICKHOUSE_URL, database: 'default' });
   const count = async () => {
-    const result = await client.query({ query: sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(WORKSPACE)}`.text, format: 'JSONEachRow' });
+    const result = await client.query({
+      query: sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(WORKSPACE)}`.text,
+      format: 'JSONEachRow',
+    });
     return Number((await result.json<{ n: string }>())[0].n);
   };
   await admin.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${chsql.identifier(DATABASE)}`.text });
@@ -145,7 +151,10 @@ async function ensureData(): Promise<void> {
   await command('big workspace', sql`INSERT INTO engagement_events ${generatedEvents(uuid(WORKSPACE), EVENTS, 1)}`);
   for (let index = 0; index < 20; index++) {
     const noise = uuid(`0b0b0b0b-0000-4000-8000-${String(index + 2).padStart(12, '0')}`);
-    await command(`other workspace ${index + 1}`, sql`INSERT INTO engagement_events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`);
+    await command(
+      `other workspace ${index + 1}`,
+      sql`INSERT INTO engagement_events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`,
+    );
   }
   const crashDays = chsql.list(CRASH_DAYS_AGO.map((days) => sql`toDate(${dateTime(new Date(END.getTime() - days * DAY_MS))})`));
   await command(
@@ -186,7 +195,10 @@ async function settleParts(): Promise<void> {
   const client = createClickHouse(CLICKHOUSE_URL, DATABASE, { requestTimeoutMs: 3_600_000 });
   const started = performance.now();
   for (;;) {
-    const result = await client.query({ query: sql`SELECT count() AS n FROM system.merges WHERE database = ${chsql.str(DATABASE)}`.text, format: 'JSONEachRow' });
+    const result = await client.query({
+      query: sql`SELECT count() AS n FROM system.merges WHERE database = ${chsql.str(DATABASE)}`.text,
+      format: 'JSONEachRow',
+    });
     if (Number((await result.json<{ n: string }>())[0].n) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }
@@ -199,7 +211,9 @@ async function settleParts(): Promise<void> {
   }
   const compacted = await compactClosedMonths(client, DATABASE);
   const parts = await client.query({
-    query: sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'engagement_events' AND active`.text,
+    query:
+      sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'engagement_events' AND active`
+        .text,
     format: 'JSONEachRow',
   });
   const [{ parts: count, level }] = await parts.json<{ parts: string; level: number }>();
@@ -250,7 +264,9 @@ async function measure(scenario: string, run: () => Promise<string>): Promise<Re
     note,
     load: Number(os.loadavg()[0].toFixed(1)),
   };
-  console.log(`${scenario.padEnd(52)} n ${String(latencies.length).padStart(2)}  p50 ${String(result.p50Ms).padStart(5)} ms  p95 ${String(result.p95Ms).padStart(5)} ms  max ${String(result.maxMs).padStart(5)} ms  load ${result.load}  ${note}`);
+  console.log(
+    `${scenario.padEnd(52)} n ${String(latencies.length).padStart(2)}  p50 ${String(result.p50Ms).padStart(5)} ms  p95 ${String(result.p95Ms).padStart(5)} ms  max ${String(result.maxMs).padStart(5)} ms  load ${result.load}  ${note}`,
+  );
   return result;
 }
 
@@ -268,10 +284,16 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   try {
     const days = (n: number) => ({ occurredFrom: new Date(END.getTime() - n * DAY_MS), occurredBefore: END });
-    const list = (filter: Omit<analyticsV1.EventFilter, 'workspaceId'>, page = 1) => async () => {
-      const answer = await call(client.listEvents.bind(client), { filter: { workspaceId: WORKSPACE, ...filter }, page: { page, pageSize: 50 } }, 60_000);
-      return `${answer.events.length} of ${answer.page?.total}`;
-    };
+    const list =
+      (filter: Omit<analyticsV1.EventFilter, 'workspaceId'>, page = 1) =>
+      async () => {
+        const answer = await call(
+          client.listEvents.bind(client),
+          { filter: { workspaceId: WORKSPACE, ...filter }, page: { page, pageSize: 50 } },
+          60_000,
+        );
+        return `${answer.events.length} of ${answer.page?.total}`;
+      };
     const stats = (filter: Omit<analyticsV1.EventFilter, 'workspaceId'>, interval: analyticsV1.Interval) => async () => {
       const answer = await call(client.getStats.bind(client), { filter: { workspaceId: WORKSPACE, ...filter }, interval }, 60_000);
       return `${answer.totals?.opens} opens, ${answer.campaigns.length} campaigns, ${answer.series.length} buckets`;
@@ -294,7 +316,10 @@ async function main(): Promise<void> {
       ['list page 1, email, first read of each', firstRead(() => ({ email: `user${(firstReads += 7919) % ADDRESSES}@example.com` }))],
       ['list page 1, last 7 days', list(days(7))],
       ['list page 1, last 30 days', list(days(30))],
-      ['list page 1, campaign + click + last 30 days', list({ ...days(30), campaignId: campaignId(7), eventType: EventType.EVENT_TYPE_CLICK })],
+      [
+        'list page 1, campaign + click + last 30 days',
+        list({ ...days(30), campaignId: campaignId(7), eventType: EventType.EVENT_TYPE_CLICK }),
+      ],
       ['list page 1000, last 30 days', list(days(30), 1000)],
       ['stats last 7 days, daily (the dashboard opens on it)', stats(days(7), Interval.INTERVAL_DAY)],
       ['stats last 7 days, hourly', stats(days(7), Interval.INTERVAL_HOUR)],

@@ -68,7 +68,12 @@ export interface CampaignResult {
  */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
-function sendJson(url: string, method: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; answer: unknown }> {
+function sendJson(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; answer: unknown }> {
   const payload = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const request = http.request(
@@ -131,7 +136,8 @@ function campaignBody(workspaceId: string, n: string): Record<string, unknown> {
     send_priority: 50,
     schedule_cron: '0 9 * * MON-FRI',
     recipient_source: 'mssql_query',
-    mssql_query: 'SELECT TOP 1000 a.AccountId FROM dbo.Accounts a WITH (NOLOCK) JOIN dbo.Subs s ON s.AccountId = a.AccountId WHERE s.Active = 1',
+    mssql_query:
+      'SELECT TOP 1000 a.AccountId FROM dbo.Accounts a WITH (NOLOCK) JOIN dbo.Subs s ON s.AccountId = a.AccountId WHERE s.Active = 1',
     provider_category_id: `bench-${n}`,
     from_email: 'news@example.com',
     from_name: 'Bench',
@@ -146,7 +152,11 @@ function campaignBody(workspaceId: string, n: string): Record<string, unknown> {
 
 /** Renames, reprioritizes and replaces the variants. */
 function updateBody(i: number): Record<string, unknown> {
-  return { name: `Renamed ${i}`, send_priority: i % 1000, variants: [{ template_id: 'tpl-c', weight: 2, label: 'C' }, { template_id: 'tpl-d' }] };
+  return {
+    name: `Renamed ${i}`,
+    send_priority: i % 1000,
+    variants: [{ template_id: 'tpl-c', weight: 2, label: 'C' }, { template_id: 'tpl-d' }],
+  };
 }
 
 export async function runCampaignBench(bench: BenchStack, settings: CampaignSettings = campaignSettings()): Promise<CampaignResult> {
@@ -171,7 +181,10 @@ export async function runCampaignBench(bench: BenchStack, settings: CampaignSett
       const result = await fixedRate(rate, phase, count, send);
       const after = await cpuSnapshot(stack, pool);
       cpu[phase] = Object.fromEntries(Object.keys(after).map((name) => [name, round((after[name] - before[name]) / count)]));
-      log('campaign', `${phase}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, ${result.failed} of ${result.sent} failed`);
+      log(
+        'campaign',
+        `${phase}: p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms, ${result.failed} of ${result.sent} failed`,
+      );
       return result;
     };
 
@@ -230,7 +243,15 @@ export async function runCampaignBench(bench: BenchStack, settings: CampaignSett
     });
     const ratio = { p50: round(created.p50Ms / inserted.p50Ms), p99: round(created.p99Ms / inserted.p99Ms) };
     log('campaign', `gateway create / direct insert: p50 x${ratio.p50}, p99 x${ratio.p99}`);
-    return { settings, create: created, update: updated, directInsert: inserted, ratio, cpuMsPerRequest: cpu, loadAverageAfter: round(os.loadavg()[0], 1) };
+    return {
+      settings,
+      create: created,
+      update: updated,
+      directInsert: inserted,
+      ratio,
+      cpuMsPerRequest: cpu,
+      loadAverageAfter: round(os.loadavg()[0], 1),
+    };
   } finally {
     await pool.end();
   }

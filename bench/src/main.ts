@@ -45,7 +45,10 @@ type Benchmark = (typeof BENCHMARKS)[number];
 const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
 
 function selected(env: NodeJS.ProcessEnv = process.env): Set<Benchmark> {
-  const wanted = (env.BENCH_ONLY ?? BENCHMARKS.join(',')).split(',').map((name) => name.trim()).filter(Boolean);
+  const wanted = (env.BENCH_ONLY ?? BENCHMARKS.join(','))
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   const unknown = wanted.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));
   if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown ${unknown.join(', ')} (known: ${BENCHMARKS.join(', ')})`);
   return new Set(wanted as Benchmark[]);
@@ -83,7 +86,9 @@ async function main(): Promise<void> {
   const memory = new MemorySampler();
   const servers = infraServerPids();
   // The servers are shared with `npm run up` and the tests: their figures include that work.
-  memory.track('postgres server', 'shared server; private RSS (RssAnon) of the postmaster and all backends', () => postgresPrivateMb(servers.postgres));
+  memory.track('postgres server', 'shared server; private RSS (RssAnon) of the postmaster and all backends', () =>
+    postgresPrivateMb(servers.postgres),
+  );
   memory.track('kafka broker', 'shared server; VmRSS', () => statusMb(servers.kafka, 'VmRSS'));
   memory.track('clickhouse server', 'shared server; VmRSS', () => statusMb(servers.clickhouse, 'VmRSS'));
   memory.trackPid('bench client', () => process.pid);
@@ -127,14 +132,25 @@ async function main(): Promise<void> {
     ...(pipeline ? pipelineRows(pipeline, machine.cpus) : []),
     ...(campaign ? campaignRows(campaign, machine.cpus) : []),
     ...(query ? queryRows(query) : []),
-    ...Object.entries(failures).map(([name, error]): Row => ({ measure: `${name} benchmark`, result: 'not measured', target: '', verdict: 'MISSED', note: `failed: ${error}` })),
+    ...Object.entries(failures).map(([name, error]): Row => ({
+      measure: `${name} benchmark`,
+      result: 'not measured',
+      target: '',
+      verdict: 'MISSED',
+      note: `failed: ${error}`,
+    })),
     ...memoryRows(memory.results()),
   ];
   const finishedAt = new Date();
   const table = markdownTable(rows);
   console.log(`\nBenchmark suite, ${startedAt.toISOString()} (${Math.round((finishedAt.getTime() - startedAt.getTime()) / 1000)} s)`);
   console.log(machineLine(machine));
-  console.log(`Load average at the end: ${os.loadavg().map((l) => l.toFixed(2)).join(' / ')}\n`);
+  console.log(
+    `Load average at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')}\n`,
+  );
   console.log(table);
 
   fs.mkdirSync(RESULTS_DIR, { recursive: true });

@@ -55,7 +55,15 @@ export interface PipelineResult {
   endToEnd: { events: number; eventsPerSecond: number; seconds: number; webhookAcceptedEventsPerSecond: number; retriedCalls: number };
   /** CPU µs each process spent per event during the end-to-end phase. */
   cpuMicrosecondsPerEvent: Record<string, number>;
-  latencyAtHalfRate: { callsPerSecond: number; eventsPerSecond: number; calls: number; failed: number; p50Ms: number; p99Ms: number; maxMs: number };
+  latencyAtHalfRate: {
+    callsPerSecond: number;
+    eventsPerSecond: number;
+    calls: number;
+    failed: number;
+    p50Ms: number;
+    p99Ms: number;
+    maxMs: number;
+  };
   loadAverageAfter: number;
 }
 
@@ -101,10 +109,14 @@ function prepareCalls(key: crypto.KeyObject, prefix: string, categories: string[
 
 function post(url: string, { body, headers }: Call): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = http.request(`${url}/campaign-events/webhook`, { method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-    });
+    const request = http.request(
+      `${url}/campaign-events/webhook`,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': body.length } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -183,7 +195,11 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
   const say = (line: string) => log('pipeline', line);
   const clickhouse = createClickHouse(bench.clickhouse.url, bench.clickhouse.database);
   const stored = async (): Promise<number> =>
-    Number((await (await clickhouse.query({ query: 'SELECT count() AS n FROM engagement_events', format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+    Number(
+      (
+        await (await clickhouse.query({ query: 'SELECT count() AS n FROM engagement_events', format: 'JSONEachRow' })).json<{ n: string }>()
+      )[0].n,
+    );
   try {
     const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
     const categories: string[] = [];
@@ -236,8 +252,14 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
     const cpuPerEventUs = Object.fromEntries(
       Object.entries(processes).map(([name, pid]) => [name, round(((cpuMs(pid) - cpuBefore[name]) * 1000) / total, 1)]),
     );
-    say(`end to end: ${total} events in ${round(endToEndSeconds)} s = ${Math.round(endToEnd)} events/s (webhook accepted them at ${Math.round(total / acceptedSeconds)} events/s, ${rejected} calls retried)`);
-    say(`CPU µs per event: ${Object.entries(cpuPerEventUs).map(([name, us]) => `${name} ${us}`).join(', ')}`);
+    say(
+      `end to end: ${total} events in ${round(endToEndSeconds)} s = ${Math.round(endToEnd)} events/s (webhook accepted them at ${Math.round(total / acceptedSeconds)} events/s, ${rejected} calls retried)`,
+    );
+    say(
+      `CPU µs per event: ${Object.entries(cpuPerEventUs)
+        .map(([name, us]) => `${name} ${us}`)
+        .join(', ')}`,
+    );
 
     const halfRate = endToEnd / 2 / PER_CALL;
     const latencyCalls = prepareCalls(webhookKey, `latency-${suffix}`, categories, Math.ceil(halfRate * settings.latencySeconds));
@@ -270,7 +292,9 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
       p99Ms: round(percentile(sorted, 99)),
       maxMs: round(sorted[sorted.length - 1]),
     };
-    say(`webhook 202 latency at ${latency.eventsPerSecond} events/s (${latency.callsPerSecond} calls/s of ${PER_CALL}): p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms, ${failed} failed`);
+    say(
+      `webhook 202 latency at ${latency.eventsPerSecond} events/s (${latency.callsPerSecond} calls/s of ${PER_CALL}): p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms, ${failed} failed`,
+    );
 
     return {
       settings: { ...settings, perCall: PER_CALL, signed: true },

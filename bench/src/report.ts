@@ -186,7 +186,9 @@ export function queryRows(result: QueryResult): Row[] {
       const counts = perDay ? ` (the per-day counts from the rollups alone: p95 ${ms(perDay.p95Ms)})` : '';
       return `per-day counts${counts} and the page from its days' rows, side by side when the page's days are likely known, else one after the other; `;
     }
-    return addressSets ? `merging the exact address sets of one year's rollups takes p95 ${ms(addressSets.p95Ms)} in ClickHouse (openers per campaign alone); ` : '';
+    return addressSets
+      ? `merging the exact address sets of one year's rollups takes p95 ${ms(addressSets.p95Ms)} in ClickHouse (openers per campaign alone); `
+      : '';
   };
   const why = (s: QueryScenario) => `${cause(s)}load average ${s.load} when measured`;
   const row = (s: QueryScenario, targetMs: number | undefined): Row => {

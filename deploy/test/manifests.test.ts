@@ -84,7 +84,11 @@ interface PodSpec {
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
 }
 type Workload = KubeObject & {
-  spec: { replicas?: number; selector?: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+  spec: {
+    replicas?: number;
+    selector?: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+  };
 };
 type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
 
@@ -229,7 +233,9 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
     // A container without image: valid for the API, refused by the project rules.
     expect(broken((d) => delete container(d).image)).toContainEqual(expect.stringMatching(/has no image/));
     // A wrong type in a kind we only use in Jobs and HPAs.
-    const hpa = structuredClone(find(objectsOf('prod'), 'HorizontalPodAutoscaler', 'gateway')!) as KubeObject & { spec: Record<string, unknown> };
+    const hpa = structuredClone(find(objectsOf('prod'), 'HorizontalPodAutoscaler', 'gateway')!) as KubeObject & {
+      spec: Record<string, unknown>;
+    };
     hpa.spec.maxReplicas = 'ten';
     expect(problems([hpa]).join('\n')).toMatch(/maxReplicas must be integer/);
     // A kind no schema knows.
@@ -254,10 +260,7 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
       );
       expect(problems(render(dir)).join('\n')).toMatch(/Deployment\/campaign .*grpc\/port must be integer/);
 
-      fs.writeFileSync(
-        path.join(dir, 'kustomization.yaml'),
-        YAML.stringify({ resources: [base], patches: [{ path: 'missing.yaml' }] }),
-      );
+      fs.writeFileSync(path.join(dir, 'kustomization.yaml'), YAML.stringify({ resources: [base], patches: [{ path: 'missing.yaml' }] }));
       expect(() => render(dir)).toThrow(/kustomize build .* failed/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -275,11 +278,9 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
       expect(container.resources?.requests).toEqual(expect.objectContaining({ cpu: expect.any(String), memory: expect.any(String) }));
       expect(container.resources?.limits).toEqual(expect.objectContaining({ cpu: expect.any(String), memory: expect.any(String) }));
 
-      const service = find<KubeObject & { spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] } }>(
-        objects,
-        'Service',
-        process,
-      );
+      const service = find<
+        KubeObject & { spec: { selector: Record<string, string>; ports: { port: number; targetPort: string | number }[] } }
+      >(objects, 'Service', process);
       expect(service).toBeDefined();
       expect(selects({ matchLabels: service!.spec.selector }, podLabels)).toBe(true);
       const portNames = new Set((container.ports ?? []).map((p) => p.name));
@@ -320,31 +321,39 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
     }
   });
 
-  test.each(OVERLAYS)("%s: the Services dialled over gRPC are headless, so clients balance over the pods; the gateway's is not", (overlay) => {
-    const objects = objectsOf(overlay);
-    const addressVariable = (service: ServiceName): string => `${service.toUpperCase().replace('-', '_')}_GRPC_ADDR`;
-    const dialled = SERVICES.filter((service) =>
-      PROCESSES.some((process) => process !== service && envValue(deployment(objects, process).spec.template.spec.containers[0], objects, addressVariable(service))),
-    );
-    expect([...dialled].sort()).toEqual(['analytics', 'brand-guide', 'campaign', 'identity']);
-    type ServiceSpec = { clusterIP?: string; ports: { port: number; targetPort: string | number }[] };
-    for (const service of dialled) {
-      const { spec } = find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', service)!;
-      expect(`${service} clusterIP: ${spec.clusterIP}`).toBe(`${service} clusterIP: None`);
-      // A headless Service maps no ports: clients reach the container's port under the Service's number.
-      const container = deployment(objects, service).spec.template.spec.containers[0];
-      for (const port of spec.ports) expect(port.port).toBe(container.ports?.find((p) => p.name === port.targetPort)?.containerPort);
-    }
-    // The gateway's Service keeps its virtual IP, which maps port 80 to the container's 8080.
-    expect(find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', 'gateway')!.spec.clusterIP).toBeUndefined();
-  });
+  test.each(OVERLAYS)(
+    "%s: the Services dialled over gRPC are headless, so clients balance over the pods; the gateway's is not",
+    (overlay) => {
+      const objects = objectsOf(overlay);
+      const addressVariable = (service: ServiceName): string => `${service.toUpperCase().replace('-', '_')}_GRPC_ADDR`;
+      const dialled = SERVICES.filter((service) =>
+        PROCESSES.some(
+          (process) =>
+            process !== service &&
+            envValue(deployment(objects, process).spec.template.spec.containers[0], objects, addressVariable(service)),
+        ),
+      );
+      expect([...dialled].sort()).toEqual(['analytics', 'brand-guide', 'campaign', 'identity']);
+      type ServiceSpec = { clusterIP?: string; ports: { port: number; targetPort: string | number }[] };
+      for (const service of dialled) {
+        const { spec } = find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', service)!;
+        expect(`${service} clusterIP: ${spec.clusterIP}`).toBe(`${service} clusterIP: None`);
+        // A headless Service maps no ports: clients reach the container's port under the Service's number.
+        const container = deployment(objects, service).spec.template.spec.containers[0];
+        for (const port of spec.ports) expect(port.port).toBe(container.ports?.find((p) => p.name === port.targetPort)?.containerPort);
+      }
+      // The gateway's Service keeps its virtual IP, which maps port 80 to the container's 8080.
+      expect(find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', 'gateway')!.spec.clusterIP).toBeUndefined();
+    },
+  );
 
   test.each(OVERLAYS)('%s: autoscalers, disruption budgets and replica counts', (overlay) => {
     const objects = objectsOf(overlay);
     for (const process of PROCESSES) {
       const d = deployment(objects, process);
       const pdb = objects.find(
-        (o) => o.kind === 'PodDisruptionBudget' && selects((o.spec as { selector: LabelSelector }).selector, d.spec.template.metadata.labels),
+        (o) =>
+          o.kind === 'PodDisruptionBudget' && selects((o.spec as { selector: LabelSelector }).selector, d.spec.template.metadata.labels),
       );
       expect(`${process}: ${pdb ? 'has' : 'has no'} PodDisruptionBudget`).toBe(`${process}: has PodDisruptionBudget`);
       const hpa = objects.find(
@@ -369,7 +378,10 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
 
   test.each(OVERLAYS)('%s: only the gateway reaches the gRPC ports (and ingestion reaches campaign)', (overlay) => {
     const objects = objectsOf(overlay);
-    type Rule = { from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: unknown }[]; ports?: { port?: string | number }[] };
+    type Rule = {
+      from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: unknown }[];
+      ports?: { port?: string | number }[];
+    };
     const policies = objects.filter((o) => o.kind === 'NetworkPolicy') as (KubeObject & {
       spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: Rule[] };
     })[];
@@ -398,26 +410,33 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
     }
   });
 
-  test.each(OVERLAYS)('%s: configuration comes from the generated ConfigMap and the Secret mail-secrets, which git never holds', (overlay) => {
-    const objects = objectsOf(overlay);
-    expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
-    for (const workload of workloads(objects)) {
-      for (const container of workload.spec.template.spec.containers) {
-        for (const entry of container.env ?? []) {
-          const where = `${workload.kind}/${workload.metadata.name} ${container.name} ${entry.name}`;
-          const configRef = entry.valueFrom?.configMapKeyRef;
-          if (configRef) {
-            const configMap = find(objects, 'ConfigMap', configRef.name!);
-            expect(`${where}: ${configMap ? 'found' : 'missing'} ConfigMap ${configRef.name}`).toBe(`${where}: found ConfigMap ${configRef.name}`);
-            expect(Object.keys(configMap!.data as object)).toContain(configRef.key);
+  test.each(OVERLAYS)(
+    '%s: configuration comes from the generated ConfigMap and the Secret mail-secrets, which git never holds',
+    (overlay) => {
+      const objects = objectsOf(overlay);
+      expect(objects.filter((o) => o.kind === 'Secret')).toEqual([]);
+      for (const workload of workloads(objects)) {
+        for (const container of workload.spec.template.spec.containers) {
+          for (const entry of container.env ?? []) {
+            const where = `${workload.kind}/${workload.metadata.name} ${container.name} ${entry.name}`;
+            const configRef = entry.valueFrom?.configMapKeyRef;
+            if (configRef) {
+              const configMap = find(objects, 'ConfigMap', configRef.name!);
+              expect(`${where}: ${configMap ? 'found' : 'missing'} ConfigMap ${configRef.name}`).toBe(
+                `${where}: found ConfigMap ${configRef.name}`,
+              );
+              expect(Object.keys(configMap!.data as object)).toContain(configRef.key);
+            }
+            const secretRef = entry.valueFrom?.secretKeyRef;
+            if (secretRef)
+              expect(`${where}: ${secretRef.name}/${secretRef.key}`).toMatch(new RegExp(`: ${SECRET_NAME}/(${SECRET_KEYS.join('|')})$`));
+            if (SECRET_KEYS.includes(entry.name))
+              expect(`${where} from a Secret: ${Boolean(secretRef)}`).toBe(`${where} from a Secret: true`);
           }
-          const secretRef = entry.valueFrom?.secretKeyRef;
-          if (secretRef) expect(`${where}: ${secretRef.name}/${secretRef.key}`).toMatch(new RegExp(`: ${SECRET_NAME}/(${SECRET_KEYS.join('|')})$`));
-          if (SECRET_KEYS.includes(entry.name)) expect(`${where} from a Secret: ${Boolean(secretRef)}`).toBe(`${where} from a Secret: true`);
         }
       }
-    }
-  });
+    },
+  );
 
   test('prod runs NODE_ENV=production without dev auth, on a pinned image; dev auth appears only outside prod', () => {
     const prod = objectsOf('prod');
@@ -435,7 +454,9 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
       const container = deployment(objects, 'gateway').spec.template.spec.containers[0];
       // The gateway refuses this combination at start-up; the manifests must not ship it.
       const devAuth = ['1', 'true', 'yes', 'on'].includes(envValue(container, objects, 'DEV_AUTH_ENABLED')?.toLowerCase() ?? '');
-      expect(`${overlay}: dev auth ${devAuth}, NODE_ENV ${envValue(container, objects, 'NODE_ENV')}`).not.toMatch(/dev auth true, NODE_ENV production/);
+      expect(`${overlay}: dev auth ${devAuth}, NODE_ENV ${envValue(container, objects, 'NODE_ENV')}`).not.toMatch(
+        /dev auth true, NODE_ENV production/,
+      );
     }
   });
 
@@ -445,31 +466,36 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
     for (const [process, variables] of requiredByProcess()) {
       const names = envNames(deployment(objects, process).spec.template.spec.containers[0], objects);
       for (const variable of variables) {
-        if (!names.has(variable)) missing.push(`${process} reads ${variable} (${sources(variable, process)}) but its Deployment does not set it`);
+        if (!names.has(variable))
+          missing.push(`${process} reads ${variable} (${sources(variable, process)}) but its Deployment does not set it`);
       }
     }
     expect(missing).toEqual([]);
   });
 
-  test.each(OVERLAYS)('%s: the setup Jobs: migrations (MIGRATE_ONLY=1) for each PostgreSQL service, Kafka topics, ClickHouse schema', (overlay) => {
-    const objects = objectsOf(overlay);
-    const postgresServices = [...requiredByProcess()].filter(([, v]) => v.has('DATABASE_URL')).map(([p]) => p);
-    expect(postgresServices.length).toBeGreaterThan(0);
-    const migrate = find<Workload>(objects, 'Job', JOB_ONLY_VARIABLES.MIGRATE_ONLY);
-    const containers = migrate!.spec.template.spec.containers;
-    expect(containers.map((c) => envValue(c, objects, 'SERVICE')).sort()).toEqual([...postgresServices].sort());
-    for (const container of containers) {
-      expect(envValue(container, objects, 'MIGRATE_ONLY')).toBe('1');
-      expect(envNames(container, objects)).toContain('DATABASE_URL');
-    }
-    const topics = find<Workload>(objects, 'Job', 'kafka-topics')!.spec.template.spec.containers[0];
-    expect(topics.image).toMatch(/^apache\/kafka:/);
-    expect(JSON.stringify(topics)).toContain('kafka-topics.sh');
-    for (const variable of ['KAFKA_BROKERS', 'KAFKA_EVENTS_TOPIC', 'KAFKA_DLQ_TOPIC']) expect(envNames(topics, objects)).toContain(variable);
-    const clickhouse = find<Workload>(objects, 'Job', 'clickhouse-schema')!.spec.template.spec.containers[0];
-    expect(JSON.stringify(clickhouse)).toContain('ensureEventSchema');
-    for (const variable of ['CLICKHOUSE_URL', 'CLICKHOUSE_DATABASE']) expect(envNames(clickhouse, objects)).toContain(variable);
-  });
+  test.each(OVERLAYS)(
+    '%s: the setup Jobs: migrations (MIGRATE_ONLY=1) for each PostgreSQL service, Kafka topics, ClickHouse schema',
+    (overlay) => {
+      const objects = objectsOf(overlay);
+      const postgresServices = [...requiredByProcess()].filter(([, v]) => v.has('DATABASE_URL')).map(([p]) => p);
+      expect(postgresServices.length).toBeGreaterThan(0);
+      const migrate = find<Workload>(objects, 'Job', JOB_ONLY_VARIABLES.MIGRATE_ONLY);
+      const containers = migrate!.spec.template.spec.containers;
+      expect(containers.map((c) => envValue(c, objects, 'SERVICE')).sort()).toEqual([...postgresServices].sort());
+      for (const container of containers) {
+        expect(envValue(container, objects, 'MIGRATE_ONLY')).toBe('1');
+        expect(envNames(container, objects)).toContain('DATABASE_URL');
+      }
+      const topics = find<Workload>(objects, 'Job', 'kafka-topics')!.spec.template.spec.containers[0];
+      expect(topics.image).toMatch(/^apache\/kafka:/);
+      expect(JSON.stringify(topics)).toContain('kafka-topics.sh');
+      for (const variable of ['KAFKA_BROKERS', 'KAFKA_EVENTS_TOPIC', 'KAFKA_DLQ_TOPIC'])
+        expect(envNames(topics, objects)).toContain(variable);
+      const clickhouse = find<Workload>(objects, 'Job', 'clickhouse-schema')!.spec.template.spec.containers[0];
+      expect(JSON.stringify(clickhouse)).toContain('ensureEventSchema');
+      for (const variable of ['CLICKHOUSE_URL', 'CLICKHOUSE_DATABASE']) expect(envNames(clickhouse, objects)).toContain(variable);
+    },
+  );
 });
 
 describe('docker-compose.yml', () => {
@@ -497,8 +523,12 @@ describe('docker-compose.yml', () => {
       return validator.validate(copy);
     };
     expect(broken((c) => (c.services.gateway.restart_policy = 'always'))).not.toEqual([]);
-    expect(broken((c) => ((c.services.gateway.healthcheck as Record<string, unknown>).interval = 5)).join('\n')).toMatch(/interval must be string/);
-    expect(broken((c) => ((c.services.gateway.depends_on as Record<string, { condition: string }>).identity.condition = 'service_ready'))).not.toEqual([]);
+    expect(broken((c) => ((c.services.gateway.healthcheck as Record<string, unknown>).interval = 5)).join('\n')).toMatch(
+      /interval must be string/,
+    );
+    expect(
+      broken((c) => ((c.services.gateway.depends_on as Record<string, { condition: string }>).identity.condition = 'service_ready')),
+    ).not.toEqual([]);
     expect(() => interpolate('${UNCLOSED', {})).toThrow(/unclosed/);
     expect(interpolate('${A:-${B:-x}}-$$HOME', {})).toBe('x-$HOME');
   });
@@ -550,7 +580,8 @@ describe('docker-compose.yml', () => {
     for (const [process, variables] of requiredByProcess()) {
       const env = composeEnvironment(compose.services[process]);
       for (const variable of variables) {
-        if (!(variable in env)) missing.push(`${process} reads ${variable} (${sources(variable, process)}) but docker-compose.yml does not set it`);
+        if (!(variable in env))
+          missing.push(`${process} reads ${variable} (${sources(variable, process)}) but docker-compose.yml does not set it`);
       }
     }
     expect(missing).toEqual([]);
@@ -607,7 +638,10 @@ describe('Dockerfile', () => {
   });
 
   test('the build context leaves out dependencies, build output, local state and secrets', () => {
-    const ignored = fs.readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
+    const ignored = fs
+      .readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim());
     for (const pattern of ['.git', '.state', '**/node_modules', '**/dist', '.env']) expect(ignored).toContain(pattern);
   });
 
@@ -629,14 +663,17 @@ describe('README configuration table', () => {
     for (const [process, variables] of variablesByProcess(reads)) {
       for (const variable of variables) {
         const row = rows.get(variable);
-        if (!row) problemsFound.push(`${variable} (read by ${process}: ${sources(variable, process)}) is missing from the table in ${file}`);
+        if (!row)
+          problemsFound.push(`${variable} (read by ${process}: ${sources(variable, process)}) is missing from the table in ${file}`);
         else if (!readByMentions(row.readByCell, process)) problemsFound.push(`${file}: ${variable} does not say that ${process} reads it`);
       }
     }
     for (const read of reads) {
       const row = rows.get(read.variable);
       if (row && read.codeDefault !== undefined && read.codeDefault !== '' && !row.defaultCell.includes(read.codeDefault)) {
-        problemsFound.push(`${file}: the default of ${read.variable} is ${read.codeDefault} in ${read.source}, the table says ${row.defaultCell}`);
+        problemsFound.push(
+          `${file}: the default of ${read.variable} is ${read.codeDefault} in ${read.source}, the table says ${row.defaultCell}`,
+        );
       }
     }
     expect(problemsFound).toEqual([]);

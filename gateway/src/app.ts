@@ -105,7 +105,10 @@ function redirectSlashes(matchOperation: (method: string, path: string) => Match
     // As Starlette redirects: the absolute URL (from the Host header), no body.
     const target = other + req.url.slice(req.path.length);
     const host = req.get('host');
-    res.status(307).location(host ? `${req.protocol}://${host}${target}` : target).end();
+    res
+      .status(307)
+      .location(host ? `${req.protocol}://${host}${target}` : target)
+      .end();
   };
 }
 

@@ -120,7 +120,9 @@ describe('oversized bodies', () => {
   });
 
   it('answers 413 to a 1M-element csv_account_ids at once', async () => {
-    const { result, ms } = await timed(() => send('POST', '/email-campaigns/', campaign({ csv_account_ids: Array(1_000_000).fill('1') }), JSON_TYPE));
+    const { result, ms } = await timed(() =>
+      send('POST', '/email-campaigns/', campaign({ csv_account_ids: Array(1_000_000).fill('1') }), JSON_TYPE),
+    );
     expect(result).toEqual(TOO_LARGE);
     expect(ms).toBeLessThan(5_000);
   });
@@ -132,14 +134,22 @@ describe('oversized bodies', () => {
       status: 422,
       body: {
         detail: [
-          { type: 'string_too_long', loc: ['body', 'name'], msg: 'String should have at most 200 characters', input: name, ctx: { max_length: 200 } },
+          {
+            type: 'string_too_long',
+            loc: ['body', 'name'],
+            msg: 'String should have at most 200 characters',
+            input: name,
+            ctx: { max_length: 200 },
+          },
         ],
       },
     });
   });
 
-  it('answers 431 in the contract\'s shape to a query string over 16 KB (refused by the HTTP parser)', async () => {
-    const response = await fetch(`${target.gateway}/brand-guides/?q=${'q'.repeat(100_000)}`, { headers: { workspace_id: target.workspaceId } });
+  it("answers 431 in the contract's shape to a query string over 16 KB (refused by the HTTP parser)", async () => {
+    const response = await fetch(`${target.gateway}/brand-guides/?q=${'q'.repeat(100_000)}`, {
+      headers: { workspace_id: target.workspaceId },
+    });
     expect({ status: response.status, type: response.headers.get('content-type'), body: await response.json() }).toEqual({
       status: 431,
       type: 'application/json',
@@ -156,7 +166,12 @@ describe('bodies that fail validation in very many places', () => {
     const { result, ms } = await timed(() => send('POST', '/email-campaigns/', body, JSON_TYPE));
     expect(result.status).toBe(422);
     expect(entries(result)).toHaveLength(1_000);
-    expect(entries(result)[999]).toEqual({ type: 'string_type', loc: ['body', 'csv_account_ids', 999], msg: 'Input should be a valid string', input: 1 });
+    expect(entries(result)[999]).toEqual({
+      type: 'string_type',
+      loc: ['body', 'csv_account_ids', 999],
+      msg: 'Input should be a valid string',
+      input: 1,
+    });
     expect(JSON.stringify(result.body).length).toBeLessThan(150_000);
     expect(ms).toBeLessThan(5_000);
   });
@@ -204,7 +219,9 @@ describe('bodies Python could not decode', () => {
   it('answers 400 to bytes invalid in the charset the Content-Type names, and reads valid UTF-16', async () => {
     const broken = Buffer.concat([Buffer.from('{"name":"a', 'utf16le'), Buffer.from([0x00, 0xdc]), Buffer.from('"}', 'utf16le')]);
     expect(await send('POST', '/brand-guides/', broken, { 'content-type': 'application/json; charset=utf-16le' })).toEqual(PARSE_FAILED);
-    const valid = await send('POST', '/brand-guides/', Buffer.from('{"name":"utf16"}', 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' });
+    const valid = await send('POST', '/brand-guides/', Buffer.from('{"name":"utf16"}', 'utf16le'), {
+      'content-type': 'application/json; charset=utf-16le',
+    });
     expect(valid).toMatchObject({ status: 201, body: { name: 'utf16' } });
   });
 });
@@ -221,7 +238,14 @@ describe('wrong content types', () => {
     expect(await send('POST', '/brand-guides/', body, { 'content-type': type })).toEqual({
       status: 422,
       body: {
-        detail: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: body }],
+        detail: [
+          {
+            type: 'model_attributes_type',
+            loc: ['body'],
+            msg: 'Input should be a valid dictionary or object to extract fields from',
+            input: body,
+          },
+        ],
       },
     });
   });
@@ -234,14 +258,21 @@ describe('wrong content types', () => {
   });
 
   it('answers 415 to a JSON body in a charset it cannot decode', async () => {
-    expect(await send('POST', '/brand-guides/', '{"name":"latin"}', { 'content-type': 'application/json; charset=latin1' })).toEqual(UNSUPPORTED);
+    expect(await send('POST', '/brand-guides/', '{"name":"latin"}', { 'content-type': 'application/json; charset=latin1' })).toEqual(
+      UNSUPPORTED,
+    );
   });
 
   it('reads the webhook body as JSON whatever its Content-Type: a JSON array passes, XML is json_invalid', async () => {
-    expect(await send('POST', '/campaign-events/webhook', '[]', { 'content-type': 'text/plain' })).toEqual({ status: 202, body: { accepted: 0 } });
+    expect(await send('POST', '/campaign-events/webhook', '[]', { 'content-type': 'text/plain' })).toEqual({
+      status: 202,
+      body: { accepted: 0 },
+    });
     expect(await send('POST', '/campaign-events/webhook', '<events/>', { 'content-type': 'application/xml' })).toEqual({
       status: 422,
-      body: { detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }] },
+      body: {
+        detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }],
+      },
     });
   });
 });
@@ -263,7 +294,12 @@ describe('null bytes', () => {
       send('POST', '/workspaces/', JSON.stringify({ name: 'w\u0000' }), JSON_TYPE),
       send('PUT', `/workspaces/${target.workspaceId}`, JSON.stringify({ name: '\u0000' }), JSON_TYPE),
       send('POST', '/users/', JSON.stringify({ email, display_name: 'u\u0000' }), JSON_TYPE),
-      send('POST', `/workspaces/${target.workspaceId}/members`, JSON.stringify({ email, display_name: 'm\u0000', role: 'viewer' }), JSON_TYPE),
+      send(
+        'POST',
+        `/workspaces/${target.workspaceId}/members`,
+        JSON.stringify({ email, display_name: 'm\u0000', role: 'viewer' }),
+        JSON_TYPE,
+      ),
     ]);
     expect(answers).toEqual([
       nulRefused('name', 'w\u0000'),
@@ -272,15 +308,23 @@ describe('null bytes', () => {
       nulRefused('display_name', 'm\u0000'),
     ]);
     const badEmail = await send('POST', '/users/', JSON.stringify({ email: 'n\u0000@example.com' }), JSON_TYPE);
-    expect(badEmail).toMatchObject({ status: 422, body: { detail: [{ type: 'value_error', loc: ['body', 'email'], input: 'n\u0000@example.com' }] } });
+    expect(badEmail).toMatchObject({
+      status: 422,
+      body: { detail: [{ type: 'value_error', loc: ['body', 'email'], input: 'n\u0000@example.com' }] },
+    });
   });
 
   it('finds nothing for NUL in list filters', async () => {
     const empty = { status: 200, body: { items: [], total: 0, page: 1, page_size: 50 } };
     const answers = await Promise.all(
-      ['/brand-guides/?q=a%00b', '/email-campaigns/?q=%00', '/campaign-events/?email=a%00b', '/suppressions/?email=%00', '/workspaces/?q=%00', '/users/?q=a%00'].map(
-        (path) => send('GET', path),
-      ),
+      [
+        '/brand-guides/?q=a%00b',
+        '/email-campaigns/?q=%00',
+        '/campaign-events/?email=a%00b',
+        '/suppressions/?email=%00',
+        '/workspaces/?q=%00',
+        '/users/?q=a%00',
+      ].map((path) => send('GET', path)),
     );
     expect(answers).toEqual([empty, empty, empty, empty, empty, empty]);
   });
@@ -302,7 +346,7 @@ describe('null bytes', () => {
     });
   });
 
-  it('answers 400 in the contract\'s shape, and closes, for NUL in a header value, a header name or the raw request line', async () => {
+  it("answers 400 in the contract's shape, and closes, for NUL in a header value, a header name or the raw request line", async () => {
     const head = (requestLine: string, header: string) => `${requestLine}\r\nHost: gateway\r\n${header}\r\nConnection: close\r\n\r\n`;
     expect(await raw(head('GET /brand-guides/ HTTP/1.1', `workspace_id: ${target.workspaceId}\u0000`))).toBe(PARSER_400);
     expect(await raw(head('GET /brand-guides/ HTTP/1.1', `work\u0000space_id: ${target.workspaceId}`))).toBe(PARSER_400);
@@ -315,7 +359,13 @@ describe('invalid percent-encoding', () => {
     status: 422,
     body: {
       detail: [
-        { type: 'uuid_parsing', loc: ['path', 'id'], msg: expect.stringContaining('Input should be a valid UUID'), input, ctx: { error: expect.any(String) } },
+        {
+          type: 'uuid_parsing',
+          loc: ['path', 'id'],
+          msg: expect.stringContaining('Input should be a valid UUID'),
+          input,
+          ctx: { error: expect.any(String) },
+        },
       ],
     },
   });
@@ -405,27 +455,83 @@ describe('what Schemathesis found', () => {
 describe('a burst of 1,000 concurrent requests, valid and invalid', () => {
   it('answers each with its own 2xx/4xx (or 503), never another 5xx, and the gateway stays up', async () => {
     const existing = (await send('POST', '/brand-guides/', JSON.stringify({ name: 'burst' }), JSON_TYPE)).body as { id: string };
-    const event = (i: number) => ({ email: `burst-${i}@example.com`, event: 'open', timestamp: 1_763_719_200, sg_event_id: `burst-${crypto.randomUUID()}` });
+    const event = (i: number) => ({
+      email: `burst-${i}@example.com`,
+      event: 'open',
+      timestamp: 1_763_719_200,
+      sg_event_id: `burst-${crypto.randomUUID()}`,
+    });
     const kinds: Array<{ name: string; request: (i: number) => Promise<Answer>; expected: Answer | ((answer: Answer) => void) }> = [
-      { name: 'list', request: () => send('GET', '/brand-guides/?page_size=5'), expected: (a) => expect(a).toMatchObject({ status: 200, body: { page_size: 5 } }) },
-      { name: 'read', request: () => send('GET', `/brand-guides/${existing.id}`), expected: (a) => expect(a).toMatchObject({ status: 200, body: { id: existing.id } }) },
-      { name: 'create', request: (i) => send('POST', '/brand-guides/', JSON.stringify({ name: `burst ${i}` }), JSON_TYPE), expected: (a) => expect(a).toMatchObject({ status: 201, body: { name: expect.stringMatching(/^burst \d+$/) } }) },
-      { name: 'absent', request: () => send('GET', `/brand-guides/${crypto.randomUUID()}`), expected: { status: 404, body: { detail: 'Brand guide not found' } } },
-      { name: 'invalid', request: () => send('POST', '/brand-guides/', JSON.stringify({ name: 7 }), JSON_TYPE), expected: { status: 422, body: { detail: [{ type: 'string_type', loc: ['body', 'name'], msg: 'Input should be a valid string', input: 7 }] } } },
-      { name: 'malformed', request: () => send('POST', '/brand-guides/', '{"name":', JSON_TYPE), expected: { status: 422, body: { detail: [{ type: 'json_invalid', loc: ['body', 8], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }] } } },
-      { name: 'not utf-8', request: () => send('POST', '/brand-guides/', Buffer.from([0x7b, 0xff, 0x7d]), JSON_TYPE), expected: PARSE_FAILED },
+      {
+        name: 'list',
+        request: () => send('GET', '/brand-guides/?page_size=5'),
+        expected: (a) => expect(a).toMatchObject({ status: 200, body: { page_size: 5 } }),
+      },
+      {
+        name: 'read',
+        request: () => send('GET', `/brand-guides/${existing.id}`),
+        expected: (a) => expect(a).toMatchObject({ status: 200, body: { id: existing.id } }),
+      },
+      {
+        name: 'create',
+        request: (i) => send('POST', '/brand-guides/', JSON.stringify({ name: `burst ${i}` }), JSON_TYPE),
+        expected: (a) => expect(a).toMatchObject({ status: 201, body: { name: expect.stringMatching(/^burst \d+$/) } }),
+      },
+      {
+        name: 'absent',
+        request: () => send('GET', `/brand-guides/${crypto.randomUUID()}`),
+        expected: { status: 404, body: { detail: 'Brand guide not found' } },
+      },
+      {
+        name: 'invalid',
+        request: () => send('POST', '/brand-guides/', JSON.stringify({ name: 7 }), JSON_TYPE),
+        expected: {
+          status: 422,
+          body: { detail: [{ type: 'string_type', loc: ['body', 'name'], msg: 'Input should be a valid string', input: 7 }] },
+        },
+      },
+      {
+        name: 'malformed',
+        request: () => send('POST', '/brand-guides/', '{"name":', JSON_TYPE),
+        expected: {
+          status: 422,
+          body: {
+            detail: [{ type: 'json_invalid', loc: ['body', 8], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting value' } }],
+          },
+        },
+      },
+      {
+        name: 'not utf-8',
+        request: () => send('POST', '/brand-guides/', Buffer.from([0x7b, 0xff, 0x7d]), JSON_TYPE),
+        expected: PARSE_FAILED,
+      },
       {
         name: 'media type',
         request: () => send('POST', '/brand-guides/', 'name=x', { 'content-type': 'text/plain' }),
         expected: {
           status: 422,
           body: {
-            detail: [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'name=x' }],
+            detail: [
+              {
+                type: 'model_attributes_type',
+                loc: ['body'],
+                msg: 'Input should be a valid dictionary or object to extract fields from',
+                input: 'name=x',
+              },
+            ],
           },
         },
       },
-      { name: 'webhook', request: (i) => send('POST', '/campaign-events/webhook', JSON.stringify([event(i), event(i)]), JSON_TYPE), expected: { status: 202, body: { accepted: 2 } } },
-      { name: 'events', request: () => send('GET', '/campaign-events/?page_size=5'), expected: (a) => expect(a).toMatchObject({ status: 200, body: { page_size: 5 } }) },
+      {
+        name: 'webhook',
+        request: (i) => send('POST', '/campaign-events/webhook', JSON.stringify([event(i), event(i)]), JSON_TYPE),
+        expected: { status: 202, body: { accepted: 2 } },
+      },
+      {
+        name: 'events',
+        request: () => send('GET', '/campaign-events/?page_size=5'),
+        expected: (a) => expect(a).toMatchObject({ status: 200, body: { page_size: 5 } }),
+      },
     ];
 
     const started = Date.now();
@@ -450,7 +556,8 @@ describe('a burst of 1,000 concurrent requests, valid and invalid', () => {
       }
       if (answer.status === 503) {
         unavailable++;
-        if (typeof (answer.body as { detail?: unknown })?.detail !== 'string') unexpected.push(`${kind.name}: 503 ${JSON.stringify(answer.body)}`);
+        if (typeof (answer.body as { detail?: unknown })?.detail !== 'string')
+          unexpected.push(`${kind.name}: 503 ${JSON.stringify(answer.body)}`);
         continue;
       }
       try {

@@ -69,7 +69,10 @@ it('applies the PUT rules: omitted unchanged, null clears description and prompt
   expect(renamed.body.updated_at > guide.updated_at).toBe(true);
 
   const nulls = await api('PUT', `/brand-guides/${guide.id}`, { name: null, is_active: null, description: null, prompt_content: null });
-  expect(nulls).toMatchObject({ status: 200, body: { ...guide, name: 'After', description: null, prompt_content: null, updated_at: TIMESTAMP } });
+  expect(nulls).toMatchObject({
+    status: 200,
+    body: { ...guide, name: 'After', description: null, prompt_content: null, updated_at: TIMESTAMP },
+  });
 
   const activated = await api('PUT', `/brand-guides/${guide.id}`, { is_active: true, description: 'again' });
   expect(activated.body).toMatchObject({ name: 'After', is_active: true, description: 'again', prompt_content: null });
@@ -84,7 +87,17 @@ it('validates name and prompt_content with exact 422 entries', async () => {
   });
   expect(await api('POST', '/brand-guides/', { name: '' })).toMatchObject({
     status: 422,
-    body: { detail: [{ type: 'string_too_short', loc: ['body', 'name'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } }] },
+    body: {
+      detail: [
+        {
+          type: 'string_too_short',
+          loc: ['body', 'name'],
+          msg: 'String should have at least 1 character',
+          input: '',
+          ctx: { min_length: 1 },
+        },
+      ],
+    },
   });
   const guide = await create();
   const long = 'p'.repeat(100_001);
@@ -92,9 +105,26 @@ it('validates name and prompt_content with exact 422 entries', async () => {
     status: 422,
     body: {
       detail: [
-        { type: 'string_too_long', loc: ['body', 'name'], msg: 'String should have at most 200 characters', input: 'n'.repeat(201), ctx: { max_length: 200 } },
-        { type: 'string_too_long', loc: ['body', 'prompt_content'], msg: 'String should have at most 100000 characters', input: long, ctx: { max_length: 100_000 } },
-        { type: 'bool_parsing', loc: ['body', 'is_active'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'maybe' },
+        {
+          type: 'string_too_long',
+          loc: ['body', 'name'],
+          msg: 'String should have at most 200 characters',
+          input: 'n'.repeat(201),
+          ctx: { max_length: 200 },
+        },
+        {
+          type: 'string_too_long',
+          loc: ['body', 'prompt_content'],
+          msg: 'String should have at most 100000 characters',
+          input: long,
+          ctx: { max_length: 100_000 },
+        },
+        {
+          type: 'bool_parsing',
+          loc: ['body', 'is_active'],
+          msg: 'Input should be a valid boolean, unable to interpret input',
+          input: 'maybe',
+        },
       ],
     },
   });
@@ -105,7 +135,13 @@ it('reports a NUL character with the other failing fields', async () => {
     status: 422,
     body: {
       detail: [
-        { type: 'value_error', loc: ['body', 'name'], msg: 'Value error, text must not contain NUL (\\u0000) characters', input: 'a\u0000b', ctx: { error: {} } },
+        {
+          type: 'value_error',
+          loc: ['body', 'name'],
+          msg: 'Value error, text must not contain NUL (\\u0000) characters',
+          input: 'a\u0000b',
+          ctx: { error: {} },
+        },
         { type: 'bool_parsing', loc: ['body', 'is_active'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'x' },
       ],
     },
@@ -120,7 +156,8 @@ it('lists newest first, paged, filtered', async () => {
   ] as const) {
     await create({ name, is_active }, workspaceB);
   }
-  const names = async (query: string) => (await api('GET', `/brand-guides/?${query}`, undefined, workspaceB)).body.items.map((g: Json) => g.name);
+  const names = async (query: string) =>
+    (await api('GET', `/brand-guides/?${query}`, undefined, workspaceB)).body.items.map((g: Json) => g.name);
   expect(await names('')).toEqual(['Legal', 'Casual VOICE', 'Formal voice']);
   expect((await api('GET', '/brand-guides/?page=2&page_size=2', undefined, workspaceB)).body).toEqual({
     items: [expect.objectContaining({ name: 'Formal voice' })],

@@ -153,7 +153,9 @@ describe('create and read', () => {
     const filtered = await api('GET', '/email-campaigns/?q=news&is_active=true', undefined, workspace);
     expect(filtered.body).toEqual({ items: [expect.objectContaining({ name: 'Weekly news' })], total: 1, page: 1, page_size: 50 });
     expect((await api('GET', '/email-campaigns/?q=NEWS', undefined, workspace)).body.total).toBe(2);
-    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual(['Daily NEWS']);
+    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual([
+      'Daily NEWS',
+    ]);
     const redirect = await api('GET', '/email-campaigns?q=news', undefined, workspace);
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${gatewayUrl}/email-campaigns/?q=news`);
@@ -186,7 +188,9 @@ describe('create and read', () => {
 
   it('gives a provider_category_id to one of many concurrent creates, 409 to the others', async () => {
     const attempts = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: `racer ${i}`, provider_category_id: 'raced-category' })),
+      Array.from({ length: 6 }, (_, i) =>
+        api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: `racer ${i}`, provider_category_id: 'raced-category' }),
+      ),
     );
     expect(attempts.map((attempt) => attempt.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
   });
@@ -194,9 +198,9 @@ describe('create and read', () => {
   it('answers 409 for a provider_category_id used anywhere, on create and on update', async () => {
     await create({ provider_category_id: 'taken-category' });
     const conflict = { status: 409, body: { detail: 'Another campaign already uses this provider_category_id' } };
-    expect(await api('POST', '/email-campaigns/', { workspace_id: workspaceB, name: 'x', provider_category_id: 'taken-category' }, workspaceB)).toEqual(
-      expect.objectContaining(conflict),
-    );
+    expect(
+      await api('POST', '/email-campaigns/', { workspace_id: workspaceB, name: 'x', provider_category_id: 'taken-category' }, workspaceB),
+    ).toEqual(expect.objectContaining(conflict));
     const other = await create();
     expect(await put(other.id, { provider_category_id: 'taken-category' })).toMatchObject(conflict);
   });
@@ -266,11 +270,7 @@ describe('update', () => {
   it('adds, rewrites and removes variants in one PUT', async () => {
     const campaign = await create({
       delivery_mode: 'variants',
-      variants: [
-        { template_id: 'keep', weight: 2, label: 'K' },
-        { template_id: 'drop' },
-        { template_id: 'rewrite', label: 'old' },
-      ],
+      variants: [{ template_id: 'keep', weight: 2, label: 'K' }, { template_id: 'drop' }, { template_id: 'rewrite', label: 'old' }],
     });
     const [keep, drop, rewrite] = campaign.variants;
     const answer = await put(campaign.id, {
@@ -291,7 +291,12 @@ describe('update', () => {
   });
 
   it('updates only the fields a variant item with an id gives: omitted unchanged, null clears the label only', async () => {
-    const campaign = await create({ variants: [{ template_id: 't1', weight: 7, label: 'A', is_active: false }, { template_id: 't2', label: 'B' }] });
+    const campaign = await create({
+      variants: [
+        { template_id: 't1', weight: 7, label: 'A', is_active: false },
+        { template_id: 't2', label: 'B' },
+      ],
+    });
     const [first, second] = campaign.variants;
     const answer = await put(campaign.id, {
       variants: [
@@ -310,7 +315,9 @@ describe('update', () => {
     const campaign = await create({ variants: [] });
     expect(await put(campaign.id, { variants: [{ weight: 2, label: 'x' }] })).toMatchObject({
       status: 422,
-      body: { detail: [{ type: 'missing', loc: ['body', 'variants', 0, 'template_id'], msg: 'Field required', input: { weight: 2, label: 'x' } }] },
+      body: {
+        detail: [{ type: 'missing', loc: ['body', 'variants', 0, 'template_id'], msg: 'Field required', input: { weight: 2, label: 'x' } }],
+      },
     });
   });
 
@@ -327,7 +334,11 @@ describe('update', () => {
   });
 
   it('keeps a true is_active sent as null, and the variants when the key is omitted', async () => {
-    const campaign = await create({ is_active: true, delivery_mode: 'variants', variants: [{ template_id: 'a', weight: 3, label: 'A' }, { template_id: 'b' }] });
+    const campaign = await create({
+      is_active: true,
+      delivery_mode: 'variants',
+      variants: [{ template_id: 'a', weight: 3, label: 'A' }, { template_id: 'b' }],
+    });
     const answer = await put(campaign.id, { is_active: null, name: 'Renamed' });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ ...campaign, name: 'Renamed', updated_at: TIMESTAMP });
@@ -343,8 +354,16 @@ describe('update', () => {
       422,
       { detail: [valueError(['body', 'variants', 0, 'id'], unknown, `variant ${unknown} does not belong to this campaign`)] },
     ]);
-    const twiceAnswer = await put(campaign.id, { variants: [{ id: own, template_id: 'x' }, { id: own, template_id: 'y' }] });
-    expect([twiceAnswer.status, twiceAnswer.body]).toEqual([422, { detail: [valueError(['body', 'variants', 1, 'id'], own, `variant ${own} is listed more than once`)] }]);
+    const twiceAnswer = await put(campaign.id, {
+      variants: [
+        { id: own, template_id: 'x' },
+        { id: own, template_id: 'y' },
+      ],
+    });
+    expect([twiceAnswer.status, twiceAnswer.body]).toEqual([
+      422,
+      { detail: [valueError(['body', 'variants', 1, 'id'], own, `variant ${own} is listed more than once`)] },
+    ]);
     expect((await api('GET', `/email-campaigns/${campaign.id}`)).body).toEqual(campaign);
   });
 
@@ -385,31 +404,67 @@ describe('validation', () => {
   const post = (fields: Json) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Valid', ...fields });
 
   it.each<[string, Json, Json]>([
-    ['an empty name', { name: '' }, { type: 'string_too_short', loc: ['body', 'name'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } }],
+    [
+      'an empty name',
+      { name: '' },
+      {
+        type: 'string_too_short',
+        loc: ['body', 'name'],
+        msg: 'String should have at least 1 character',
+        input: '',
+        ctx: { min_length: 1 },
+      },
+    ],
     [
       'a name over 200 characters',
       { name: 'n'.repeat(201) },
-      { type: 'string_too_long', loc: ['body', 'name'], msg: 'String should have at most 200 characters', input: 'n'.repeat(201), ctx: { max_length: 200 } },
+      {
+        type: 'string_too_long',
+        loc: ['body', 'name'],
+        msg: 'String should have at most 200 characters',
+        input: 'n'.repeat(201),
+        ctx: { max_length: 200 },
+      },
     ],
     [
       'a negative send_priority',
       { send_priority: -1 },
-      { type: 'greater_than_equal', loc: ['body', 'send_priority'], msg: 'Input should be greater than or equal to 0', input: -1, ctx: { ge: 0 } },
+      {
+        type: 'greater_than_equal',
+        loc: ['body', 'send_priority'],
+        msg: 'Input should be greater than or equal to 0',
+        input: -1,
+        ctx: { ge: 0 },
+      },
     ],
     [
       'a send_priority over 1000',
       { send_priority: 1001 },
-      { type: 'less_than_equal', loc: ['body', 'send_priority'], msg: 'Input should be less than or equal to 1000', input: 1001, ctx: { le: 1000 } },
+      {
+        type: 'less_than_equal',
+        loc: ['body', 'send_priority'],
+        msg: 'Input should be less than or equal to 1000',
+        input: 1001,
+        ctx: { le: 1000 },
+      },
     ],
     [
       'a 6-field cron',
       { schedule_cron: '0 0 9 * * MON' },
-      valueError(['body', 'schedule_cron'], '0 0 9 * * MON', 'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 6'),
+      valueError(
+        ['body', 'schedule_cron'],
+        '0 0 9 * * MON',
+        'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 6',
+      ),
     ],
     [
       'a garbage cron',
       { schedule_cron: 'every monday' },
-      valueError(['body', 'schedule_cron'], 'every monday', 'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 2'),
+      valueError(
+        ['body', 'schedule_cron'],
+        'every monday',
+        'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 2',
+      ),
     ],
     [
       'an out-of-range cron field',
@@ -441,12 +496,24 @@ describe('validation', () => {
     [
       'an unknown recipient_source',
       { recipient_source: 'ldap' },
-      { type: 'enum', loc: ['body', 'recipient_source'], msg: "Input should be 'mssql_query' or 'csv_account_ids'", input: 'ldap', ctx: { expected: "'mssql_query' or 'csv_account_ids'" } },
+      {
+        type: 'enum',
+        loc: ['body', 'recipient_source'],
+        msg: "Input should be 'mssql_query' or 'csv_account_ids'",
+        input: 'ldap',
+        ctx: { expected: "'mssql_query' or 'csv_account_ids'" },
+      },
     ],
     [
       'an unknown delivery_mode',
       { delivery_mode: 'random' },
-      { type: 'enum', loc: ['body', 'delivery_mode'], msg: "Input should be 'single_template' or 'variants'", input: 'random', ctx: { expected: "'single_template' or 'variants'" } },
+      {
+        type: 'enum',
+        loc: ['body', 'delivery_mode'],
+        msg: "Input should be 'single_template' or 'variants'",
+        input: 'random',
+        ctx: { expected: "'single_template' or 'variants'" },
+      },
     ],
     [
       'a variant without template_id',
@@ -456,27 +523,56 @@ describe('validation', () => {
     [
       'a variant with an empty template_id',
       { variants: [{ template_id: '' }] },
-      { type: 'string_too_short', loc: ['body', 'variants', 0, 'template_id'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+      {
+        type: 'string_too_short',
+        loc: ['body', 'variants', 0, 'template_id'],
+        msg: 'String should have at least 1 character',
+        input: '',
+        ctx: { min_length: 1 },
+      },
     ],
     [
       'a negative variant weight',
       { variants: [{ template_id: 't', weight: -1 }] },
-      { type: 'greater_than_equal', loc: ['body', 'variants', 0, 'weight'], msg: 'Input should be greater than or equal to 0', input: -1, ctx: { ge: 0 } },
+      {
+        type: 'greater_than_equal',
+        loc: ['body', 'variants', 0, 'weight'],
+        msg: 'Input should be greater than or equal to 0',
+        input: -1,
+        ctx: { ge: 0 },
+      },
     ],
     [
       'a variant weight over 10000',
       { variants: [{ template_id: 't', weight: 10001 }] },
-      { type: 'less_than_equal', loc: ['body', 'variants', 0, 'weight'], msg: 'Input should be less than or equal to 10000', input: 10001, ctx: { le: 10000 } },
+      {
+        type: 'less_than_equal',
+        loc: ['body', 'variants', 0, 'weight'],
+        msg: 'Input should be less than or equal to 10000',
+        input: 10001,
+        ctx: { le: 10000 },
+      },
     ],
     [
       'a fractional variant weight',
       { variants: [{ template_id: 't', weight: 1.5 }] },
-      { type: 'int_from_float', loc: ['body', 'variants', 0, 'weight'], msg: 'Input should be a valid integer, got a number with a fractional part', input: 1.5 },
+      {
+        type: 'int_from_float',
+        loc: ['body', 'variants', 0, 'weight'],
+        msg: 'Input should be a valid integer, got a number with a fractional part',
+        input: 1.5,
+      },
     ],
     [
       'a provider_category_id over 255 characters',
       { provider_category_id: 'c'.repeat(256) },
-      { type: 'string_too_long', loc: ['body', 'provider_category_id'], msg: 'String should have at most 255 characters', input: 'c'.repeat(256), ctx: { max_length: 255 } },
+      {
+        type: 'string_too_long',
+        loc: ['body', 'provider_category_id'],
+        msg: 'String should have at most 255 characters',
+        input: 'c'.repeat(256),
+        ctx: { max_length: 255 },
+      },
     ],
   ])('refuses %s with one exact entry', async (_case, fields, entry) => {
     expect(await post(fields)).toMatchObject({ status: 422, body: { detail: [entry] } });
@@ -509,8 +605,16 @@ describe('validation', () => {
       status: 422,
       body: {
         detail: [
-          valueError(['body', 'schedule_cron'], '* * *', 'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3'),
-          valueError(['body', 'mssql_query'], 'DELETE FROM t', 'mssql_query must be a single read-only SELECT statement; DELETE is not allowed'),
+          valueError(
+            ['body', 'schedule_cron'],
+            '* * *',
+            'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3',
+          ),
+          valueError(
+            ['body', 'mssql_query'],
+            'DELETE FROM t',
+            'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
+          ),
         ],
       },
     });
@@ -529,8 +633,16 @@ describe('validation', () => {
     const expected = [
       { type: 'string_too_long', loc: ['body', 'name'] },
       { type: 'less_than_equal', loc: ['body', 'send_priority'] },
-      valueError(['body', 'schedule_cron'], '* * *', 'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3'),
-      valueError(['body', 'mssql_query'], 'DELETE FROM t', 'mssql_query must be a single read-only SELECT statement; DELETE is not allowed'),
+      valueError(
+        ['body', 'schedule_cron'],
+        '* * *',
+        'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3',
+      ),
+      valueError(
+        ['body', 'mssql_query'],
+        'DELETE FROM t',
+        'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
+      ),
       { type: 'value_error', loc: ['body', 'from_email'] },
       valueError(['body', 'from_name'], 'a\u0000b', 'text must not contain NUL (\\u0000) characters'),
       { type: 'greater_than_equal', loc: ['body', 'variants', 0, 'weight'] },

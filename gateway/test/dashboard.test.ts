@@ -216,8 +216,7 @@ afterAll(async () => {
 
 const formatCount = (value: number): string => value.toLocaleString('en-US');
 const formatRate = (ratio: number): string => `${(ratio * 100).toFixed(1)}%`;
-const format = (metric: Metric, value: number): string =>
-  metric === 'click_to_open_rate' ? formatRate(value) : formatCount(value);
+const format = (metric: Metric, value: number): string => (metric === 'click_to_open_rate' ? formatRate(value) : formatCount(value));
 
 /** What the page shows, read from the DOM (the callbacks run in the page). */
 async function rendered(page: Page) {

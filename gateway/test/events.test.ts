@@ -70,7 +70,11 @@ beforeAll(async () => {
   await clickhouse.insert({ table: 'engagement_events', values: rows, format: 'JSONEachRow' });
   // A second copy of the click, as a fault can store it: ingestion then marks its day unsettled.
   await clickhouse.insert({ table: 'engagement_events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
-  await clickhouse.insert({ table: 'unsettled_days', values: [{ workspace_id: click.workspace_id, day: '2026-03-10', marked_at: new Date().toISOString() }], format: 'JSONEachRow' });
+  await clickhouse.insert({
+    table: 'unsettled_days',
+    values: [{ workspace_id: click.workspace_id, day: '2026-03-10', marked_at: new Date().toISOString() }],
+    format: 'JSONEachRow',
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -234,7 +238,13 @@ describe('GET /campaign-events/', () => {
       status: 422,
       body: {
         detail: [
-          { type: 'datetime_from_date_parsing', loc: ['query', 'date_from'], msg: `Input should be a valid datetime or date, ${error}`, input, ctx: { error } },
+          {
+            type: 'datetime_from_date_parsing',
+            loc: ['query', 'date_from'],
+            msg: `Input should be a valid datetime or date, ${error}`,
+            input,
+            ctx: { error },
+          },
         ],
       },
     });
@@ -265,7 +275,10 @@ describe('GET /campaign-events/', () => {
 
   it('treats injection attempts as data', async () => {
     for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE engagement_events; --"]) {
-      expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({ status: 200, body: { items: [], total: 0 } });
+      expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({
+        status: 200,
+        body: { items: [], total: 0 },
+      });
     }
     expect((await get(`/campaign-events/?campaign_id=${encodeURIComponent(`${C1}' OR '1'='1`)}`)).status).toBe(422);
     const refused: [string, string, string][] = [
@@ -309,14 +322,42 @@ describe('GET /campaign-events/stats', () => {
     const answer = await get('/campaign-events/stats?date_from=2026-03-09&date_to=2026-03-12');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
-      totals: { ...zeros, opens: 2, unique_opens: 2, clicks: 1, unique_clicks: 1, click_to_open_rate: 0.5, soft_bounces: 1, unsubscribes: 1 },
+      totals: {
+        ...zeros,
+        opens: 2,
+        unique_opens: 2,
+        clicks: 1,
+        unique_clicks: 1,
+        click_to_open_rate: 0.5,
+        soft_bounces: 1,
+        unsubscribes: 1,
+      },
       campaigns: [
-        { campaign_id: C1, ...zeros, opens: 1, unique_opens: 1, clicks: 1, unique_clicks: 1, click_to_open_rate: 1, soft_bounces: 1, unsubscribes: 1 },
+        {
+          campaign_id: C1,
+          ...zeros,
+          opens: 1,
+          unique_opens: 1,
+          clicks: 1,
+          unique_clicks: 1,
+          click_to_open_rate: 1,
+          soft_bounces: 1,
+          unsubscribes: 1,
+        },
         { campaign_id: C2, ...zeros, opens: 1, unique_opens: 1 },
       ],
       series: [
         { bucket_start: '2026-03-09T00:00:00.000Z', ...zeros, opens: 1, unique_opens: 1 },
-        { bucket_start: '2026-03-10T00:00:00.000Z', ...zeros, opens: 1, unique_opens: 1, clicks: 1, unique_clicks: 1, click_to_open_rate: 1, soft_bounces: 1 },
+        {
+          bucket_start: '2026-03-10T00:00:00.000Z',
+          ...zeros,
+          opens: 1,
+          unique_opens: 1,
+          clicks: 1,
+          unique_clicks: 1,
+          click_to_open_rate: 1,
+          soft_bounces: 1,
+        },
         { bucket_start: '2026-03-11T00:00:00.000Z', ...zeros, unsubscribes: 1 },
         { bucket_start: '2026-03-12T00:00:00.000Z', ...zeros },
       ],
@@ -359,7 +400,13 @@ describe('GET /campaign-events/stats', () => {
       status: 422,
       body: {
         detail: [
-          { type: 'enum', loc: ['query', 'interval'], msg: "Input should be 'hour' or 'day'", input: 'week', ctx: { expected: "'hour' or 'day'" } },
+          {
+            type: 'enum',
+            loc: ['query', 'interval'],
+            msg: "Input should be 'hour' or 'day'",
+            input: 'week',
+            ctx: { expected: "'hour' or 'day'" },
+          },
         ],
       },
     });
@@ -369,6 +416,7 @@ describe('GET /campaign-events/stats', () => {
     const starts: string[] = long.body.series.map((bucket: Json) => bucket.bucket_start);
     expect(starts.length).toBeGreaterThan(0);
     expect([...starts].sort()).toEqual(starts);
-    for (const bucket of long.body.series) expect(bucket.opens + bucket.clicks + bucket.hard_bounces + bucket.soft_bounces + bucket.unsubscribes).toBeGreaterThan(0);
+    for (const bucket of long.body.series)
+      expect(bucket.opens + bucket.clicks + bucket.hard_bounces + bucket.soft_bounces + bucket.unsubscribes).toBeGreaterThan(0);
   });
 });

@@ -94,7 +94,11 @@ beforeAll(async () => {
   workspaceId = (await api<{ id: string }>('POST', '/workspaces/', { name: `Faults ${run}` }, randomUUID())).id;
   const category = `faults-${run}`;
   campaignId = (
-    await api<{ id: string }>('POST', '/email-campaigns/', { workspace_id: workspaceId, name: 'Fault drill', provider_category_id: category })
+    await api<{ id: string }>('POST', '/email-campaigns/', {
+      workspace_id: workspaceId,
+      name: 'Fault drill',
+      provider_category_id: category,
+    })
   ).id;
   firstOccurredAt = Math.floor(Date.now() / 1000) - 86_400;
   load = new WebhookLoad({
@@ -156,7 +160,10 @@ function probeReads(): { stop(): Promise<void> } {
         probes.map(async ([what, urlPath]) => {
           const phase = load.phase;
           try {
-            const response = await fetch(`${stack.urls.gateway}${urlPath}`, { headers: { workspace_id: workspaceId }, signal: AbortSignal.timeout(30_000) });
+            const response = await fetch(`${stack.urls.gateway}${urlPath}`, {
+              headers: { workspace_id: workspaceId },
+              signal: AbortSignal.timeout(30_000),
+            });
             await response.text();
             reads.push({ what, phase, status: response.status });
           } catch (error) {
@@ -190,10 +197,13 @@ async function waitUntilReady(): Promise<{ ms: number; last: string[] }> {
     const dead = PROCESS_NAMES.filter((name) => stack.pid(name) === undefined);
     if (dead.length > 0) throw new Error(`process(es) exited: ${dead.join(', ')} (logs in ${stack.logDir})`);
     const answers = await Promise.all(targets.map(async ([name, url]) => ({ name, ...(await status(url)) })));
-    const notReady = answers.filter((answer) => answer.status !== 200).map((a) => `${a.name}: ${a.status ?? a.error} ${downDependencies(a.body)}`);
+    const notReady = answers
+      .filter((answer) => answer.status !== 200)
+      .map((a) => `${a.name}: ${a.status ?? a.error} ${downDependencies(a.body)}`);
     if (notReady.length === 0) return { ms: Date.now() - started, last };
     last = notReady;
-    if (Date.now() - started > READY_TIMEOUT_MS) throw new Error(`not ready ${READY_TIMEOUT_MS} ms after the restart: ${notReady.join('; ')}`);
+    if (Date.now() - started > READY_TIMEOUT_MS)
+      throw new Error(`not ready ${READY_TIMEOUT_MS} ms after the restart: ${notReady.join('; ')}`);
     await sleep(200);
   }
 }
@@ -222,10 +232,9 @@ async function waitUntilFlowing(since: number, timeoutMs = 90_000): Promise<numb
   }
   const at = new Date((firstOccurredAt + batch.index) * 1000).toISOString();
   for (;;) {
-    const page = await fetch(
-      `${stack.urls.gateway}/campaign-events/?campaign_id=${campaignId}&date_from=${at}&date_to=${at}&page_size=1`,
-      { headers: { workspace_id: workspaceId } },
-    ).then(async (response) => (response.status === 200 ? ((await response.json()) as { total: number }) : undefined));
+    const page = await fetch(`${stack.urls.gateway}/campaign-events/?campaign_id=${campaignId}&date_from=${at}&date_to=${at}&page_size=1`, {
+      headers: { workspace_id: workspaceId },
+    }).then(async (response) => (response.status === 200 ? ((await response.json()) as { total: number }) : undefined));
     if (page?.total === EVENTS_PER_BATCH) return Date.now() - since;
     if (Date.now() > deadline) throw new Error(`batch ${batch.index}, accepted after the recovery, is not queryable after ${timeoutMs} ms`);
     await sleep(250);
@@ -248,7 +257,7 @@ async function waitUntilStored(expected: number, timeoutMs = 120_000): Promise<n
 async function eventsOnKafka(records: number): Promise<{ events: number; copies: number[] }> {
   const reader = await readTopic([servers.env.KAFKA_BROKERS], topic);
   try {
-    for (const deadline = Date.now() + 60_000; reader.kafkaRecords() < records && Date.now() < deadline; ) await sleep(100);
+    for (const deadline = Date.now() + 60_000; reader.kafkaRecords() < records && Date.now() < deadline;) await sleep(100);
   } finally {
     await reader.close();
   }
@@ -293,7 +302,12 @@ it('keeps every acknowledged event exactly once and recovers while Kafka, ingest
     // Stalled longer than the publish timeout: the send in flight completes after its calls got 503, so their retries are copies.
     { name: 'kafka-stall', crash: async () => servers.pause('kafka'), restart: async () => servers.resume('kafka') },
     killProcess('ingestion'),
-    { name: 'clickhouse', crash: () => servers.crash('clickhouse'), restart: () => servers.start('clickhouse'), reportedDown: 'clickhouse' },
+    {
+      name: 'clickhouse',
+      crash: () => servers.crash('clickhouse'),
+      restart: () => servers.start('clickhouse'),
+      reportedDown: 'clickhouse',
+    },
     { name: 'postgres', crash: () => servers.crash('postgres'), restart: () => servers.start('postgres'), reportedDown: 'postgres' },
     killProcess('gateway'),
   ];
@@ -403,11 +417,21 @@ it('the invariant checker reports lost, duplicate and unexpected events and 5xx 
     eventIds: ['ghost-1', 'ghost-2'],
     attempts: [{ phase: 'doctored', startedAt: 0, ms: 1, status: 202, body: '{"accepted":2}' }],
   };
-  expect(added(checkInvariants([ghost, ...batches], view).violations)).toEqual([expect.stringMatching(/^lost: \d+ events .*: ghost-1, ghost-2/)]);
+  expect(added(checkInvariants([ghost, ...batches], view).violations)).toEqual([
+    expect.stringMatching(/^lost: \d+ events .*: ghost-1, ghost-2/),
+  ]);
 
   // A 500 among the answers, to a webhook call and to a read.
   const failed = batches.map((batch) =>
-    batch === sample[0] ? { ...batch, attempts: [{ phase: 'doctored', startedAt: 0, ms: 1, status: 500, body: '{"detail":"Internal Server Error"}' }, ...batch.attempts] } : batch,
+    batch === sample[0]
+      ? {
+          ...batch,
+          attempts: [
+            { phase: 'doctored', startedAt: 0, ms: 1, status: 500, body: '{"detail":"Internal Server Error"}' },
+            ...batch.attempts,
+          ],
+        }
+      : batch,
   );
   expect(added(checkInvariants(failed, view, [{ what: 'GET /campaign-events/', phase: 'doctored', status: 502 }]).violations)).toEqual([
     `server error: batch ${sample[0].index} answered 500 during "doctored": {"detail":"Internal Server Error"}`,
@@ -415,13 +439,24 @@ it('the invariant checker reports lost, duplicate and unexpected events and 5xx 
   ]);
 
   // Stored events nobody sent (here: a stored batch the record leaves out).
-  expect(added(checkInvariants(batches.filter((batch) => batch !== sample[0]), view).violations)).toEqual([
-    expect.stringMatching(new RegExp(`^unexpected: ${EVENTS_PER_BATCH} stored events were never sent: ${sample[0].eventIds[0].replace(/-0$/, '')}-\\d+,`)),
+  expect(
+    added(
+      checkInvariants(
+        batches.filter((batch) => batch !== sample[0]),
+        view,
+      ).violations,
+    ),
+  ).toEqual([
+    expect.stringMatching(
+      new RegExp(`^unexpected: ${EVENTS_PER_BATCH} stored events were never sent: ${sample[0].eventIds[0].replace(/-0$/, '')}-\\d+,`),
+    ),
   ]);
 
   // A second copy of a stored event, as a fault can store it (ingestion marks its day unsettled): the API still counts it once, the store check sees it.
   const copied = sample[1].eventIds[0];
-  await clickhouse.command({ query: `INSERT INTO engagement_events SELECT * FROM engagement_events WHERE provider_event_id = '${copied}' LIMIT 1` });
+  await clickhouse.command({
+    query: `INSERT INTO engagement_events SELECT * FROM engagement_events WHERE provider_event_id = '${copied}' LIMIT 1`,
+  });
   await clickhouse.command({
     query: `INSERT INTO unsettled_days SELECT workspace_id, toDate(occurred_at), now() FROM engagement_events WHERE provider_event_id = '${copied}' LIMIT 1`,
   });

@@ -111,11 +111,16 @@ describe('the gateway under Schemathesis', () => {
     const started = Date.now();
     const result = await runSchemathesis(
       `${target.gateway}/openapi.json`,
-      [`--header=workspace_id: ${target.workspaceId}`, '--report=junit', `--report-junit-path=${path.join(REPO_ROOT, 'test-output', 'schemathesis-junit.xml')}`],
+      [
+        `--header=workspace_id: ${target.workspaceId}`,
+        '--report=junit',
+        `--report-junit-path=${path.join(REPO_ROOT, 'test-output', 'schemathesis-junit.xml')}`,
+      ],
       { FUZZ_WORKSPACE_ID: target.workspaceId },
     );
     const seconds = Math.round((Date.now() - started) / 1000);
-    const verdict = result.code === 0 ? 'passed' : `Schemathesis exited ${result.code} after ${seconds} s:\n${failureSummary(result.output)}`;
+    const verdict =
+      result.code === 0 ? 'passed' : `Schemathesis exited ${result.code} after ${seconds} s:\n${failureSummary(result.output)}`;
     expect(verdict).toBe('passed');
     expect(result.output).toContain(`Selected: ${operations}/${operations}`);
     expect(result.output).toMatch(new RegExp(`Tested: ${operations}\\b`));
@@ -132,12 +137,21 @@ describe('the same Schemathesis command against a deliberately broken server', (
     info: { title: 'broken', version: '1' },
     paths: {
       '/items': {
-        get: { responses: { '200': { description: 'items', content: { 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Item' } } } } } } },
+        get: {
+          responses: {
+            '200': {
+              description: 'items',
+              content: { 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Item' } } } },
+            },
+          },
+        },
       },
       '/items/{id}': {
         get: {
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
-          responses: { '200': { description: 'one item', content: { 'application/json': { schema: { $ref: '#/components/schemas/Item' } } } } },
+          responses: {
+            '200': { description: 'one item', content: { 'application/json': { schema: { $ref: '#/components/schemas/Item' } } } },
+          },
         },
       },
     },
@@ -150,7 +164,8 @@ describe('the same Schemathesis command against a deliberately broken server', (
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
-      const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const send = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname === '/openapi.json') return send(200, document);
       if (url.pathname === '/items') return send(500, { detail: 'Internal Server Error' });

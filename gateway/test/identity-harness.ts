@@ -38,11 +38,7 @@ export function signingKey(kid: string, alg: SigningKey['alg']): SigningKey {
 const base64url = (data: string | Buffer): string => Buffer.from(data).toString('base64url');
 
 /** A compact JWS over `claims`, signed with `key` unless the header says otherwise. */
-export function signToken(
-  key: SigningKey,
-  claims: Record<string, unknown>,
-  header: Record<string, unknown> = {},
-): string {
+export function signToken(key: SigningKey, claims: Record<string, unknown>, header: Record<string, unknown> = {}): string {
   const fullHeader = { alg: key.alg, typ: 'JWT', kid: key.kid, ...header };
   const input = `${base64url(JSON.stringify(fullHeader))}.${base64url(JSON.stringify(claims))}`;
   const data = Buffer.from(input);
@@ -53,7 +49,10 @@ export function signToken(
       break;
     case 'HS256':
       // The classic confusion attack: the public key, as published, used as an HMAC secret.
-      signature = crypto.createHmac('sha256', key.publicKey.export({ type: 'spki', format: 'pem' })).update(data).digest();
+      signature = crypto
+        .createHmac('sha256', key.publicKey.export({ type: 'spki', format: 'pem' }))
+        .update(data)
+        .digest();
       break;
     case 'ES256':
       signature = crypto.sign('sha256', data, { key: key.privateKey, dsaEncoding: 'ieee-p1363' });
@@ -194,9 +193,12 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   const output = () => fs.readFileSync(logFile, 'utf8');
-  for (const deadline = Date.now() + 20_000; ; ) {
+  for (const deadline = Date.now() + 20_000; ;) {
     if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output()}`);
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) throw new Error(`gateway did not answer /healthz:\n${output()}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

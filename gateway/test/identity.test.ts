@@ -96,7 +96,12 @@ describe('identity and tenancy (sequential scenario)', () => {
     const created = await api('root', 'POST', '/workspaces/', { name: 'Marketing' });
     expect(created).toEqual({
       status: 201,
-      body: { id: expect.stringMatching(UUID), name: 'Marketing', created_at: expect.stringMatching(ISO), updated_at: expect.stringMatching(ISO) },
+      body: {
+        id: expect.stringMatching(UUID),
+        name: 'Marketing',
+        created_at: expect.stringMatching(ISO),
+        updated_at: expect.stringMatching(ISO),
+      },
     });
     workspaces.marketing = created.body.id;
     workspaces.sales = (await api('root', 'POST', '/workspaces/', { name: 'Sales' })).body.id;
@@ -200,7 +205,9 @@ describe('identity and tenancy (sequential scenario)', () => {
     expect(await api('root', 'PUT', path, { role: null })).toMatchObject({ status: 200, body: { role: 'admin' } });
     expect((await api('root', 'PUT', path, { role: 'platform_admin' })).status).toBe(422);
     expect((await api('root', 'PUT', `/workspaces/${workspaces.marketing}/members/${crypto.randomUUID()}`, {})).status).toBe(404);
-    expect((await api('root', 'PUT', `/workspaces/${workspaces.marketing}/members/${crypto.randomUUID()}`, { role: 'viewer' })).status).toBe(404);
+    expect(
+      (await api('root', 'PUT', `/workspaces/${workspaces.marketing}/members/${crypto.randomUUID()}`, { role: 'viewer' })).status,
+    ).toBe(404);
   });
 
   it('a workspace admin manages its members, and only its own', async () => {
@@ -214,7 +221,11 @@ describe('identity and tenancy (sequential scenario)', () => {
     expect((await api('bob', 'GET', members)).status).toBe(403);
     expect((await api('ana', 'DELETE', `${members}/${users.bob}`)).status).toBe(204);
     expect((await api('ana', 'DELETE', `${members}/${users.bob}`)).status).toBe(404);
-    expect((await api('bob', 'GET', '/auth/me', undefined, {})).body).toMatchObject({ id: users.bob, display_name: 'Bobby', memberships: [] });
+    expect((await api('bob', 'GET', '/auth/me', undefined, {})).body).toMatchObject({
+      id: users.bob,
+      display_name: 'Bobby',
+      memberships: [],
+    });
   });
 
   it('a change made through another gateway reaches the access this one has cached, well before its TTL', async () => {
@@ -250,7 +261,10 @@ describe('identity and tenancy (sequential scenario)', () => {
     const path = `/users/${carol.body.id}`;
     const updated = await api('root', 'PUT', path, { display_name: 'Carol C', is_platform_admin: true });
     expect(updated).toMatchObject({ status: 200, body: { display_name: 'Carol C', is_platform_admin: true, email: 'carol@example.com' } });
-    expect(await api('root', 'PUT', path, { email: null, display_name: null, is_platform_admin: null })).toEqual({ status: 200, body: updated.body });
+    expect(await api('root', 'PUT', path, { email: null, display_name: null, is_platform_admin: null })).toEqual({
+      status: 200,
+      body: updated.body,
+    });
     expect((await api('root', 'PUT', path, { email: 'ana@example.com' })).status).toBe(409);
     expect(await api('root', 'GET', path)).toEqual({ status: 200, body: updated.body });
     expect((await api('root', 'DELETE', path)).status).toBe(204);
@@ -324,7 +338,10 @@ describe('requests the gateway turns away', () => {
       body: { detail: [{ type: 'missing', loc: ['body', 'name'], msg: 'Field required', input: {} }] },
     });
     expect((await api('root', 'POST', '/workspaces/', { name: '' })).body.detail[0]).toMatchObject({ type: 'string_too_short' });
-    expect((await api('root', 'GET', '/workspaces/not-a-uuid')).body.detail[0]).toMatchObject({ type: 'uuid_parsing', loc: ['path', 'id'] });
+    expect((await api('root', 'GET', '/workspaces/not-a-uuid')).body.detail[0]).toMatchObject({
+      type: 'uuid_parsing',
+      loc: ['path', 'id'],
+    });
   });
 
   it('refuses a first sign-in without a usable e-mail claim', async () => {
@@ -385,7 +402,11 @@ describe('DEV_AUTH_ENABLED', () => {
       const me = await fetch(`${dev.url}/auth/me`);
       const body = (await me.json()) as { memberships: unknown[] };
       expect(body).toMatchObject({ email: 'dev@example.com', display_name: 'Dev User' });
-      expect(body.memberships).toContainEqual({ workspace_id: workspaces.marketing, workspace_name: 'Marketing EU', role: 'platform_admin' });
+      expect(body.memberships).toContainEqual({
+        workspace_id: workspaces.marketing,
+        workspace_name: 'Marketing EU',
+        role: 'platform_admin',
+      });
       const usersPage = await fetch(`${dev.url}/users/`, { headers: { workspace_id: ANY_WORKSPACE } });
       expect(usersPage.status).toBe(200);
     } finally {

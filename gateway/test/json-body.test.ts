@@ -37,7 +37,7 @@ describe('nestingExceeds', () => {
   it('agrees with the character-by-character definition on random texts', () => {
     const alphabet = ['[', ']', '{', '}', '"', '\\', 'a', ',', ':'];
     let seed = 42;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     for (let round = 0; round < 20_000; round++) {
       const text = Array.from({ length: 1 + Math.floor(random() * 40) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
       const limit = Math.floor(random() * 6);

@@ -62,7 +62,11 @@ describe('accepted tokens', () => {
   ])('%s', async (alg, key) => {
     const answer = await me(`Bearer ${idp.token(key, user(alg.toLowerCase()))}`);
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ email: `${alg.toLowerCase()}@example.com`, display_name: `${alg.toLowerCase()} user`, memberships: [] });
+    expect(answer.body).toMatchObject({
+      email: `${alg.toLowerCase()}@example.com`,
+      display_name: `${alg.toLowerCase()} user`,
+      memberships: [],
+    });
   });
 
   it('whose aud lists the API among other audiences', async () => {

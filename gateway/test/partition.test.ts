@@ -21,7 +21,13 @@ it('picks the partition kafkajs’s default partitioner picks, for any key and p
     return Array.from({ length }, () => alphabet[crypto.randomInt(alphabet.length)]).join('');
   };
   // Lengths past the reused buffer (1,024 UTF-16 units) take the other path.
-  const keys = ['', 'recipient@example.com', 'x'.repeat(1024), 'ü'.repeat(1025), ...Array.from({ length: 2000 }, (_, i) => randomKey(i % 300))];
+  const keys = [
+    '',
+    'recipient@example.com',
+    'x'.repeat(1024),
+    'ü'.repeat(1025),
+    ...Array.from({ length: 2000 }, (_, i) => randomKey(i % 300)),
+  ];
   keys.push(...Array.from({ length: 20 }, () => randomKey(1000 + crypto.randomInt(1000))));
   const partitioner = Partitioners.DefaultPartitioner();
   for (const count of [1, 3, 12, 64]) {

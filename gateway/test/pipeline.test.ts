@@ -4,7 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { WORKSPACE_TABLES, call, createClickHouse, createClient } from '@mail/common';
-import { createTestClickHouse, createTestPostgres, startStack, uniqueSuffix, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
+import {
+  createTestClickHouse,
+  createTestPostgres,
+  startStack,
+  uniqueSuffix,
+  type Stack,
+  type TestClickHouse,
+  type TestPostgres,
+} from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
 
@@ -85,7 +93,11 @@ async function workspaceWithCampaign(name: string, category?: string): Promise<{
   const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `${name} ${run}` });
   expect(workspace.status).toBe(201);
   const workspaceId: string = workspace.body.id;
-  const campaign = await json('POST', '/email-campaigns/', workspaceId, { workspace_id: workspaceId, name, provider_category_id: category ?? null });
+  const campaign = await json('POST', '/email-campaigns/', workspaceId, {
+    workspace_id: workspaceId,
+    name,
+    provider_category_id: category ?? null,
+  });
   expect(campaign.status).toBe(201);
   return { workspaceId, campaignId: campaign.body.id };
 }
@@ -155,7 +167,8 @@ it('makes a SendGrid batch with every event type queryable through the API withi
     ['unsubscribe', null],
     ['unsubscribe', null],
   ]);
-  for (const item of apiById.values()) expect(item).toMatchObject({ workspace_id: workspaceId, campaign_id: campaignId, provider: 'sendgrid' });
+  for (const item of apiById.values())
+    expect(item).toMatchObject({ workspace_id: workspaceId, campaign_id: campaignId, provider: 'sendgrid' });
   expect(apiById.get('click')).toMatchObject({ url: 'https://example.com/offer', occurred_at: '2025-11-21T10:00:00.000Z' });
 
   const where = `WHERE provider_event_id LIKE '${p}%'`;
@@ -168,8 +181,15 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   );
   const byId = new Map(stored.map((row) => [row.provider_event_id!.slice(p.length + 1), row]));
   expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
-  for (const row of stored) expect(row).toMatchObject({ campaign_id: campaignId, workspace_id: workspaceId, email: 'recipient@example.com' });
-  expect(byId.get('open')).toMatchObject({ event_type: 'open', bounce_type: 'none', user_agent: 'Mozilla/5.0', ip: '203.0.113.9', occurred_at: '2025-11-21 10:00:00' });
+  for (const row of stored)
+    expect(row).toMatchObject({ campaign_id: campaignId, workspace_id: workspaceId, email: 'recipient@example.com' });
+  expect(byId.get('open')).toMatchObject({
+    event_type: 'open',
+    bounce_type: 'none',
+    user_agent: 'Mozilla/5.0',
+    ip: '203.0.113.9',
+    occurred_at: '2025-11-21 10:00:00',
+  });
   expect(JSON.parse(byId.get('open')!.raw!)).toMatchObject({ customer_id: 'c-17', sg_event_id: `${p}-open` });
   expect(byId.get('click')).toMatchObject({ event_type: 'click', url: 'https://example.com/offer' });
   expect(byId.get('hard')).toMatchObject({ event_type: 'bounce', bounce_type: 'hard', reason: '550 5.1.1 unknown user' });
@@ -178,7 +198,13 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   expect(byId.get('group-unsub')).toMatchObject({ event_type: 'unsubscribe' });
 
   const signals = await rows<{ reason: string }>(`SELECT reason FROM suppression_signals ${where}`);
-  expect(signals.map((signal) => signal.reason).sort()).toEqual(['hard_bounce', 'soft_bounce', 'spam_report', 'unsubscribe', 'unsubscribe']);
+  expect(signals.map((signal) => signal.reason).sort()).toEqual([
+    'hard_bounce',
+    'soft_bounce',
+    'spam_report',
+    'unsubscribe',
+    'unsubscribe',
+  ]);
 });
 
 it('stores a batch delivered three times once: listed and counted once', async () => {
@@ -198,19 +224,36 @@ it('stores a batch delivered three times once: listed and counted once', async (
   const addresses = ['ann@example.com', 'bob@example.com', 'gone@example.com', 'busy@example.com'];
   for (let delivery = 0; delivery < 3; delivery++) {
     expect(await deliver(batch)).toMatchObject({ status: 202, body: { accepted: batch.length } });
-    const sentinels = addresses.map((email, i) => sendgridEvent({ event: 'open', sg_event_id: `${p}-sentinel-${delivery}-${i}`, category: `unmatched-${p}`, email }));
+    const sentinels = addresses.map((email, i) =>
+      sendgridEvent({ event: 'open', sg_event_id: `${p}-sentinel-${delivery}-${i}`, category: `unmatched-${p}`, email }),
+    );
     expect((await deliver(sentinels)).status).toBe(202);
-    await waitForCount(`SELECT count() AS n FROM unmatched_events WHERE provider_event_id LIKE '${p}-sentinel-${delivery}-%'`, addresses.length, 15_000);
+    await waitForCount(
+      `SELECT count() AS n FROM unmatched_events WHERE provider_event_id LIKE '${p}-sentinel-${delivery}-%'`,
+      addresses.length,
+      15_000,
+    );
   }
 
   expect(await count(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`)).toBe(batch.length);
   const { body: listed } = await json('GET', '/campaign-events/?page_size=500', workspaceId);
   expect(listed.total).toBe(batch.length);
-  expect(listed.items.map((item: { provider_event_id: string }) => item.provider_event_id).sort()).toEqual(batch.map((event) => event.sg_event_id).sort());
+  expect(listed.items.map((item: { provider_event_id: string }) => item.provider_event_id).sort()).toEqual(
+    batch.map((event) => event.sg_event_id).sort(),
+  );
 
   const stats = await json('GET', '/campaign-events/stats', workspaceId);
   expect(stats.status).toBe(200);
-  const counts = { opens: 3, unique_opens: 2, clicks: 1, unique_clicks: 1, click_to_open_rate: 0.5, hard_bounces: 1, soft_bounces: 1, unsubscribes: 0 };
+  const counts = {
+    opens: 3,
+    unique_opens: 2,
+    clicks: 1,
+    unique_clicks: 1,
+    click_to_open_rate: 0.5,
+    hard_bounces: 1,
+    soft_bounces: 1,
+    unsubscribes: 0,
+  };
   expect(stats.body.totals).toEqual(counts);
   expect(stats.body.campaigns).toEqual([{ campaign_id: campaignId, ...counts }]);
   expect(stats.body.top_links).toEqual([{ campaign_id: campaignId, url: 'https://example.com/a', clicks: 1, unique_clicks: 1 }]);
@@ -223,7 +266,14 @@ it('lists and counts events that came before their campaign took the category, o
   const batch = [
     sendgridEvent({ event: 'open', sg_event_id: `${p}-open`, category, email: 'late@example.com' }),
     sendgridEvent({ event: 'click', sg_event_id: `${p}-click`, category, email: 'late@example.com', url: 'https://example.com/a' }),
-    sendgridEvent({ event: 'bounce', sg_event_id: `${p}-hard`, category, email: 'gone@example.com', type: 'bounce', reason: '550 unknown user' }),
+    sendgridEvent({
+      event: 'bounce',
+      sg_event_id: `${p}-hard`,
+      category,
+      email: 'gone@example.com',
+      type: 'bounce',
+      reason: '550 unknown user',
+    }),
   ];
   expect((await deliver(batch)).status).toBe(202);
   await waitForCount(`SELECT count() AS n FROM unmatched_events WHERE provider_event_id LIKE '${p}%'`, 3, 10_000);
@@ -244,7 +294,9 @@ it('lists and counts events that came before their campaign took the category, o
   expect(suppressed.body.items.map((item: { email: string }) => item.email)).toEqual(['gone@example.com']);
 
   // The provider delivering the batch again, now matched at once, adds nothing; a new event still lands.
-  expect((await deliver([...batch, sendgridEvent({ event: 'open', sg_event_id: `${p}-later`, category, email: 'late@example.com' })])).status).toBe(202);
+  expect(
+    (await deliver([...batch, sendgridEvent({ event: 'open', sg_event_id: `${p}-later`, category, email: 'late@example.com' })])).status,
+  ).toBe(202);
   await waitForCount(`SELECT count() AS n FROM engagement_events WHERE provider_event_id = '${p}-later'`, 1, 10_000);
   expect((await listed()).body.total).toBe(4);
 });
@@ -263,7 +315,12 @@ it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and rest
     while (next < calls) {
       const call = next++;
       const events = Array.from({ length: perCall }, (_, i) =>
-        sendgridEvent({ event: i % 5 === 0 ? 'click' : 'open', sg_event_id: `${p}-${call}-${i}`, email: `r${(call * perCall + i) % 1009}@example.com`, category }),
+        sendgridEvent({
+          event: i % 5 === 0 ? 'click' : 'open',
+          sg_event_id: `${p}-${call}-${i}`,
+          email: `r${(call * perCall + i) % 1009}@example.com`,
+          category,
+        }),
       );
       // A 503 is what the provider retries: so do we.
       for (let attempt = 0; (await deliver(events)).status !== 202; attempt++) {
@@ -306,7 +363,11 @@ it('deletes a deleted workspace’s events, rollups and suppressions from ClickH
   expect((await deliver([...eventsOf(`${p}-doomed`, category), ...eventsOf(`${p}-kept`, `kept-${run}`)])).status).toBe(202);
   await waitForCount(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`, 6, 10_000);
   // A lift and a day marked unsettled (as after a fault), so that every table holds some of the workspace.
-  await waitForCount(`SELECT count() AS n FROM suppression_state FINAL WHERE workspace_id = toUUID('${doomed}') AND reason = 'hard_bounce'`, 1, 10_000);
+  await waitForCount(
+    `SELECT count() AS n FROM suppression_state FINAL WHERE workspace_id = toUUID('${doomed}') AND reason = 'hard_bounce'`,
+    1,
+    10_000,
+  );
   expect((await json('DELETE', '/suppressions/recipient@example.com', doomed)).status).toBe(204);
   await clickhouse.command({ query: `INSERT INTO unsettled_days SELECT toUUID('${doomed}'), today(), now()` });
 

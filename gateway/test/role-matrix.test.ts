@@ -5,7 +5,15 @@ import path from 'node:path';
 import { createClickHouse, refreshSuppressionState } from '@mail/common';
 import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
 import { loadOpenApiDocument, type OperationObject } from '../src/openapi/document';
-import { AUDIENCE, ISSUER, signingKey, startGateway, startIdentityProvider, type GatewayProcess, type IdentityProvider } from './identity-harness';
+import {
+  AUDIENCE,
+  ISSUER,
+  signingKey,
+  startGateway,
+  startIdentityProvider,
+  type GatewayProcess,
+  type IdentityProvider,
+} from './identity-harness';
 
 /**
  * The role matrix of the "Identity and tenancy" acceptance: every operation of
@@ -109,7 +117,13 @@ interface Answer {
   body: any;
 }
 
-async function api(caller: Caller, method: string, urlPath: string, body?: unknown, workspace: string | null = A.workspace): Promise<Answer> {
+async function api(
+  caller: Caller,
+  method: string,
+  urlPath: string,
+  body?: unknown,
+  workspace: string | null = A.workspace,
+): Promise<Answer> {
   const headers: Record<string, string> = { authorization: `Bearer ${token(caller)}`, 'content-type': 'application/json' };
   // Every operation but GET /auth/me needs the header; where the workspace does not come from it, any UUID does.
   headers.workspace_id = workspace ?? ANY_WORKSPACE;
@@ -127,7 +141,8 @@ async function api(caller: Caller, method: string, urlPath: string, body?: unkno
 /** Setup call by the platform admin that must succeed. */
 async function root(method: string, urlPath: string, body?: unknown, workspace: string | null = A.workspace): Promise<any> {
   const answer = await api('platform', method, urlPath, body, workspace);
-  if (answer.status < 200 || answer.status > 299) throw new Error(`setup ${method} ${urlPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  if (answer.status < 200 || answer.status > 299)
+    throw new Error(`setup ${method} ${urlPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
   return answer.body;
 }
 
@@ -144,7 +159,9 @@ async function suppress(workspace: string, email: string): Promise<void> {
 
 async function seedWorkspace(fixtures: Fixtures, name: string): Promise<void> {
   fixtures.workspace = (await root('POST', '/workspaces/', { name }, null)).id;
-  fixtures.campaign = (await root('POST', '/email-campaigns/', { workspace_id: fixtures.workspace, name: `${name} campaign` }, fixtures.workspace)).id;
+  fixtures.campaign = (
+    await root('POST', '/email-campaigns/', { workspace_id: fixtures.workspace, name: `${name} campaign` }, fixtures.workspace)
+  ).id;
   fixtures.brandGuide = (await root('POST', '/brand-guides/', { name: `${name} guide` }, fixtures.workspace)).id;
   await suppress(fixtures.workspace, fixtures.suppressed);
   // One engagement event per workspace, as ingestion stores it (the webhook path is not under test here).
@@ -207,7 +224,8 @@ beforeAll(async () => {
   // First sign-in of each member: the token's e-mail claim links it to the member added by e-mail.
   for (const caller of ['viewer', 'editor', 'admin', 'outsider'] as const) {
     const me = await api(caller, 'GET', '/auth/me', undefined, null);
-    if (me.status !== 200 || me.body.id !== userIds[caller]) throw new Error(`sign-in of ${caller}: ${me.status} ${JSON.stringify(me.body)}`);
+    if (me.status !== 200 || me.body.id !== userIds[caller])
+      throw new Error(`sign-in of ${caller}: ${me.status} ${JSON.stringify(me.body)}`);
   }
 });
 
@@ -229,7 +247,8 @@ interface Request {
 }
 type Builder = (caller: Caller) => Promise<Request> | Request;
 
-const freshCampaign = async () => (await root('POST', '/email-campaigns/', { workspace_id: A.workspace, name: fresh('doomed campaign') })).id;
+const freshCampaign = async () =>
+  (await root('POST', '/email-campaigns/', { workspace_id: A.workspace, name: fresh('doomed campaign') })).id;
 const freshGuide = async () => (await root('POST', '/brand-guides/', { name: fresh('doomed guide') })).id;
 const freshWorkspace = async () => (await root('POST', '/workspaces/', { name: fresh('doomed workspace') }, null)).id;
 const freshUser = async () => (await root('POST', '/users/', { email: `${fresh('user')}@matrix.example` }, null)).id;
@@ -336,7 +355,15 @@ describe('the operation list', () => {
   });
 
   it("requires the contract's role of each operation, so the matrix below tests the contract and not only the document", () => {
-    const viewer = ['GET /brand-guides/', 'GET /brand-guides/{id}', 'GET /email-campaigns/', 'GET /email-campaigns/{id}', 'GET /campaign-events/', 'GET /campaign-events/stats', 'GET /suppressions/'];
+    const viewer = [
+      'GET /brand-guides/',
+      'GET /brand-guides/{id}',
+      'GET /email-campaigns/',
+      'GET /email-campaigns/{id}',
+      'GET /campaign-events/',
+      'GET /campaign-events/stats',
+      'GET /suppressions/',
+    ];
     const editor = [
       'POST /brand-guides/',
       'PUT /brand-guides/{id}',
@@ -346,7 +373,12 @@ describe('the operation list', () => {
       'DELETE /email-campaigns/{id}',
       'DELETE /suppressions/{email}',
     ];
-    const admin = ['GET /workspaces/{id}/members', 'POST /workspaces/{id}/members', 'PUT /workspaces/{id}/members/{user_id}', 'DELETE /workspaces/{id}/members/{user_id}'];
+    const admin = [
+      'GET /workspaces/{id}/members',
+      'POST /workspaces/{id}/members',
+      'PUT /workspaces/{id}/members/{user_id}',
+      'DELETE /workspaces/{id}/members/{user_id}',
+    ];
     const platformAdmin = [
       'GET /workspaces/',
       'POST /workspaces/',
@@ -418,7 +450,13 @@ describe("cross-workspace: B's resources never reach A's members", () => {
     for (const caller of ['viewer', 'editor', 'admin'] as const) {
       for (const method of ['GET', 'PUT', 'DELETE']) {
         it(`${caller}: ${method} of B's ${target.kind} with header B -> 403 (not a member)`, async () => {
-          const answer = await api(caller, method, `${target.base}${target.id()}`, method === 'PUT' ? target.update : undefined, B.workspace);
+          const answer = await api(
+            caller,
+            method,
+            `${target.base}${target.id()}`,
+            method === 'PUT' ? target.update : undefined,
+            B.workspace,
+          );
           record(`B's ids with header B`, `${method} ${target.kind}`, caller, 403, answer.status);
           expect(answer).toEqual({ status: 403, body: { detail: expect.any(String) } });
         });
@@ -456,7 +494,12 @@ describe("cross-workspace: B's resources never reach A's members", () => {
 
 describe('lists never carry the other workspace', () => {
   const text = (body: unknown) => JSON.stringify(body);
-  const lists = ['/email-campaigns/?page_size=500', '/brand-guides/?page_size=500', '/suppressions/?page_size=500', '/campaign-events/?page_size=500'];
+  const lists = [
+    '/email-campaigns/?page_size=500',
+    '/brand-guides/?page_size=500',
+    '/suppressions/?page_size=500',
+    '/campaign-events/?page_size=500',
+  ];
 
   for (const caller of ['platform', 'viewer', 'editor', 'admin'] as const) {
     it(`${caller} with header A sees A's items and none of B's`, async () => {
@@ -464,7 +507,8 @@ describe('lists never carry the other workspace', () => {
         const answer = await api(caller, 'GET', list, undefined, A.workspace);
         expect([list, answer.status]).toEqual([list, 200]);
         const ids = (answer.body.items as { id?: string; email?: string; workspace_id?: string }[]).map((item) => item.id ?? item.email);
-        for (const foreign of [B.campaign, B.brandGuide, B.suppressed, B.event]) expect([list, ids]).not.toEqual([list, expect.arrayContaining([foreign])]);
+        for (const foreign of [B.campaign, B.brandGuide, B.suppressed, B.event])
+          expect([list, ids]).not.toEqual([list, expect.arrayContaining([foreign])]);
         expect(text(answer.body)).not.toContain(B.workspace);
         for (const item of answer.body.items as { workspace_id?: string }[]) {
           if (item.workspace_id !== undefined) expect(item.workspace_id).toBe(A.workspace);
@@ -499,7 +543,8 @@ describe('lists never carry the other workspace', () => {
       const answer = await api('outsider', 'GET', list, undefined, B.workspace);
       expect([list, answer.status]).toEqual([list, 200]);
       const ids = (answer.body.items as { id?: string; email?: string }[]).map((item) => item.id ?? item.email);
-      for (const foreign of [A.campaign, A.brandGuide, A.suppressed, A.event]) expect([list, ids]).not.toEqual([list, expect.arrayContaining([foreign])]);
+      for (const foreign of [A.campaign, A.brandGuide, A.suppressed, A.event])
+        expect([list, ids]).not.toEqual([list, expect.arrayContaining([foreign])]);
       expect(text(answer.body)).not.toContain(A.workspace);
     }
     const campaigns = await api('outsider', 'GET', '/email-campaigns/?page_size=500', undefined, B.workspace);

@@ -3,8 +3,11 @@ import { memoizeValidatorRouteMatchers } from '../src/openapi/route-matchers';
 
 type Matcher = { regexp: RegExp; keys: { name: string }[] };
 const validatorPathToRegexp = () =>
-  (createRequire(require.resolve('express-openapi-validator'))('path-to-regexp') as { pathToRegexp: (path: string, options?: object) => Matcher })
-    .pathToRegexp;
+  (
+    createRequire(require.resolve('express-openapi-validator'))('path-to-regexp') as {
+      pathToRegexp: (path: string, options?: object) => Matcher;
+    }
+  ).pathToRegexp;
 
 describe("the validator's route matchers", () => {
   beforeAll(() => memoizeValidatorRouteMatchers());

@@ -16,7 +16,14 @@ let sequence = 0;
 
 async function signal(email: string, reason: string, occurredAt: string): Promise<void> {
   sequence += 1;
-  const row = { workspace_id: workspace, email, reason, occurred_at: occurredAt, provider_event_id: `sg-${sequence}`, ingested_at: occurredAt };
+  const row = {
+    workspace_id: workspace,
+    email,
+    reason,
+    occurred_at: occurredAt,
+    provider_event_id: `sg-${sequence}`,
+    ingested_at: occurredAt,
+  };
   await clickhouse.insert({ table: 'suppression_signals', values: [row], format: 'JSONEachRow' });
   await refreshSuppressionState(clickhouse, [{ workspaceId: workspace, email }]);
 }
@@ -79,7 +86,10 @@ it('filters by exact address; injection attempts are data', async () => {
     { email: 'spam@example.com', reason: 'spam_report', suppressed_at: '2026-03-03T10:00:00.000Z' },
   ]);
   for (const email of ["' OR 1=1 --", "spam@example.com' OR '1'='1", "\\'; DROP TABLE suppression_signals; --"]) {
-    expect(await api('GET', `/suppressions/?email=${encodeURIComponent(email)}`)).toMatchObject({ status: 200, body: { items: [], total: 0 } });
+    expect(await api('GET', `/suppressions/?email=${encodeURIComponent(email)}`)).toMatchObject({
+      status: 200,
+      body: { items: [], total: 0 },
+    });
   }
 });
 
@@ -91,7 +101,10 @@ it('lifts a suppression (204), then answers 404 for it', async () => {
 
 it('answers 404 for an address that is not suppressed', async () => {
   for (const email of ['twice@example.com', 'nobody@example.com', "hard@example.com' OR '1'='1"]) {
-    expect(await api('DELETE', `/suppressions/${encodeURIComponent(email)}`)).toEqual({ status: 404, body: { detail: 'Suppression not found' } });
+    expect(await api('DELETE', `/suppressions/${encodeURIComponent(email)}`)).toEqual({
+      status: 404,
+      body: { detail: 'Suppression not found' },
+    });
   }
   expect((await api('GET', '/suppressions/?email=hard%40example.com')).body?.total).toBe(1);
 });
@@ -101,8 +114,20 @@ it('validates paging like FastAPI', async () => {
     status: 422,
     body: {
       detail: [
-        { type: 'greater_than_equal', loc: ['query', 'page'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } },
-        { type: 'greater_than_equal', loc: ['query', 'page_size'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } },
+        {
+          type: 'greater_than_equal',
+          loc: ['query', 'page'],
+          msg: 'Input should be greater than or equal to 1',
+          input: '0',
+          ctx: { ge: 1 },
+        },
+        {
+          type: 'greater_than_equal',
+          loc: ['query', 'page_size'],
+          msg: 'Input should be greater than or equal to 1',
+          input: '0',
+          ctx: { ge: 1 },
+        },
       ],
     },
   });

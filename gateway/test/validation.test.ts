@@ -158,7 +158,12 @@ describe('body validation answers like FastAPI', () => {
           msg: 'Input should be a valid integer, unable to parse string as an integer',
           input: 'high',
         },
-        { type: 'bool_parsing', loc: ['body', 'is_active'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'maybe' },
+        {
+          type: 'bool_parsing',
+          loc: ['body', 'is_active'],
+          msg: 'Input should be a valid boolean, unable to interpret input',
+          input: 'maybe',
+        },
         {
           type: 'enum',
           loc: ['body', 'recipient_source'],
@@ -205,7 +210,13 @@ describe('body validation answers like FastAPI', () => {
       'ranges and lengths, quoting the value as sent',
       { workspace_id: WS, name: '', send_priority: '1001', ratio: 0, tags: [], variants: [{ template_id: 't', weight: -1 }] },
       [
-        { type: 'string_too_short', loc: ['body', 'name'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+        {
+          type: 'string_too_short',
+          loc: ['body', 'name'],
+          msg: 'String should have at least 1 character',
+          input: '',
+          ctx: { min_length: 1 },
+        },
         {
           type: 'less_than_equal',
           loc: ['body', 'send_priority'],
@@ -299,7 +310,14 @@ describe('body validation answers like FastAPI', () => {
     [
       'a body that is not an object',
       [1, 2],
-      [{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: [1, 2] }],
+      [
+        {
+          type: 'model_attributes_type',
+          loc: ['body'],
+          msg: 'Input should be a valid dictionary or object to extract fields from',
+          input: [1, 2],
+        },
+      ],
     ],
     ['a JSON null body, which FastAPI treats as no body', null, [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]],
   ];
@@ -360,7 +378,15 @@ describe('parameters answer like FastAPI', () => {
     expect(await send(JSON.stringify(valid), { headers: { 'content-type': 'application/json', workspace_id: header } })).toEqual({
       status: 422,
       json: {
-        detail: [{ type: 'uuid_parsing', loc: ['header', 'workspace_id'], msg: `Input should be a valid UUID, ${error}`, input: header, ctx: { error } }],
+        detail: [
+          {
+            type: 'uuid_parsing',
+            loc: ['header', 'workspace_id'],
+            msg: `Input should be a valid UUID, ${error}`,
+            input: header,
+            ctx: { error },
+          },
+        ],
       },
     });
   });
@@ -374,8 +400,19 @@ describe('parameters answer like FastAPI', () => {
       status: 422,
       json: {
         detail: [
-          { type: 'greater_than_equal', loc: ['query', 'page'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } },
-          { type: 'bool_parsing', loc: ['query', 'dry_run'], msg: 'Input should be a valid boolean, unable to interpret input', input: 'perhaps' },
+          {
+            type: 'greater_than_equal',
+            loc: ['query', 'page'],
+            msg: 'Input should be greater than or equal to 1',
+            input: '0',
+            ctx: { ge: 1 },
+          },
+          {
+            type: 'bool_parsing',
+            loc: ['query', 'dry_run'],
+            msg: 'Input should be a valid boolean, unable to interpret input',
+            input: 'perhaps',
+          },
           { type: 'missing', loc: ['header', 'workspace_id'], msg: 'Field required', input: null },
           { type: 'missing', loc: ['body', 'workspace_id'], msg: 'Field required', input: { name: 'x' } },
         ],
@@ -388,7 +425,12 @@ describe('parameters answer like FastAPI', () => {
       status: 422,
       json: {
         detail: [
-          { type: 'int_parsing', loc: ['query', 'page'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'two' },
+          {
+            type: 'int_parsing',
+            loc: ['query', 'page'],
+            msg: 'Input should be a valid integer, unable to parse string as an integer',
+            input: 'two',
+          },
         ],
       },
     });
@@ -403,9 +445,15 @@ describe('parameters answer like FastAPI', () => {
       input,
     });
     for (const page of ['1e3', '0x10', '0b1', 'Infinity']) {
-      expect(await send(JSON.stringify(valid), { url: `/things/?page=${page}` })).toEqual({ status: 422, json: { detail: [intParsing(['query', 'page'], page)] } });
+      expect(await send(JSON.stringify(valid), { url: `/things/?page=${page}` })).toEqual({
+        status: 422,
+        json: { detail: [intParsing(['query', 'page'], page)] },
+      });
     }
-    expect(await post({ ...valid, send_priority: '1e2' })).toEqual({ status: 422, json: { detail: [intParsing(['body', 'send_priority'], '1e2')] } });
+    expect(await post({ ...valid, send_priority: '1e2' })).toEqual({
+      status: 422,
+      json: { detail: [intParsing(['body', 'send_priority'], '1e2')] },
+    });
   });
 
   it('ignores parameters with brackets in their names, as FastAPI ignores any unknown parameter', async () => {
@@ -492,12 +540,9 @@ describe("Python's JSON decoder positions", () => {
     expect(pythonJsonError(text)).toEqual({ msg, pos });
   });
 
-  it.each(['{}', ' [1, -2.5e+3, "\\u00e9\\ud83d\\ude00", true, false, null] ', '"\\ud800"', '{"a":{"b":[]}}'])(
-    'accepts %p',
-    (text) => {
-      expect(pythonJsonError(text)).toBeUndefined();
-    },
-  );
+  it.each(['{}', ' [1, -2.5e+3, "\\u00e9\\ud83d\\ude00", true, false, null] ', '"\\ud800"', '{"a":{"b":[]}}'])('accepts %p', (text) => {
+    expect(pythonJsonError(text)).toBeUndefined();
+  });
 
   it('rejects NaN and Infinity, which Python would accept, like any other stray word', () => {
     expect(pythonJsonError('[NaN]')).toEqual({ msg: 'Expecting value', pos: 1 });
@@ -545,7 +590,12 @@ describe('a bounded answer to a body with very many failures', () => {
     const detail = (JSON.parse(text) as { detail: { loc: unknown[] }[] }).detail;
     expect(detail).toHaveLength(1_000);
     expect(detail.slice(0, 2)).toEqual([
-      { type: 'int_parsing', loc: ['body', 'send_priority'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'x' },
+      {
+        type: 'int_parsing',
+        loc: ['body', 'send_priority'],
+        msg: 'Input should be a valid integer, unable to parse string as an integer',
+        input: 'x',
+      },
       { type: 'string_type', loc: ['body', 'csv_account_ids', 0], msg: 'Input should be a valid string', input: 1 },
     ]);
     expect(detail[999].loc).toEqual(['body', 'csv_account_ids', 998]);

@@ -35,11 +35,19 @@ async function freePort(): Promise<number> {
 }
 
 const batch = (prefix: string, count = 20): string =>
-  JSON.stringify(Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'click', sg_event_id: `${prefix}-${i}`, email: `r${i}@example.com` })));
+  JSON.stringify(
+    Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'click', sg_event_id: `${prefix}-${i}`, email: `r${i}@example.com` })),
+  );
 
 beforeAll(async () => {
   const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
-  infraEnv = { ...process.env, STATE_DIR: stateDir, KAFKA_PORT: String(kafkaPort), KAFKA_CONTROLLER_PORT: String(controllerPort), KAFKA_HEAP: '-Xmx256m' };
+  infraEnv = {
+    ...process.env,
+    STATE_DIR: stateDir,
+    KAFKA_PORT: String(kafkaPort),
+    KAFKA_CONTROLLER_PORT: String(controllerPort),
+    KAFKA_HEAP: '-Xmx256m',
+  };
   brokers = [`127.0.0.1:${kafkaPort}`];
   if (fs.existsSync(SHARED_LIBS)) {
     fs.mkdirSync(path.join(stateDir, 'kafka'), { recursive: true });

@@ -72,7 +72,11 @@ export function keyPair(): { privateKey: crypto.KeyObject; publicKeyBase64: stri
 }
 
 /** SendGrid's signature headers for a body: ECDSA P-256 / SHA-256 over timestamp + body, base64 DER. */
-export function signedHeaders(privateKey: crypto.KeyObject, body: string, timestamp = Math.floor(Date.now() / 1000)): Record<string, string> {
+export function signedHeaders(
+  privateKey: crypto.KeyObject,
+  body: string,
+  timestamp = Math.floor(Date.now() / 1000),
+): Record<string, string> {
   const signature = crypto.sign('sha256', Buffer.concat([Buffer.from(String(timestamp)), Buffer.from(body)]), privateKey);
   return {
     'X-Twilio-Email-Event-Webhook-Signature': signature.toString('base64'),

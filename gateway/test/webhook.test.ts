@@ -52,7 +52,9 @@ afterAll(async () => {
 });
 
 const batch = (count: number, prefix = 'evt'): string =>
-  JSON.stringify(Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'open', sg_event_id: `${prefix}-${i}-${uniqueSuffix()}` })));
+  JSON.stringify(
+    Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'open', sg_event_id: `${prefix}-${i}-${uniqueSuffix()}` })),
+  );
 
 describe('signed webhook (SENDGRID_WEBHOOK_PUBLIC_KEY)', () => {
   it('accepts a correctly signed batch', async () => {
@@ -75,14 +77,33 @@ describe('signed webhook (SENDGRID_WEBHOOK_PUBLIC_KEY)', () => {
       'timestamp altered after signing',
       (body: string) => {
         const headers = signedHeaders(keys.privateKey, body);
-        return { ...headers, 'X-Twilio-Email-Event-Webhook-Timestamp': String(Number(headers['X-Twilio-Email-Event-Webhook-Timestamp']) + 1) };
+        return {
+          ...headers,
+          'X-Twilio-Email-Event-Webhook-Timestamp': String(Number(headers['X-Twilio-Email-Event-Webhook-Timestamp']) + 1),
+        };
       },
     ],
     ['stale timestamp', (body: string) => signedHeaders(keys.privateKey, body, Math.floor(Date.now() / 1000) - 11 * 60)],
     ['timestamp in the future', (body: string) => signedHeaders(keys.privateKey, body, Math.floor(Date.now() / 1000) + 11 * 60)],
-    ['no signature header', (body: string) => ({ 'X-Twilio-Email-Event-Webhook-Timestamp': signedHeaders(keys.privateKey, body)['X-Twilio-Email-Event-Webhook-Timestamp'] })],
-    ['no timestamp header', (body: string) => ({ 'X-Twilio-Email-Event-Webhook-Signature': signedHeaders(keys.privateKey, body)['X-Twilio-Email-Event-Webhook-Signature'] })],
-    ['garbage signature', () => ({ 'X-Twilio-Email-Event-Webhook-Signature': 'bm90IGEgc2lnbmF0dXJl', 'X-Twilio-Email-Event-Webhook-Timestamp': String(Math.floor(Date.now() / 1000)) })],
+    [
+      'no signature header',
+      (body: string) => ({
+        'X-Twilio-Email-Event-Webhook-Timestamp': signedHeaders(keys.privateKey, body)['X-Twilio-Email-Event-Webhook-Timestamp'],
+      }),
+    ],
+    [
+      'no timestamp header',
+      (body: string) => ({
+        'X-Twilio-Email-Event-Webhook-Signature': signedHeaders(keys.privateKey, body)['X-Twilio-Email-Event-Webhook-Signature'],
+      }),
+    ],
+    [
+      'garbage signature',
+      () => ({
+        'X-Twilio-Email-Event-Webhook-Signature': 'bm90IGEgc2lnbmF0dXJl',
+        'X-Twilio-Email-Event-Webhook-Timestamp': String(Math.floor(Date.now() / 1000)),
+      }),
+    ],
     ['no headers at all', () => ({})],
   ])('answers 401 for %s', async (_case, headersFor) => {
     const body = batch(1);
@@ -135,9 +156,15 @@ describe('signature and HTTP Basic both configured', () => {
 
   it.each([
     ['a valid signature without Basic', (body: string) => signedHeaders(keys.privateKey, body)],
-    ['a valid signature with a wrong password', (body: string) => ({ ...signedHeaders(keys.privateKey, body), authorization: basicHeader('sendgrid:wrong') })],
+    [
+      'a valid signature with a wrong password',
+      (body: string) => ({ ...signedHeaders(keys.privateKey, body), authorization: basicHeader('sendgrid:wrong') }),
+    ],
     ['valid Basic without a signature', () => ({ authorization: basicHeader(BASIC) })],
-    ['valid Basic with a signature by another key', (body: string) => ({ ...signedHeaders(keyPair().privateKey, body), authorization: basicHeader(BASIC) })],
+    [
+      'valid Basic with a signature by another key',
+      (body: string) => ({ ...signedHeaders(keyPair().privateKey, body), authorization: basicHeader(BASIC) }),
+    ],
   ])('answers 401 for %s', async (_case, headersFor: (body: string) => Record<string, string>) => {
     const body = batch(1);
     const response = await post(both.url, body, headersFor(body));
@@ -151,7 +178,15 @@ describe('body validation', () => {
     const response = await post(open.url, '[{"event": "open",]');
     expect(response.status).toBe(422);
     expect(response.body).toEqual({
-      detail: [{ type: 'json_invalid', loc: ['body', 18], msg: 'JSON decode error', input: {}, ctx: { error: 'Expecting property name enclosed in double quotes' } }],
+      detail: [
+        {
+          type: 'json_invalid',
+          loc: ['body', 18],
+          msg: 'JSON decode error',
+          input: {},
+          ctx: { error: 'Expecting property name enclosed in double quotes' },
+        },
+      ],
     });
   });
 
@@ -204,11 +239,39 @@ describe('body validation', () => {
         { type: 'string_type', loc: ['body', 2, 'sg_event_id'], msg: 'Input should be a valid string', input: 7 },
         { type: 'string_type', loc: ['body', 2, 'email'], msg: 'Input should be a valid string', input: null },
         { type: 'string_type', loc: ['body', 2, 'event'], msg: 'Input should be a valid string', input: ['open'] },
-        { type: 'int_parsing', loc: ['body', 2, 'timestamp'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: 'yesterday' },
-        { type: 'string_too_short', loc: ['body', 3, 'sg_event_id'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
-        { type: 'int_from_float', loc: ['body', 3, 'timestamp'], msg: 'Input should be a valid integer, got a number with a fractional part', input: 1.5 },
-        { type: 'greater_than_equal', loc: ['body', 4, 'timestamp'], msg: 'Input should be greater than or equal to 0', input: -1, ctx: { ge: 0 } },
-        { type: 'less_than_equal', loc: ['body', 5, 'timestamp'], msg: 'Input should be less than or equal to 4294857599', input: 4_294_857_600, ctx: { le: 4294857599 } },
+        {
+          type: 'int_parsing',
+          loc: ['body', 2, 'timestamp'],
+          msg: 'Input should be a valid integer, unable to parse string as an integer',
+          input: 'yesterday',
+        },
+        {
+          type: 'string_too_short',
+          loc: ['body', 3, 'sg_event_id'],
+          msg: 'String should have at least 1 character',
+          input: '',
+          ctx: { min_length: 1 },
+        },
+        {
+          type: 'int_from_float',
+          loc: ['body', 3, 'timestamp'],
+          msg: 'Input should be a valid integer, got a number with a fractional part',
+          input: 1.5,
+        },
+        {
+          type: 'greater_than_equal',
+          loc: ['body', 4, 'timestamp'],
+          msg: 'Input should be greater than or equal to 0',
+          input: -1,
+          ctx: { ge: 0 },
+        },
+        {
+          type: 'less_than_equal',
+          loc: ['body', 5, 'timestamp'],
+          msg: 'Input should be less than or equal to 4294857599',
+          input: 4_294_857_600,
+          ctx: { le: 4294857599 },
+        },
         { type: 'int_type', loc: ['body', 6, 'timestamp'], msg: 'Input should be a valid integer', input: {} },
       ],
     });
@@ -219,7 +282,12 @@ describe('body validation', () => {
     expect(await post(open.url, JSON.stringify(body))).toMatchObject({
       status: 422,
       body: {
-        detail: ['sg_event_id', 'email', 'timestamp'].map((field) => ({ type: 'missing', loc: ['body', 2, field], msg: 'Field required', input: { event: 'open' } })),
+        detail: ['sg_event_id', 'email', 'timestamp'].map((field) => ({
+          type: 'missing',
+          loc: ['body', 2, field],
+          msg: 'Field required',
+          input: { event: 'open' },
+        })),
       },
     });
     expect(await post(open.url, JSON.stringify(body.slice(0, 2)))).toMatchObject({ status: 202, body: { accepted: 2 } });
@@ -249,7 +317,12 @@ describe('body validation', () => {
     const detail = (JSON.parse(text) as { detail: unknown[] }).detail;
     expect(detail).toHaveLength(1_000);
     expect(detail.slice(0, 4)).toEqual(
-      ['sg_event_id', 'email', 'event', 'timestamp'].map((field) => ({ type: 'missing', loc: ['body', 0, field], msg: 'Field required', input: {} })),
+      ['sg_event_id', 'email', 'event', 'timestamp'].map((field) => ({
+        type: 'missing',
+        loc: ['body', 0, field],
+        msg: 'Field required',
+        input: {},
+      })),
     );
     expect(detail[999]).toEqual({ type: 'missing', loc: ['body', 249, 'timestamp'], msg: 'Field required', input: {} });
     // Without the cap: 2.66 million entries, about 270 MB, many seconds.
@@ -285,14 +358,18 @@ describe('body validation', () => {
     const count = Math.floor((5 * 1024 * 1024 - 2) / (item.length + 1));
     const below = `[${Array(count).fill(item).join(',')}]`;
     expect(await post(open.url, below)).toMatchObject({ status: 202, body: { accepted: count } });
-    const above = `[${Array(count + 20).fill(item).join(',')}]`;
+    const above = `[${Array(count + 20)
+      .fill(item)
+      .join(',')}]`;
     expect(await post(open.url, above)).toMatchObject({ status: 413, body: { detail: expect.any(String) } });
   });
 });
 
 describe('documentation', () => {
   it('documents the webhook as a public operation in /openapi.json', async () => {
-    const document = (await (await fetch(`${open.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, Record<string, unknown>>> };
+    const document = (await (await fetch(`${open.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, Record<string, unknown>>>;
+    };
     const operation = document.paths['/campaign-events/webhook'].post;
     expect(operation).toMatchObject({ 'x-required-role': 'public', security: [] });
     expect(Object.keys(operation.responses as object).sort()).toEqual(['202', '400', '401', '413', '422', '503']);
@@ -346,13 +423,32 @@ describe('normalization and delivery', () => {
     expect(JSON.parse(open0.event.rawJson)).toEqual(raw[5]);
     expect(Math.abs(open0.event.receivedAt!.getTime() - Date.now())).toBeLessThan(60_000);
 
-    expect(byId.get('click')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_CLICK, url: 'https://example.com/x', categories: ['single-cat'] });
-    expect(byId.get('hard')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_HARD, reason: '550 5.1.1 no such user' });
-    expect(byId.get('soft')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_SOFT, reason: '421 try later' });
-    expect(byId.get('untyped')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_HARD, reason: 'bounced' });
+    expect(byId.get('click')!.event).toMatchObject({
+      eventType: EventType.EVENT_TYPE_CLICK,
+      url: 'https://example.com/x',
+      categories: ['single-cat'],
+    });
+    expect(byId.get('hard')!.event).toMatchObject({
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_HARD,
+      reason: '550 5.1.1 no such user',
+    });
+    expect(byId.get('soft')!.event).toMatchObject({
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_SOFT,
+      reason: '421 try later',
+    });
+    expect(byId.get('untyped')!.event).toMatchObject({
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_HARD,
+      reason: 'bounced',
+    });
     expect(byId.get('unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE, categories: ['a', 'b'] });
     expect(byId.get('group-unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE });
-    expect(byId.get('spam')).toMatchObject({ partition: partitionOf('other@example.com'), event: { eventType: EventType.EVENT_TYPE_SPAM_REPORT } });
+    expect(byId.get('spam')).toMatchObject({
+      partition: partitionOf('other@example.com'),
+      event: { eventType: EventType.EVENT_TYPE_SPAM_REPORT },
+    });
   });
 
   it('answers 202 only once the events are in Kafka', async () => {
@@ -372,7 +468,12 @@ describe('normalization and delivery', () => {
     const recipients = 25;
     const calls = Array.from({ length: 20 }, (_, call) =>
       Array.from({ length: 50 }, (_, i) =>
-        sendgridEvent({ event: 'click', email: `Reader-${i % recipients}@Example.com`, sg_event_id: `${prefix}-${call}-${i}`, url: `https://example.com/${i}` }),
+        sendgridEvent({
+          event: 'click',
+          email: `Reader-${i % recipients}@Example.com`,
+          sg_event_id: `${prefix}-${call}-${i}`,
+          url: `https://example.com/${i}`,
+        }),
       ),
     );
     const recordsBefore = openTopic.kafkaRecords();
@@ -387,19 +488,25 @@ describe('normalization and delivery', () => {
       expect(new Set(mine.map(({ partition }) => partition))).toEqual(new Set([partitionOf(email)]));
       // Within each call, in the order of its body.
       for (let call = 0; call < calls.length; call++) {
-        const order = mine.filter(({ event }) => event.providerEventId.startsWith(`${prefix}-${call}-`)).map(({ event }) => Number(event.providerEventId.split('-').at(-1)));
+        const order = mine
+          .filter(({ event }) => event.providerEventId.startsWith(`${prefix}-${call}-`))
+          .map(({ event }) => Number(event.providerEventId.split('-').at(-1)));
         expect(order).toEqual([...order].sort((a, b) => a - b));
         expect(order).toHaveLength(2);
       }
     }
     // Concurrent calls share produce requests, and each request carries one record per partition.
-    expect(openTopic.kafkaRecords() - recordsBefore).toBeLessThanOrEqual(calls.length * new Set(published.map(({ partition }) => partition)).size);
+    expect(openTopic.kafkaRecords() - recordsBefore).toBeLessThanOrEqual(
+      calls.length * new Set(published.map(({ partition }) => partition)).size,
+    );
   });
 
   it('splits a call larger than one Kafka request over several, and accepts it', async () => {
     const prefix = `split-${uniqueSuffix()}`;
     // Four records of 600 KB: no two fit one 900 KB produce request.
-    const body = Array.from({ length: 4 }, (_, i) => sendgridEvent({ event: 'click', sg_event_id: `${prefix}-${i}`, pad: 'x'.repeat(600_000) }));
+    const body = Array.from({ length: 4 }, (_, i) =>
+      sendgridEvent({ event: 'click', sg_event_id: `${prefix}-${i}`, pad: 'x'.repeat(600_000) }),
+    );
     expect(await post(open.url, JSON.stringify(body))).toMatchObject({ status: 202, body: { accepted: 4 } });
     const published = await openTopic.waitFor(prefix, 4);
     expect(published.map((record) => record.event.providerEventId).sort()).toEqual(body.map((event) => event.sg_event_id).sort());

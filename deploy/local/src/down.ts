@@ -14,9 +14,7 @@ const stateDir = path.resolve(process.env.STATE_DIR?.trim() || path.join(repoRoo
 async function main(): Promise<void> {
   const stopped = await stopDetached(stateDir, { log: (line) => console.error(`[down] ${line}`) });
   fs.rmSync(path.join(stateDir, 'stack.json'), { force: true });
-  console.error(
-    stopped.length > 0 ? `[down] stopped ${stopped.length} processes` : '[down] no stack processes were running',
-  );
+  console.error(stopped.length > 0 ? `[down] stopped ${stopped.length} processes` : '[down] no stack processes were running');
 }
 
 main().catch((error: unknown) => {

@@ -8,10 +8,7 @@ import { infraEnv } from './testing/infra';
  * 90 s to start. Kept: the broker's own topics and those `npm run up` uses
  * (KAFKA_EVENTS_TOPIC and KAFKA_DLQ_TOPIC, or their defaults).
  */
-const KEPT = new Set([
-  process.env.KAFKA_EVENTS_TOPIC || 'engagement-events',
-  process.env.KAFKA_DLQ_TOPIC || 'engagement-events-dlq',
-]);
+const KEPT = new Set([process.env.KAFKA_EVENTS_TOPIC || 'engagement-events', process.env.KAFKA_DLQ_TOPIC || 'engagement-events-dlq']);
 
 async function main(): Promise<void> {
   const admin = new Kafka({ clientId: 'prune-topics', brokers: infraEnv().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();

@@ -434,11 +434,7 @@ export async function freePorts(count: number): Promise<number[]> {
 }
 
 /** A clear error now instead of an EADDRINUSE deep in some process's log. */
-async function assertPortsFree(
-  wanted: readonly ProcessName[],
-  ports: StackPorts,
-  caller: Record<string, string>,
-): Promise<void> {
+async function assertPortsFree(wanted: readonly ProcessName[], ports: StackPorts, caller: Record<string, string>): Promise<void> {
   const checks: Array<[string, number]> = [];
   for (const name of wanted) {
     if (name === 'gateway') {
@@ -475,9 +471,7 @@ function launchProcess(name: ProcessName, plan: Plan, detached: boolean): Runnin
   const log = fs.openSync(plan.logFile, 'a');
   fs.writeSync(log, `--- ${new Date().toISOString()} launcher: starting ${name} (${plan.script})\n`);
   const [command, args] =
-    detached || !SETPRIV
-      ? [process.execPath, [plan.script]]
-      : [SETPRIV, ['--pdeathsig', 'TERM', '--', process.execPath, plan.script]];
+    detached || !SETPRIV ? [process.execPath, [plan.script]] : [SETPRIV, ['--pdeathsig', 'TERM', '--', process.execPath, plan.script]];
   let child: ChildProcess;
   try {
     child = spawn(command, args, { cwd: REPO_ROOT, env: plan.env, detached, stdio: ['ignore', log, log] });

@@ -1,12 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  DEFAULT_PORTS,
-  SERVICE_NAMES,
-  runningDetached,
-  startStack,
-  type StackUrls,
-} from './stack';
+import { DEFAULT_PORTS, SERVICE_NAMES, runningDetached, startStack, type StackUrls } from './stack';
 import { infraEnv } from './testing/infra';
 
 /**

@@ -101,7 +101,10 @@ test('ClickHouse: a private database takes JSONEachRow inserts and selects them 
 test('ClickHouse: the server runs with the storage profile of deploy/clickhouse (4 KiB compressed blocks)', async () => {
   const client = createClient({ url: infraEnv().clickhouseUrl });
   try {
-    const result = await client.query({ query: "SELECT value FROM system.settings WHERE name = 'min_compress_block_size'", format: 'JSONEachRow' });
+    const result = await client.query({
+      query: "SELECT value FROM system.settings WHERE name = 'min_compress_block_size'",
+      format: 'JSONEachRow',
+    });
     expect(await result.json()).toEqual([{ value: '4096' }]);
   } finally {
     await client.close();
@@ -112,7 +115,9 @@ test('Kafka cluster ids are base64url and never start with "-", which the storag
   const script = fs.readFileSync(path.join(__dirname, '..', 'infra.sh'), 'utf8');
   const definition = script.match(/^kafka_new_cluster_id\(\) \{[\s\S]*?^\}/m)?.[0];
   expect(definition).toBeDefined();
-  const ids = execFileSync('bash', ['-c', `${definition}\nfor i in $(seq 1 1000); do kafka_new_cluster_id; echo; done`], { encoding: 'utf8' })
+  const ids = execFileSync('bash', ['-c', `${definition}\nfor i in $(seq 1 1000); do kafka_new_cluster_id; echo; done`], {
+    encoding: 'utf8',
+  })
     .trim()
     .split('\n');
   expect(ids).toHaveLength(1000);

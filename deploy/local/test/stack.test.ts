@@ -111,9 +111,7 @@ async function freePort(): Promise<number> {
 }
 
 test('starts the services, then the gateway, on free ports with the environment of CONVENTIONS.md', async () => {
-  const stack = await start(
-    options({ env: { STANDIN_READY_DELAY_MS: '300', CLICKHOUSE_DATABASE: 'caller_db', LOG_LEVEL: 'debug' } }),
-  );
+  const stack = await start(options({ env: { STANDIN_READY_DELAY_MS: '300', CLICKHOUSE_DATABASE: 'caller_db', LOG_LEVEL: 'debug' } }));
 
   const ports = [stack.ports.gateway, ...SERVICE_NAMES.flatMap((s) => [stack.ports[s].grpc, stack.ports[s].ops])];
   const defaults = [DEFAULT_PORTS.gateway, ...SERVICE_NAMES.flatMap((s) => [DEFAULT_PORTS[s].grpc, DEFAULT_PORTS[s].ops])];
@@ -202,9 +200,7 @@ test('kill, restart and stop one process; stopAll ends the rest', async () => {
 });
 
 test('stop sends SIGKILL when SIGTERM is ignored for stopTimeoutMs', async () => {
-  const stack = await start(
-    options({ processes: ['analytics'], env: { STANDIN_IGNORE_SIGTERM: '1' }, stopTimeoutMs: 500 }),
-  );
+  const stack = await start(options({ processes: ['analytics'], env: { STANDIN_IGNORE_SIGTERM: '1' }, stopTimeoutMs: 500 }));
   const pid = stack.pid('analytics')!;
   const startedAt = Date.now();
   await stack.stop('analytics');
@@ -225,9 +221,7 @@ test('a process that never gets ready fails the start after the timeout, with it
   expect(error).toBeInstanceOf(StackStartError);
   expect(error.processName).toBe('analytics');
   expect(error.logFile).toBe(path.join(stackOptions.logDir, 'analytics.log'));
-  expect(error.message).toMatch(
-    /^analytics did not become ready within 1\.5 s: GET http:\/\/127\.0\.0\.1:\d+\/readyz answered 503/,
-  );
+  expect(error.message).toMatch(/^analytics did not become ready within 1\.5 s: GET http:\/\/127\.0\.0\.1:\d+\/readyz answered 503/);
   expect(error.message).toContain('waiting for a dependency that never comes');
 
   expect(fs.existsSync(path.join(stackOptions.logDir, 'gateway.log'))).toBe(false);

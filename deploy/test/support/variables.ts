@@ -70,7 +70,11 @@ function literalDefault(argument: string | undefined): string | undefined {
     return undefined;
   };
   if (text.startsWith('[') && text.endsWith(']')) {
-    const items = text.slice(1, -1).split(',').filter((item) => item.trim() !== '').map(single);
+    const items = text
+      .slice(1, -1)
+      .split(',')
+      .filter((item) => item.trim() !== '')
+      .map(single);
     return items.every((item) => item !== undefined) ? items.join(',') : undefined;
   }
   return single(text);
@@ -108,7 +112,11 @@ export function variablesDeclaredByConventions(): VariableRead[] {
 
 function cells(line: string): string[] {
   if (!line.trim().startsWith('|')) return [];
-  return line.trim().replace(/^\||\|$/g, '').split('|').map((cell) => cell.trim());
+  return line
+    .trim()
+    .replace(/^\||\|$/g, '')
+    .split('|')
+    .map((cell) => cell.trim());
 }
 
 function variableNames(text: string): string[] {

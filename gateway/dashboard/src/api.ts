@@ -125,12 +125,7 @@ export class Api {
     }
   }
 
-  private async get<T>(
-    path: string,
-    workspaceId: string | undefined,
-    params: Record<string, string>,
-    signal?: AbortSignal,
-  ): Promise<T> {
+  private async get<T>(path: string, workspaceId: string | undefined, params: Record<string, string>, signal?: AbortSignal): Promise<T> {
     const headers: Record<string, string> = { Accept: 'application/json' };
     const token = this.token();
     if (token) headers.Authorization = `Bearer ${token}`;
@@ -154,9 +149,7 @@ function describeDetail(body: unknown): string {
   const detail = (body as { detail?: unknown } | undefined)?.detail;
   if (typeof detail === 'string') return detail;
   if (Array.isArray(detail)) {
-    return detail
-      .map((entry: { loc?: unknown[]; msg?: string }) => `${(entry.loc ?? []).join('.')}: ${entry.msg ?? 'invalid'}`)
-      .join('; ');
+    return detail.map((entry: { loc?: unknown[]; msg?: string }) => `${(entry.loc ?? []).join('.')}: ${entry.msg ?? 'invalid'}`).join('; ');
   }
   return 'no details given';
 }

@@ -8,7 +8,10 @@ const HEIGHT = 300;
 const HOUR = 3600;
 const DAY = 24 * HOUR;
 /** Tick steps in seconds: whole hours or whole days, never finer than the buckets. */
-const STEPS = { hour: [HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY], day: [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY] };
+const STEPS = {
+  hour: [HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY],
+  day: [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY],
+};
 const dayLabel = new Intl.DateTimeFormat('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
 
 /** The time-series chart: one line per event count, x in UTC. Redrawn from scratch for each answer. */

@@ -209,7 +209,10 @@ async function loadStats(): Promise<void> {
   const shown = new URLSearchParams({ workspace_id: workspaceId, ...query, campaign_id: query.campaign_id ?? '' });
   ui.main.dataset.query = shown.toString();
   if (performance.getEntriesByName(FIRST_VIEW_MARK).length === 0) performance.mark(FIRST_VIEW_MARK);
-  setStatus('ready', `Showing ${query.date_from} to ${query.date_to} per ${query.interval}, as of ${new Date().toISOString().slice(11, 19)} UTC.`);
+  setStatus(
+    'ready',
+    `Showing ${query.date_from} to ${query.date_to} per ${query.interval}, as of ${new Date().toISOString().slice(11, 19)} UTC.`,
+  );
 }
 
 function onFailure(error: unknown): void {

@@ -32,10 +32,15 @@ export class PrincipalResolver {
     logger: Logger,
     private readonly ttlMs = DEFAULT_TTL_MS,
   ) {
-    this.watch = new ChangeWatch('access changes', () => client.watchAccessChanges({}), {
-      changed: () => this.accessChanged(),
-      reset: () => this.accessChanged(),
-    }, logger);
+    this.watch = new ChangeWatch(
+      'access changes',
+      () => client.watchAccessChanges({}),
+      {
+        changed: () => this.accessChanged(),
+        reset: () => this.accessChanged(),
+      },
+      logger,
+    );
   }
 
   async resolve(request: identityV1.ResolvePrincipalRequest): Promise<identityV1.ResolvePrincipalResponse> {

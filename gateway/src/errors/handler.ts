@@ -18,7 +18,9 @@ interface OpenApiValidatorError extends Error {
 }
 
 const isOpenApiValidatorError = (error: unknown): error is OpenApiValidatorError =>
-  error instanceof Error && typeof (error as { status?: unknown }).status === 'number' && Array.isArray((error as { errors?: unknown }).errors);
+  error instanceof Error &&
+  typeof (error as { status?: unknown }).status === 'number' &&
+  Array.isArray((error as { errors?: unknown }).errors);
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',
@@ -32,7 +34,10 @@ const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'
 
 /** The methods the route has (the validator lists them in document order): RFC 9110 requires `Allow` on a 405. */
 function allowHeader(error: OpenApiValidatorError): Record<string, string> {
-  const methods = (error.headers?.Allow ?? '').split(',').map((method) => method.trim().toUpperCase()).filter(Boolean);
+  const methods = (error.headers?.Allow ?? '')
+    .split(',')
+    .map((method) => method.trim().toUpperCase())
+    .filter(Boolean);
   const rank = (method: string) => (METHOD_ORDER.includes(method) ? METHOD_ORDER.indexOf(method) : METHOD_ORDER.length);
   return methods.length > 0 ? { Allow: methods.sort((a, b) => rank(a) - rank(b)).join(', ') } : {};
 }

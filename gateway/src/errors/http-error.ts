@@ -19,8 +19,7 @@ export class HttpError extends Error {
   }
 }
 
-export const unauthorized = (detail: string): HttpError =>
-  new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer' });
+export const unauthorized = (detail: string): HttpError => new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer' });
 
 export const forbidden = (detail = 'Not enough permissions'): HttpError => new HttpError(403, detail);
 

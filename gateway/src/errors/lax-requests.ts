@@ -67,13 +67,10 @@ function lax(document: OpenApiDocument, schema: Schema | undefined, value: unkno
   const resolved = resolve(document, schema);
   if (Array.isArray(value)) return resolved.items ? value.map((item) => lax(document, resolved.items, item)) : value;
   if (isRecord(value)) {
-    return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [key, lax(document, childSchema(document, resolved, key), item)]),
-    );
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, lax(document, childSchema(document, resolved, key), item)]));
   }
   return laxScalar(resolved, value);
 }
-
 
 /** Python's urllib.parse.unquote, as uvicorn decodes the path: an invalid escape stays as sent, bytes that are not UTF-8 become U+FFFD. */
 const pythonUnquote = (segment: string): string =>
@@ -120,7 +117,12 @@ export function pydanticRequests(
     const key = `${req.method} ${found.path}`;
     const schemas = cache.get(key) ?? operationSchemas(document, found.path, req.method);
     cache.set(key, schemas);
-    const context: RequestContext = { ...schemas, document, rawParameters: { path: {}, query: {}, header: {}, cookie: {} }, rawBody: undefined };
+    const context: RequestContext = {
+      ...schemas,
+      document,
+      rawParameters: { path: {}, query: {}, header: {}, cookie: {} },
+      rawBody: undefined,
+    };
     rememberContext(req, context);
     const schemaOf = (where: ParameterLocation, name: string) =>
       schemas.parameters.find((parameter) => parameter.in === where && parameter.name === name)?.schema;
@@ -210,4 +212,3 @@ export function validatorDocument(document: OpenApiDocument): OpenApiDocument {
   visit(copy);
   return copy;
 }
-

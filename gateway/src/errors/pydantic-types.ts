@@ -138,5 +138,7 @@ export function parseDateOrDateTime(text: string): DateOrDateTime {
   const date = utcDate(year, month - 1, day);
   if (text.length === 10) return { time: date, bareDate: true };
   const time = 'Tt_ '.includes(text[10]) ? timeOfDay(text.slice(11)) : undefined;
-  return time ? { time: date + time.ms - time.offsetMs, bareDate: false } : { error: 'unexpected extra characters at the end of the input' };
+  return time
+    ? { time: date + time.ms - time.offsetMs, bareDate: false }
+    : { error: 'unexpected extra characters at the end of the input' };
 }

@@ -128,8 +128,7 @@ export function operationSchemas(document: OpenApiDocument, route: string, metho
     (parameter, index) => !declared.slice(index + 1).some((later) => later.name === parameter.name && later.in === parameter.in),
   );
   let requestBody = operation.requestBody as
-    | { $ref?: string; required?: boolean; content?: Record<string, { schema?: Schema }> }
-    | undefined;
+    { $ref?: string; required?: boolean; content?: Record<string, { schema?: Schema }> } | undefined;
   if (requestBody?.$ref) requestBody = lookup(document, requestBody.$ref) as typeof requestBody;
   return { parameters, body: requestBody?.content?.['application/json']?.schema, bodyRequired: requestBody?.required === true };
 }

@@ -1,13 +1,5 @@
 import type { Request } from 'express';
-import {
-  containsNul,
-  cronViolation,
-  invalidEmail,
-  nulViolation,
-  parseEmail,
-  selectStatementViolation,
-  type Violation,
-} from '@mail/common';
+import { containsNul, cronViolation, invalidEmail, nulViolation, parseEmail, selectStatementViolation, type Violation } from '@mail/common';
 import { pythonJsonError } from './python-json';
 import { parseDateOrDateTime, parseUuid } from './pydantic-types';
 import { childSchema, contextOf, isRecord, resolve, type ParameterLocation, type RequestContext, type Schema } from './request-schemas';
@@ -80,7 +72,8 @@ function typeDetail(schema: Schema, value: unknown): Detail {
         ? { type: 'uuid_type', msg: 'UUID input should be a string, bytes or UUID object' }
         : { type: 'string_type', msg: 'Input should be a valid string' };
     case 'integer':
-      if (typeof value === 'number') return { type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' };
+      if (typeof value === 'number')
+        return { type: 'int_from_float', msg: 'Input should be a valid integer, got a number with a fractional part' };
       return typeof value === 'string'
         ? { type: 'int_parsing', msg: 'Input should be a valid integer, unable to parse string as an integer' }
         : { type: 'int_type', msg: 'Input should be a valid integer' };
@@ -230,7 +223,15 @@ function rootLocation(context: RequestContext, pointer: string): Location {
   const [area = 'body', name = ''] = pointer.split('/').slice(1).map(unescapePointer);
   const where = LOCATION_NAMES[area] ?? 'body';
   if (where === 'body') {
-    return { where, loc: [where], order: [LOCATION_ORDER.indexOf(where)], schema: context.body, value: context.rawBody, parent: undefined, depth: 0 };
+    return {
+      where,
+      loc: [where],
+      order: [LOCATION_ORDER.indexOf(where)],
+      schema: context.body,
+      value: context.rawBody,
+      parent: undefined,
+      depth: 0,
+    };
   }
   const index = context.parameters.findIndex((p) => p.in === where && p.name.toLowerCase() === name.toLowerCase());
   const parameter = context.parameters[index];
@@ -320,7 +321,8 @@ function violationAt(context: RequestContext, { where, loc, schema, value, paren
   const rank = (error: ValidatorError) => {
     const keyword = keywordOf(error);
     if (keyword === NUL_KEYWORD) return KEYWORD_PRIORITY.length + 2;
-    if (keyword === 'format' && resolved.format !== undefined && resolved.format in FIELD_VALIDATOR_FORMATS) return KEYWORD_PRIORITY.length + 1;
+    if (keyword === 'format' && resolved.format !== undefined && resolved.format in FIELD_VALIDATOR_FORMATS)
+      return KEYWORD_PRIORITY.length + 1;
     const position = KEYWORD_PRIORITY.indexOf(keyword);
     return position < 0 ? KEYWORD_PRIORITY.length : position;
   };

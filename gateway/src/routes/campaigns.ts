@@ -15,8 +15,7 @@ const MODES: Record<string, campaignV1.DeliveryMode> = {
   single_template: DeliveryMode.DELIVERY_MODE_SINGLE_TEMPLATE,
   variants: DeliveryMode.DELIVERY_MODE_VARIANTS,
 };
-const nameOf = <T>(table: Record<string, T>, value: T): string | undefined =>
-  Object.keys(table).find((name) => table[name] === value);
+const nameOf = <T>(table: Record<string, T>, value: T): string | undefined => Object.keys(table).find((name) => table[name] === value);
 
 const VARIANT_FIELDS = ['template_id', 'weight', 'label', 'is_active'];
 

@@ -59,9 +59,7 @@ async function sendMaybeGzipped(req: Request, res: Response, file: string, heade
   const gzipped = `${file}.gz`;
   const useGzip = req.acceptsEncodings('gzip', 'identity') === 'gzip' && (await exists(gzipped));
   if (!useGzip && !(await exists(file))) {
-    throw file.endsWith('index.html')
-      ? new HttpError(503, 'The dashboard is not built: run `npm run build`')
-      : notFound();
+    throw file.endsWith('index.html') ? new HttpError(503, 'The dashboard is not built: run `npm run build`') : notFound();
   }
   res.set(headers);
   res.vary('Accept-Encoding');

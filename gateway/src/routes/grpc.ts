@@ -8,11 +8,7 @@ type UnaryMethod<Req, Res> = Parameters<typeof call<Req, Res>>[0];
  * `fields` says where the request's fields came from, so a service's
  * violations point at the body or at the query string.
  */
-export async function callService<Req, Res>(
-  method: UnaryMethod<Req, Res>,
-  request: Req,
-  fields: FieldLocation = 'body',
-): Promise<Res> {
+export async function callService<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, fields: FieldLocation = 'body'): Promise<Res> {
   try {
     return await call(method, request);
   } catch (error) {

@@ -121,22 +121,26 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.post('/workspaces/:id/members', async (req, res) => {
     const body = req.body as Json;
-    const answer = await changingAccess(callService(service.addMember.bind(service), {
-      workspaceId: id(req),
-      email: body.email as string,
-      displayName: given<string>(body.display_name),
-      role: roleToProto(body.role as Role),
-    }));
+    const answer = await changingAccess(
+      callService(service.addMember.bind(service), {
+        workspaceId: id(req),
+        email: body.email as string,
+        displayName: given<string>(body.display_name),
+        role: roleToProto(body.role as Role),
+      }),
+    );
     res.status(201).json(memberJson(answer.member));
   });
 
   router.put('/workspaces/:id/members/:user_id', async (req, res) => {
     const role = given<Role>((req.body as Json).role);
-    const answer = await changingAccess(callService(service.updateMember.bind(service), {
-      workspaceId: id(req),
-      userId: pathParam(req, 'user_id'),
-      role: role === undefined ? undefined : roleToProto(role),
-    }));
+    const answer = await changingAccess(
+      callService(service.updateMember.bind(service), {
+        workspaceId: id(req),
+        userId: pathParam(req, 'user_id'),
+        role: role === undefined ? undefined : roleToProto(role),
+      }),
+    );
     res.json(memberJson(answer.member));
   });
 
@@ -156,11 +160,13 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.post('/users/', async (req, res) => {
     const body = req.body as Json;
-    const answer = await changingAccess(callService(service.createUser.bind(service), {
-      email: body.email as string,
-      displayName: given<string>(body.display_name) ?? '',
-      isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
-    }));
+    const answer = await changingAccess(
+      callService(service.createUser.bind(service), {
+        email: body.email as string,
+        displayName: given<string>(body.display_name) ?? '',
+        isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
+      }),
+    );
     res.status(201).json(userJson(answer.user));
   });
 
@@ -171,16 +177,18 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   router.put('/users/:id', async (req, res) => {
     const body = req.body as Json;
-    const answer = await changingAccess(callService(service.updateUser.bind(service), {
-      id: id(req),
-      updateMask: USER_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null),
-      user: {
+    const answer = await changingAccess(
+      callService(service.updateUser.bind(service), {
         id: id(req),
-        email: given<string>(body.email) ?? '',
-        displayName: given<string>(body.display_name) ?? '',
-        isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
-      },
-    }));
+        updateMask: USER_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null),
+        user: {
+          id: id(req),
+          email: given<string>(body.email) ?? '',
+          displayName: given<string>(body.display_name) ?? '',
+          isPlatformAdmin: given<boolean>(body.is_platform_admin) ?? false,
+        },
+      }),
+    );
     res.json(userJson(answer.user));
   });
 

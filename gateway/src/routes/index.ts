@@ -6,10 +6,4 @@ import { suppressionRoutes } from './suppressions';
 import type { RouteModule } from './context';
 
 /** Every area of the API; the OpenAPI fragments in gateway/openapi/ describe them. */
-export const routeModules: RouteModule[] = [
-  campaignRoutes,
-  brandGuideRoutes,
-  identityRoutes,
-  eventRoutes,
-  suppressionRoutes,
-];
+export const routeModules: RouteModule[] = [campaignRoutes, brandGuideRoutes, identityRoutes, eventRoutes, suppressionRoutes];

@@ -68,8 +68,7 @@ const REQUIRED: [keyof SendgridEvent & string, Check][] = [
   ['timestamp', unixSeconds],
 ];
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The body's violations in order, with `loc` from "body": all of them, up to
@@ -83,7 +82,9 @@ export function bodyViolations(body: unknown): Violation[] {
   for (let index = 0; index < body.length && violations.length < MAX_DETAIL_ENTRIES; index++) {
     const item: unknown = body[index];
     if (!isObject(item)) {
-      violations.push(violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item));
+      violations.push(
+        violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item),
+      );
       continue;
     }
     // An event of a type that is not kept is dropped whatever else it holds: only its type is read.

@@ -134,7 +134,10 @@ export class EventPublisher {
             if (request.chunksLeft === 0) this.succeed(request);
           }
         } catch (error) {
-          this.logger.warn({ err: error, events: chunks.reduce((n, chunk) => n + chunk.events.length, 0) }, 'publishing events to kafka failed');
+          this.logger.warn(
+            { err: error, events: chunks.reduce((n, chunk) => n + chunk.events.length, 0) },
+            'publishing events to kafka failed',
+          );
           for (const { request } of chunks) this.fail(request, new PublishError('Kafka is unavailable'));
           this.retire(sender);
         }

@@ -49,7 +49,9 @@ export function checkInvariants(batches: readonly Batch[], view: StoreView, othe
     for (const attempt of batch.attempts) {
       if (attempt.status === undefined) continue;
       if (attempt.status >= 500 && attempt.status !== 503) {
-        violations.push(`server error: batch ${batch.index} answered ${attempt.status} during "${attempt.phase}": ${attempt.body?.slice(0, 200)}`);
+        violations.push(
+          `server error: batch ${batch.index} answered ${attempt.status} during "${attempt.phase}": ${attempt.body?.slice(0, 200)}`,
+        );
       }
       if (attempt.status === 202) {
         batch.eventIds.forEach((id) => acceptedIds.add(id));
@@ -61,21 +63,28 @@ export function checkInvariants(batches: readonly Batch[], view: StoreView, othe
     }
   }
   for (const answer of otherAnswers) {
-    if (answer.status >= 500 && answer.status !== 503) violations.push(`server error: ${answer.what} answered ${answer.status} during "${answer.phase}"`);
+    if (answer.status >= 500 && answer.status !== 503)
+      violations.push(`server error: ${answer.what} answered ${answer.status} during "${answer.phase}"`);
   }
 
   const missing = [...acceptedIds].filter((id) => !view.listed.has(id));
-  if (missing.length > 0) violations.push(`lost: ${missing.length} events acknowledged with 202 are not in GET /campaign-events/: ${sample(missing)}`);
+  if (missing.length > 0)
+    violations.push(`lost: ${missing.length} events acknowledged with 202 are not in GET /campaign-events/: ${sample(missing)}`);
   const listedTwice = [...view.listed].filter(([, times]) => times > 1).map(([id]) => id);
-  if (listedTwice.length > 0) violations.push(`duplicate: GET /campaign-events/ lists ${listedTwice.length} events more than once: ${sample(listedTwice)}`);
+  if (listedTwice.length > 0)
+    violations.push(`duplicate: GET /campaign-events/ lists ${listedTwice.length} events more than once: ${sample(listedTwice)}`);
   if (view.storedCopies.size > 0) {
-    violations.push(`duplicate: ${view.storedCopies.size} events are stored more than once: ${sample([...view.storedCopies].map(([id, n]) => `${id} x${n}`))}`);
+    violations.push(
+      `duplicate: ${view.storedCopies.size} events are stored more than once: ${sample([...view.storedCopies].map(([id, n]) => `${id} x${n}`))}`,
+    );
   }
   const unexpected = [...view.listed.keys()].filter((id) => !sent.has(id));
   if (unexpected.length > 0) violations.push(`unexpected: ${unexpected.length} stored events were never sent: ${sample(unexpected)}`);
-  if (view.total !== view.listed.size) violations.push(`count: GET /campaign-events/ reports total ${view.total} but its pages hold ${view.listed.size} events`);
+  if (view.total !== view.listed.size)
+    violations.push(`count: GET /campaign-events/ reports total ${view.total} but its pages hold ${view.listed.size} events`);
   const distinctStored = view.storedRows - [...view.storedCopies.values()].reduce((extra, copies) => extra + copies - 1, 0);
-  if (distinctStored !== view.listed.size) violations.push(`count: the store holds ${distinctStored} distinct events, the API lists ${view.listed.size}`);
+  if (distinctStored !== view.listed.size)
+    violations.push(`count: the store holds ${distinctStored} distinct events, the API lists ${view.listed.size}`);
   return { violations, acceptedEvents: acceptedIds.size };
 }
 

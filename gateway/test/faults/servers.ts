@@ -167,4 +167,3 @@ function signal(pid: number, name: NodeJS.Signals): void {
     if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
   }
 }
-

@@ -13,9 +13,7 @@ void runService({
     const store = await openEventStore(config.clickhouseUrl, config.clickhouseDatabase);
     readiness.add('clickhouse', () => store.ping());
     return {
-      grpcServices: [
-        { definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(logger, store) },
-      ],
+      grpcServices: [{ definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(logger, store) }],
       close: [{ name: 'close clickhouse', run: () => store.close() }],
     };
   },

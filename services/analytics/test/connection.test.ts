@@ -37,5 +37,7 @@ it('creates the database and the shared tables when ingestion never ran', async 
 it('fails to open with a connection error when ClickHouse does not answer', async () => {
   // The text isDependencyFailure() recognizes, so the process exits and calls answer UNAVAILABLE. (Its
   // instanceof check cannot be asserted here: Node's socket errors come from outside jest's sandbox.)
-  await expect(openEventStore('http://127.0.0.1:1', 'mail')).rejects.toMatchObject({ message: expect.stringMatching(/connect ECONNREFUSED/) });
+  await expect(openEventStore('http://127.0.0.1:1', 'mail')).rejects.toMatchObject({
+    message: expect.stringMatching(/connect ECONNREFUSED/),
+  });
 });

@@ -14,7 +14,13 @@ let rows: Record<'unsubscribe' | 'hardBounce' | 'midnightOpen' | 'click' | 'open
 beforeAll(async () => {
   analytics = await startAnalytics('analytics_events');
   rows = {
-    unsubscribe: event({ workspace_id: W, campaign_id: C1, event_type: 'unsubscribe', email: 'b@example.com', occurred_at: '2026-03-12T10:00:00Z' }),
+    unsubscribe: event({
+      workspace_id: W,
+      campaign_id: C1,
+      event_type: 'unsubscribe',
+      email: 'b@example.com',
+      occurred_at: '2026-03-12T10:00:00Z',
+    }),
     hardBounce: event({
       workspace_id: W,
       campaign_id: C2,
@@ -78,7 +84,12 @@ describe('ListEvents', () => {
       provider: 'sendgrid',
       providerEventId: bounce.provider_event_id,
     });
-    expect(events[3]).toMatchObject({ url: 'https://example.com/offer', userAgent: 'Mozilla/5.0', ip: '203.0.113.7', providerMessageId: 'msg-1' });
+    expect(events[3]).toMatchObject({
+      url: 'https://example.com/offer',
+      userAgent: 'Mozilla/5.0',
+      ip: '203.0.113.7',
+      providerMessageId: 'msg-1',
+    });
   });
 
   it.each([
@@ -132,7 +143,12 @@ describe('ListEvents', () => {
   });
 
   it('combines filters', async () => {
-    const filter = { eventType: EventType.EVENT_TYPE_OPEN, campaignId: C1, email: 'a@example.com', occurredFrom: at('2026-03-10T00:00:00Z') };
+    const filter = {
+      eventType: EventType.EVENT_TYPE_OPEN,
+      campaignId: C1,
+      email: 'a@example.com',
+      occurredFrom: at('2026-03-10T00:00:00Z'),
+    };
     expect(await list(filter)).toMatchObject({ ids: ids('open'), total: 1 });
     expect(await list({ ...filter, campaignId: C2 })).toMatchObject({ ids: [], total: 0 });
   });
@@ -172,7 +188,14 @@ describe('ListEvents', () => {
   });
 
   it('treats injection attempts in the address as data', async () => {
-    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\' OR 1=1 --", "a@example.com\\", "'; DROP TABLE engagement_events; --", '\0']) {
+    for (const email of [
+      "' OR 1=1 --",
+      "a@example.com' OR '1'='1",
+      "\\' OR 1=1 --",
+      'a@example.com\\',
+      "'; DROP TABLE engagement_events; --",
+      '\0',
+    ]) {
       expect(await list({ email })).toMatchObject({ ids: [], total: 0 });
     }
     expect((await list()).total).toBe(6);
@@ -185,7 +208,9 @@ describe('ListEvents over many days', () => {
 
   beforeAll(async () => {
     // 3 events a day on 1, 2, 5, 9, 10 March plus 7 in one second on 10 March: pages cross days and ties.
-    const times = ['01', '02', '05', '09', '10'].flatMap((day) => ['08:00:00', '12:00:00', '18:00:00'].map((time) => `2026-03-${day}T${time}Z`));
+    const times = ['01', '02', '05', '09', '10'].flatMap((day) =>
+      ['08:00:00', '12:00:00', '18:00:00'].map((time) => `2026-03-${day}T${time}Z`),
+    );
     const generated = [...times, ...Array.from({ length: 7 }, () => '2026-03-10T23:00:00Z')].map((occurred_at, index) =>
       event({ workspace_id: workspaceId, campaign_id: C1, occurred_at, provider_event_id: `p${String(index).padStart(3, '0')}` }),
     );
@@ -230,7 +255,12 @@ describe('ListEvents read again', () => {
   const workspaceId = randomUUID();
   const onDay = (day: string, count: number, prefix: string) =>
     Array.from({ length: count }, (_, index) =>
-      event({ workspace_id: workspaceId, campaign_id: C1, occurred_at: `2026-03-${day}T10:00:${String(index).padStart(2, '0')}Z`, provider_event_id: `${prefix}-${index}` }),
+      event({
+        workspace_id: workspaceId,
+        campaign_id: C1,
+        occurred_at: `2026-03-${day}T10:00:${String(index).padStart(2, '0')}Z`,
+        provider_event_id: `${prefix}-${index}`,
+      }),
     );
   const page = async (pageNumber: number) => {
     const response = await analytics.rpc('listEvents', { filter: { workspaceId }, page: { page: pageNumber, pageSize: 2 } });

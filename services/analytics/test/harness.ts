@@ -86,7 +86,10 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     await clickhouse.insert({ table, values, format: 'JSONEachRow' });
   };
   const markUnsettled = (workspaceId: string, days: string[]) =>
-    insert('unsettled_days', days.map((day) => ({ workspace_id: workspaceId, day, marked_at: new Date().toISOString() })));
+    insert(
+      'unsettled_days',
+      days.map((day) => ({ workspace_id: workspaceId, day, marked_at: new Date().toISOString() })),
+    );
   return {
     rpc: service.rpc,
     insertEvents: (rows) => insert('engagement_events', rows),
@@ -97,7 +100,10 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     markUnsettled,
     insertSignals: async (rows) => {
       await insert('suppression_signals', rows);
-      await refreshSuppressionState(clickhouse, rows.map((row) => ({ workspaceId: row.workspace_id, email: row.email })));
+      await refreshSuppressionState(
+        clickhouse,
+        rows.map((row) => ({ workspaceId: row.workspace_id, email: row.email })),
+      );
     },
     clickhouse,
     database: service.database.database,

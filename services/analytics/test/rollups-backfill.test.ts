@@ -20,7 +20,14 @@ const rows = <T>(query: string): Promise<T[]> => database.rows<T>(query);
 
 it('fills new rollups from the stored events, copies once, and marks the days of events stored meanwhile unsettled', async () => {
   const old = '2026-03-01T00:00:00Z';
-  const click = event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: 'https://example.com/a', occurred_at: '2026-03-10T08:00:00Z', ingested_at: old });
+  const click = event({
+    workspace_id: W,
+    campaign_id: C1,
+    event_type: 'click',
+    url: 'https://example.com/a',
+    occurred_at: '2026-03-10T08:00:00Z',
+    ingested_at: old,
+  });
   const stored = [
     event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T09:00:00Z', ingested_at: old }),
     event({ workspace_id: W, campaign_id: C1, email: 'b@example.com', occurred_at: '2026-04-02T09:00:00Z', ingested_at: old }),

@@ -45,7 +45,10 @@ beforeAll(async () => {
   for (let start = 0; start < rows.length; start += 100) await analytics.insertEvents(rows.slice(start, start + 100));
   await analytics.insertEvents([event({ workspace_id: randomUUID(), campaign_id: C1, occurred_at: '2026-04-02T10:00:00Z' })]);
   await analytics.insertFaultCopies(
-    rows.filter((row) => row.occurred_at.startsWith(DUPLICATED_DAY)).slice(0, 12).map((row) => ({ ...row, id: randomUUID() })),
+    rows
+      .filter((row) => row.occurred_at.startsWith(DUPLICATED_DAY))
+      .slice(0, 12)
+      .map((row) => ({ ...row, id: randomUUID() })),
   );
   await analytics.clickhouse.command({
     query: `INSERT INTO event_rollup_daily
@@ -121,14 +124,20 @@ function expectedLinks(rows: EventRow[]) {
       clicks: group.length,
       uniqueClicks: new Set(group.map((row) => row.email)).size,
     }))
-    .sort((a, b) => b.clicks - a.clicks || b.uniqueClicks - a.uniqueClicks || a.url.localeCompare(b.url) || a.campaignId.localeCompare(b.campaignId))
+    .sort(
+      (a, b) =>
+        b.clicks - a.clicks || b.uniqueClicks - a.uniqueClicks || a.url.localeCompare(b.url) || a.campaignId.localeCompare(b.campaignId),
+    )
     .slice(0, 10);
 }
 
 const at = (iso: string) => new Date(iso);
 const RANGES: [string, Pick<Filter, 'occurredFrom' | 'occurredBefore'>][] = [
   ['all time', {}],
-  ['partial days at both ends, unsettled days inside', { occurredFrom: at('2026-04-01T06:00:00Z'), occurredBefore: at('2026-04-04T18:00:00Z') }],
+  [
+    'partial days at both ends, unsettled days inside',
+    { occurredFrom: at('2026-04-01T06:00:00Z'), occurredBefore: at('2026-04-04T18:00:00Z') },
+  ],
   ['whole days only', { occurredFrom: at('2026-04-02T00:00:00Z'), occurredBefore: at('2026-04-05T00:00:00Z') }],
   ['whole settled days only', { occurredFrom: at('2026-04-01T00:00:00Z'), occurredBefore: at('2026-04-03T00:00:00Z') }],
   ['within one day', { occurredFrom: at('2026-04-03T05:00:00Z'), occurredBefore: at('2026-04-03T17:00:00.500Z') }],
@@ -143,7 +152,9 @@ const FILTERS: [string, Filter][] = [
   ['one address', { email: 'r3@example.com' }],
   ['campaign and clicks', { campaignId: C1, eventType: EventType.EVENT_TYPE_CLICK }],
 ];
-const CASES = RANGES.flatMap(([range, bounds]) => FILTERS.map(([name, filter]) => [`${name}, ${range}`, { ...filter, ...bounds }] as const));
+const CASES = RANGES.flatMap(([range, bounds]) =>
+  FILTERS.map(([name, filter]) => [`${name}, ${range}`, { ...filter, ...bounds }] as const),
+);
 
 describe.each(CASES)('%s', (_name, filter) => {
   const expected = () => matching(filter);
@@ -164,11 +175,15 @@ describe.each(CASES)('%s', (_name, filter) => {
     const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_DAY });
     expect(stats.totals).toEqual(expectedCounts(rows));
     expect(stats.campaigns).toEqual(
-      [...groupBy(rows, (row) => row.campaign_id)].sort(([a], [b]) => a.localeCompare(b)).map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
+      [...groupBy(rows, (row) => row.campaign_id)]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
     );
     const byDay = groupBy(rows, (row) => row.occurred_at.slice(0, 10));
     expect(stats.series.filter((bucket) => byDay.has(bucket.bucketStart!.toISOString().slice(0, 10)))).toEqual(
-      [...byDay].sort(([a], [b]) => a.localeCompare(b)).map(([day, group]) => ({ bucketStart: at(`${day}T00:00:00Z`), counts: expectedCounts(group) })),
+      [...byDay]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([day, group]) => ({ bucketStart: at(`${day}T00:00:00Z`), counts: expectedCounts(group) })),
     );
     expect(stats.series.length).toBeGreaterThanOrEqual(byDay.size);
     expect(stats.topLinks).toEqual(expectedLinks(rows));
@@ -179,13 +194,19 @@ describe.each(CASES)('%s', (_name, filter) => {
 it.each([
   ['unsettled days inside', { occurredFrom: at('2026-04-02T06:00:00Z'), occurredBefore: at('2026-04-04T06:00:00Z') }, 48],
   ['settled and unsettled days inside', { occurredFrom: at('2026-04-01T12:00:00Z'), occurredBefore: at('2026-04-05T12:00:00Z') }, 96],
-  ['one campaign, whole days', { occurredFrom: at('2026-04-01T00:00:00Z'), occurredBefore: at('2026-04-06T00:00:00Z'), campaignId: C1 }, 120],
+  [
+    'one campaign, whole days',
+    { occurredFrom: at('2026-04-01T00:00:00Z'), occurredBefore: at('2026-04-06T00:00:00Z'), campaignId: C1 },
+    120,
+  ],
 ])('counts hourly stats exactly, %s', async (_name, filter, hours) => {
   const rows = matching(filter);
   const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_HOUR });
   expect(stats.totals).toEqual(expectedCounts(rows));
   expect(stats.campaigns).toEqual(
-    [...groupBy(rows, (row) => row.campaign_id)].sort(([a], [b]) => a.localeCompare(b)).map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
+    [...groupBy(rows, (row) => row.campaign_id)]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
   );
   expect(stats.series).toHaveLength(hours);
   const byHour = groupBy(rows, (row) => row.occurred_at.slice(0, 13));
@@ -199,7 +220,14 @@ it('reads a day marked unsettled since the workspace was last read as unsettled'
   // Reads start on the unsettled days of the workspace's last read; one marked since must still count.
   const workspaceId = randomUUID();
   const rows = ['2026-06-01T10:00:00Z', '2026-06-02T10:00:00Z', '2026-06-02T11:00:00Z'].map((time, i) =>
-    event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'open', email: `late${i}@example.com`, occurred_at: time, received_at: time }),
+    event({
+      workspace_id: workspaceId,
+      campaign_id: C1,
+      event_type: 'open',
+      email: `late${i}@example.com`,
+      occurred_at: time,
+      received_at: time,
+    }),
   );
   await analytics.insertEvents(rows);
   const filter = { workspaceId, occurredFrom: at('2026-06-01T00:00:00Z'), occurredBefore: at('2026-06-03T00:00:00Z') };
@@ -237,7 +265,9 @@ describe('top links', () => {
     const workspaceId = randomUUID();
     const rows: EventRow[] = [];
     const clicks = (campaign: number, link: string, emails: string[]) =>
-      emails.forEach((email, i) => rows.push(click(workspaceId, campaign, link, email, i % 2 === 0 ? '2026-05-01T09:00:00Z' : '2026-05-02T09:00:00Z')));
+      emails.forEach((email, i) =>
+        rows.push(click(workspaceId, campaign, link, email, i % 2 === 0 ? '2026-05-01T09:00:00Z' : '2026-05-02T09:00:00Z')),
+      );
     clicks(1, 'a', ['a', 'b', 'c', 'd', 'e']);
     clicks(2, 'a', ['a', 'a', 'a', 'a', 'a']);
     clicks(1, 'b', ['a', 'b', 'c', 'd']);

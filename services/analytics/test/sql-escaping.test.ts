@@ -60,7 +60,8 @@ describe('str() against the real server', () => {
 
 describe('stringSet() and uuidSet() against the real server', () => {
   it('holds each hostile string exactly, and nothing else', async () => {
-    for (const value of HOSTILE) expect([value, Number(await scalar(sql`SELECT ${str(value)} IN ${stringSet(HOSTILE)} AS value`))]).toEqual([value, 1]);
+    for (const value of HOSTILE)
+      expect([value, Number(await scalar(sql`SELECT ${str(value)} IN ${stringSet(HOSTILE)} AS value`))]).toEqual([value, 1]);
     expect(Number(await scalar(sql`SELECT 'not there' IN ${stringSet(HOSTILE)} AS value`))).toBe(0);
     expect(Number(await scalar(sql`SELECT count() AS value FROM ${stringSet(HOSTILE)}`))).toBe(HOSTILE.length);
   });
@@ -87,7 +88,7 @@ describe('the other value functions refuse what they cannot render safely', () =
     ['uuidSet', () => uuidSet([])],
     ['stringSet', () => stringSet([])],
     ['stringSet', () => stringSet([42 as unknown as string])],
-    ['sql', () => sql`SELECT ${"1; DROP TABLE x" as unknown as chsql.SqlFragment}`],
+    ['sql', () => sql`SELECT ${'1; DROP TABLE x' as unknown as chsql.SqlFragment}`],
   ])('%s', (_name, render) => {
     expect(render).toThrow(UnsafeSqlValueError);
   });

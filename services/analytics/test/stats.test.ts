@@ -24,7 +24,16 @@ function counts(values: Partial<Record<string, number>> = {}) {
   };
 }
 
-const C1_COUNTS = counts({ opens: 3, uniqueOpens: 2, clicks: 3, uniqueClicks: 2, clickToOpenRate: 1, hardBounces: 1, softBounces: 1, unsubscribes: 1 });
+const C1_COUNTS = counts({
+  opens: 3,
+  uniqueOpens: 2,
+  clicks: 3,
+  uniqueClicks: 2,
+  clickToOpenRate: 1,
+  hardBounces: 1,
+  softBounces: 1,
+  unsubscribes: 1,
+});
 const C2_COUNTS = counts({ opens: 2, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 });
 
 beforeAll(async () => {
@@ -34,15 +43,57 @@ beforeAll(async () => {
     event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
     event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T09:00:00Z' }),
     event({ workspace_id: W, campaign_id: C1, email: 'b@example.com', occurred_at: '2026-03-11T10:00:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: LINK_A, email: 'a@example.com', occurred_at: '2026-03-10T08:30:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: LINK_A, email: 'a@example.com', occurred_at: '2026-03-10T08:45:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, event_type: 'click', url: LINK_B, email: 'b@example.com', occurred_at: '2026-03-11T10:05:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, event_type: 'bounce', bounce_type: 'hard', email: 'c@example.com', occurred_at: '2026-03-12T01:00:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, event_type: 'bounce', bounce_type: 'soft', email: 'd@example.com', occurred_at: '2026-03-12T02:00:00Z' }),
+    event({
+      workspace_id: W,
+      campaign_id: C1,
+      event_type: 'click',
+      url: LINK_A,
+      email: 'a@example.com',
+      occurred_at: '2026-03-10T08:30:00Z',
+    }),
+    event({
+      workspace_id: W,
+      campaign_id: C1,
+      event_type: 'click',
+      url: LINK_A,
+      email: 'a@example.com',
+      occurred_at: '2026-03-10T08:45:00Z',
+    }),
+    event({
+      workspace_id: W,
+      campaign_id: C1,
+      event_type: 'click',
+      url: LINK_B,
+      email: 'b@example.com',
+      occurred_at: '2026-03-11T10:05:00Z',
+    }),
+    event({
+      workspace_id: W,
+      campaign_id: C1,
+      event_type: 'bounce',
+      bounce_type: 'hard',
+      email: 'c@example.com',
+      occurred_at: '2026-03-12T01:00:00Z',
+    }),
+    event({
+      workspace_id: W,
+      campaign_id: C1,
+      event_type: 'bounce',
+      bounce_type: 'soft',
+      email: 'd@example.com',
+      occurred_at: '2026-03-12T02:00:00Z',
+    }),
     event({ workspace_id: W, campaign_id: C1, event_type: 'unsubscribe', email: 'b@example.com', occurred_at: '2026-03-12T03:00:00Z' }),
     lateOpen,
     event({ workspace_id: W, campaign_id: C2, email: 'e@example.com', occurred_at: '2026-03-11T00:00:00Z' }),
-    event({ workspace_id: W, campaign_id: C2, event_type: 'click', url: LINK_A, email: 'e@example.com', occurred_at: '2026-03-11T00:30:00Z' }),
+    event({
+      workspace_id: W,
+      campaign_id: C2,
+      event_type: 'click',
+      url: LINK_A,
+      email: 'e@example.com',
+      occurred_at: '2026-03-11T00:30:00Z',
+    }),
     event({ workspace_id: randomUUID(), campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
   ]);
   // The same provider event again, as a fault can store it (its day is then unsettled).
@@ -74,8 +125,14 @@ describe('GetStats', () => {
 
   it('draws a daily series over the span of the data when no range is given', async () => {
     expect((await stats()).series).toEqual([
-      { bucketStart: at('2026-03-10T00:00:00Z'), counts: counts({ opens: 3, uniqueOpens: 2, clicks: 2, uniqueClicks: 1, clickToOpenRate: 0.5 }) },
-      { bucketStart: at('2026-03-11T00:00:00Z'), counts: counts({ opens: 2, uniqueOpens: 2, clicks: 2, uniqueClicks: 2, clickToOpenRate: 1 }) },
+      {
+        bucketStart: at('2026-03-10T00:00:00Z'),
+        counts: counts({ opens: 3, uniqueOpens: 2, clicks: 2, uniqueClicks: 1, clickToOpenRate: 0.5 }),
+      },
+      {
+        bucketStart: at('2026-03-11T00:00:00Z'),
+        counts: counts({ opens: 2, uniqueOpens: 2, clicks: 2, uniqueClicks: 2, clickToOpenRate: 1 }),
+      },
       { bucketStart: at('2026-03-12T00:00:00Z'), counts: counts({ hardBounces: 1, softBounces: 1, unsubscribes: 1 }) },
     ]);
   });
@@ -95,10 +152,16 @@ describe('GetStats', () => {
   });
 
   it('puts events in UTC hour buckets, boundaries included', async () => {
-    const result = await stats({ occurredFrom: at('2026-03-10T23:00:00Z'), occurredBefore: at('2026-03-11T01:00:00Z') }, Interval.INTERVAL_HOUR);
+    const result = await stats(
+      { occurredFrom: at('2026-03-10T23:00:00Z'), occurredBefore: at('2026-03-11T01:00:00Z') },
+      Interval.INTERVAL_HOUR,
+    );
     expect(result.series).toEqual([
       { bucketStart: at('2026-03-10T23:00:00Z'), counts: counts({ opens: 1, uniqueOpens: 1 }) },
-      { bucketStart: at('2026-03-11T00:00:00Z'), counts: counts({ opens: 1, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 }) },
+      {
+        bucketStart: at('2026-03-11T00:00:00Z'),
+        counts: counts({ opens: 1, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 }),
+      },
     ]);
     expect(result.campaigns).toEqual([{ campaignId: C2, counts: C2_COUNTS }]);
   });
@@ -130,7 +193,9 @@ describe('GetStats', () => {
     expect(c2.topLinks).toEqual([{ campaignId: C2, url: LINK_A, clicks: 1, uniqueClicks: 1 }]);
 
     expect((await stats({ eventType: EventType.EVENT_TYPE_CLICK })).totals).toEqual(counts({ clicks: 4, uniqueClicks: 3 }));
-    expect((await stats({ email: 'a@example.com' })).totals).toEqual(counts({ opens: 2, uniqueOpens: 1, clicks: 2, uniqueClicks: 1, clickToOpenRate: 1 }));
+    expect((await stats({ email: 'a@example.com' })).totals).toEqual(
+      counts({ opens: 2, uniqueOpens: 1, clicks: 2, uniqueClicks: 1, clickToOpenRate: 1 }),
+    );
   });
 
   it('answers zeros for an empty range, not an error', async () => {
@@ -171,11 +236,16 @@ describe('GetStats', () => {
     // Without a range the span of the data decides: nearly nine years of hours.
     expect(await bucketsOf({}, Interval.INTERVAL_HOUR)).toEqual(sparse);
     // A range given in full, of 1417 days: still filled.
-    const days = await bucketsOf({ occurredFrom: at('2022-05-14T00:00:00Z'), occurredBefore: at('2026-03-31T00:00:00Z') }, Interval.INTERVAL_DAY);
+    const days = await bucketsOf(
+      { occurredFrom: at('2022-05-14T00:00:00Z'), occurredBefore: at('2026-03-31T00:00:00Z') },
+      Interval.INTERVAL_DAY,
+    );
     expect(days).toHaveLength(1417);
     expect(days?.filter(([, opens]) => opens !== 0)).toEqual([['2026-03-01T00:00:00.000Z', 2]]);
     // Over 2000 days given in full: the buckets with events.
-    expect(await bucketsOf({ occurredFrom: at('2017-01-01T00:00:00Z'), occurredBefore: at('2027-01-01T00:00:00Z') }, Interval.INTERVAL_DAY)).toEqual([
+    expect(
+      await bucketsOf({ occurredFrom: at('2017-01-01T00:00:00Z'), occurredBefore: at('2027-01-01T00:00:00Z') }, Interval.INTERVAL_DAY),
+    ).toEqual([
       ['2017-06-01T00:00:00.000Z', 1],
       ['2026-03-01T00:00:00.000Z', 2],
     ]);

@@ -43,7 +43,13 @@ describe('suppression rules', () => {
       reason: SuppressionReason.SUPPRESSION_REASON_UNSUBSCRIBE,
       suppressedAt: new Date(day(2)),
     });
-    await signals('soft-first@example.com', ['soft_bounce', day(0)], ['soft_bounce', day(1)], ['soft_bounce', day(2)], ['hard_bounce', day(5)]);
+    await signals(
+      'soft-first@example.com',
+      ['soft_bounce', day(0)],
+      ['soft_bounce', day(1)],
+      ['soft_bounce', day(2)],
+      ['hard_bounce', day(5)],
+    );
     expect(await suppressionOf('soft-first@example.com')).toMatchObject({
       reason: SuppressionReason.SUPPRESSION_REASON_SOFT_BOUNCES,
       suppressedAt: new Date(day(2)),
@@ -73,7 +79,10 @@ describe('suppression rules', () => {
 
   it('one soft bounce stored twice counts once', async () => {
     const twice = signal({ workspace_id: W, email: 'dup@example.com', reason: 'soft_bounce', occurred_at: day(1) });
-    await analytics.insertSignals([twice, signal({ workspace_id: W, email: 'dup@example.com', reason: 'soft_bounce', occurred_at: day(2) })]);
+    await analytics.insertSignals([
+      twice,
+      signal({ workspace_id: W, email: 'dup@example.com', reason: 'soft_bounce', occurred_at: day(2) }),
+    ]);
     await analytics.insertSignals([{ ...twice, ingested_at: new Date().toISOString() }]);
     expect(await suppressionOf('dup@example.com')).toBeUndefined();
   });
@@ -161,9 +170,11 @@ describe('stored suppression state', () => {
     (await analytics.clickhouse.query({ query: statement.text, format: 'JSONEachRow' })).json<T>();
   const command = (statement: chsql.SqlFragment) => analytics.clickhouse.command({ query: statement.text });
   const stateOf = async (email: string) =>
-    (await query<{ reason: string; version: string }>(
-      sql`SELECT reason, version FROM suppression_state FINAL WHERE workspace_id = ${uuid(W)} AND email = ${str(email)}`,
-    ))[0];
+    (
+      await query<{ reason: string; version: string }>(
+        sql`SELECT reason, version FROM suppression_state FINAL WHERE workspace_id = ${uuid(W)} AND email = ${str(email)}`,
+      )
+    )[0];
   /** What a writer computed for the address now, kept aside to be written late (a slow concurrent writer). */
   async function computeNow(email: string): Promise<() => Promise<void>> {
     const table = identifier(`stale_${randomUUID().replace(/-/g, '')}`);
@@ -174,7 +185,13 @@ describe('stored suppression state', () => {
     };
   }
   const liftedAt = async (email: string) =>
-    Number((await query<{ at: number }>(sql`SELECT toUInt32(max(lifted_at)) AS at FROM suppression_lifts WHERE workspace_id = ${uuid(W)} AND email = ${str(email)}`))[0].at);
+    Number(
+      (
+        await query<{ at: number }>(
+          sql`SELECT toUInt32(max(lifted_at)) AS at FROM suppression_lifts WHERE workspace_id = ${uuid(W)} AND email = ${str(email)}`,
+        )
+      )[0].at,
+    );
   const second = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString();
 
   it('a replayed batch writes the same row again', async () => {
@@ -260,7 +277,9 @@ describe('suppression_state over signals stored before it existed', () => {
       await run('DROP TABLE suppression_state');
       // A crashed build left a staging table with an older computation in it: one that saw only the later hard bounce.
       await run(suppressionStateTable(chsql.identifier(database.database), 'suppression_state_backfill').text);
-      await run(`INSERT INTO suppression_state_backfill VALUES ('${workspace}', 'hard@example.com', 'hard_bounce', '${day(2).slice(0, 19).replace('T', ' ')}', 1)`);
+      await run(
+        `INSERT INTO suppression_state_backfill VALUES ('${workspace}', 'hard@example.com', 'hard_bounce', '${day(2).slice(0, 19).replace('T', ' ')}', 1)`,
+      );
 
       await ensureEventSchema(database.url, database.database);
       const result = await client.query({
@@ -268,8 +287,13 @@ describe('suppression_state over signals stored before it existed', () => {
         format: 'JSONEachRow',
       });
       // soft@ (one soft bounce, never lifted) is not suppressed and has no row.
-      expect(await result.json()).toEqual([{ email: 'hard@example.com', reason: 'hard_bounce', suppressed_ts: Date.parse(day(1)) / 1000, version: '2' }]);
-      const tables = await client.query({ query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'suppression_state%'", format: 'JSONEachRow' });
+      expect(await result.json()).toEqual([
+        { email: 'hard@example.com', reason: 'hard_bounce', suppressed_ts: Date.parse(day(1)) / 1000, version: '2' },
+      ]);
+      const tables = await client.query({
+        query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE 'suppression_state%'",
+        format: 'JSONEachRow',
+      });
       expect(await tables.json()).toEqual([{ name: 'suppression_state' }]);
     } finally {
       await client.close();
@@ -296,5 +320,4 @@ describe('suppression_state over signals stored before it existed', () => {
       }
     }
   });
-
 });

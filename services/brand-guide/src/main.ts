@@ -13,9 +13,7 @@ void runService({
     const db = await openDatabase(config.databaseUrl);
     readiness.add('postgres', () => db.raw('select 1'));
     return {
-      grpcServices: [
-        { definition: brandguideV1.BrandGuideServiceService, implementation: brandGuideHandlers(logger, db) },
-      ],
+      grpcServices: [{ definition: brandguideV1.BrandGuideServiceService, implementation: brandGuideHandlers(logger, db) }],
       close: [{ name: 'close postgres', run: () => db.destroy() }],
     };
   },

@@ -55,12 +55,25 @@ describe('create and get', () => {
       violations: [
         { loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
         // Too big to echo through the gRPC trailer: the input is left out rather than stalling the channel.
-        { loc: ['prompt_content'], type: 'string_too_long', msg: 'String should have at most 100000 characters', input: null, ctx: { max_length: 100_000 } },
+        {
+          loc: ['prompt_content'],
+          type: 'string_too_long',
+          msg: 'String should have at most 100000 characters',
+          input: null,
+          ctx: { max_length: 100_000 },
+        },
       ],
     });
     expect(await failure(create({}))).toMatchObject({ violations: [{ loc: ['name'], type: 'missing', msg: 'Field required' }] });
     expect(await failure(create({ name: 'n', description: 'a\u0000b' }))).toMatchObject({
-      violations: [{ loc: ['description'], type: 'value_error', msg: 'Value error, text must not contain NUL (\\u0000) characters', input: 'a\u0000b' }],
+      violations: [
+        {
+          loc: ['description'],
+          type: 'value_error',
+          msg: 'Value error, text must not contain NUL (\\u0000) characters',
+          input: 'a\u0000b',
+        },
+      ],
     });
     expect(await failure(create({ name: 'n'.repeat(201) }))).toMatchObject({
       violations: [{ loc: ['name'], type: 'string_too_long', ctx: { max_length: 200 } }],
@@ -71,9 +84,11 @@ describe('create and get', () => {
     const guide = await create();
     expect(await failure(service.rpc('getBrandGuide', { workspaceId: WORKSPACE_B, id: guide.id }))).toEqual(notFound);
     expect(await failure(service.rpc('getBrandGuide', { workspaceId: WORKSPACE_A, id: 'nope' }))).toEqual(notFound);
-    expect(await failure(service.rpc('updateBrandGuide', { workspaceId: WORKSPACE_B, id: guide.id, updateMask: ['name'], brandGuide: { name: 'x' } }))).toEqual(
-      notFound,
-    );
+    expect(
+      await failure(
+        service.rpc('updateBrandGuide', { workspaceId: WORKSPACE_B, id: guide.id, updateMask: ['name'], brandGuide: { name: 'x' } }),
+      ),
+    ).toEqual(notFound);
     expect(await failure(service.rpc('deleteBrandGuide', { workspaceId: WORKSPACE_B, id: guide.id }))).toEqual(notFound);
   });
 });
@@ -92,7 +107,9 @@ describe('update', () => {
 
   it('validates what it writes and refuses unknown fields and absent guides', async () => {
     const guide = await create();
-    expect(await failure(update(guide.id, ['name'], { name: '' }))).toMatchObject({ violations: [{ loc: ['name'], type: 'string_too_short' }] });
+    expect(await failure(update(guide.id, ['name'], { name: '' }))).toMatchObject({
+      violations: [{ loc: ['name'], type: 'string_too_short' }],
+    });
     expect(await failure(update(guide.id, ['colour']))).toMatchObject({ violations: [{ loc: ['update_mask'], input: 'colour' }] });
     expect(await failure(update(MISSING_UUID, ['name'], { name: 'x' }))).toEqual(notFound);
   });
@@ -116,7 +133,11 @@ describe('list and delete', () => {
       (await service.rpc('listBrandGuides', { workspaceId, ...request })).brandGuides.map((g) => g.name);
     expect(await names({})).toEqual(['Legal', 'Casual VOICE', 'Formal voice']);
     expect(await names({ page: { page: 2, pageSize: 2 } })).toEqual(['Formal voice']);
-    expect((await service.rpc('listBrandGuides', { workspaceId, page: { page: 2, pageSize: 2 } })).page).toEqual({ total: 3, page: 2, pageSize: 2 });
+    expect((await service.rpc('listBrandGuides', { workspaceId, page: { page: 2, pageSize: 2 } })).page).toEqual({
+      total: 3,
+      page: 2,
+      pageSize: 2,
+    });
     expect(await names({ isActive: true })).toEqual(['Legal', 'Formal voice']);
     expect(await names({ nameQuery: 'voice', isActive: false })).toEqual(['Casual VOICE']);
     expect(await names({ nameQuery: 'voice\u0000' })).toEqual([]);

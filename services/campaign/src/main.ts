@@ -17,9 +17,7 @@ void runService({
     // The gateway's /readyz asks this service for "postgres" by name.
     readiness.add('postgres', () => db.raw('select 1'));
     return {
-      grpcServices: [
-        { definition: campaignV1.CampaignServiceService, implementation: campaignHandlers(logger, db, feed) },
-      ],
+      grpcServices: [{ definition: campaignV1.CampaignServiceService, implementation: campaignHandlers(logger, db, feed) }],
       close: [
         { name: 'close category feed', run: () => feed.close() },
         { name: 'close postgres', run: () => db.destroy() },

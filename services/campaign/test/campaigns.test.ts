@@ -209,8 +209,20 @@ describe('update', () => {
   });
 
   it('leaves fields that cannot be null unchanged when named without a value', async () => {
-    const original = await create({ name: 'Keep', isActive: false, sendPriority: 5, recipientSource: RecipientSource.RECIPIENT_SOURCE_CSV_ACCOUNT_IDS });
-    const { campaign } = await update(original.id, ['workspace_id', 'name', 'is_active', 'send_priority', 'recipient_source', 'delivery_mode']);
+    const original = await create({
+      name: 'Keep',
+      isActive: false,
+      sendPriority: 5,
+      recipientSource: RecipientSource.RECIPIENT_SOURCE_CSV_ACCOUNT_IDS,
+    });
+    const { campaign } = await update(original.id, [
+      'workspace_id',
+      'name',
+      'is_active',
+      'send_priority',
+      'recipient_source',
+      'delivery_mode',
+    ]);
     expect(campaign).toEqual({ ...original, updatedAt: expect.any(Date) });
   });
 
@@ -244,7 +256,12 @@ describe('update', () => {
 
   it('changes only the fields a variant item with an id names, as the campaign fields: null clears the label only', async () => {
     const original = await create({
-      variants: { variants: [{ templateId: 'a', weight: 7, label: 'A', isActive: false }, { templateId: 'b', weight: 3, label: 'B' }] },
+      variants: {
+        variants: [
+          { templateId: 'a', weight: 7, label: 'A', isActive: false },
+          { templateId: 'b', weight: 3, label: 'B' },
+        ],
+      },
     });
     const [a, b] = original.variants!.variants;
     const { campaign } = await update(original.id, ['variants'], {
@@ -266,15 +283,21 @@ describe('update', () => {
 
   it('requires a template_id of a new variant item, naming the item', async () => {
     const original = await create();
-    expect(await failure(update(original.id, ['variants'], { variants: { variants: [{ weight: 2, updateMask: ['weight', 'label'] }] } }))).toMatchObject({
+    expect(
+      await failure(update(original.id, ['variants'], { variants: { variants: [{ weight: 2, updateMask: ['weight', 'label'] }] } })),
+    ).toMatchObject({
       code: status.INVALID_ARGUMENT,
       violations: [{ loc: ['variants', 0, 'template_id'], type: 'missing', msg: 'Field required', input: { weight: 2, label: null } }],
     });
     expect(
-      await failure(update(original.id, ['variants'], { variants: { variants: [{ templateId: 't', updateMask: ['template_id', 'colour'] }] } })),
+      await failure(
+        update(original.id, ['variants'], { variants: { variants: [{ templateId: 't', updateMask: ['template_id', 'colour'] }] } }),
+      ),
     ).toMatchObject({
       code: status.INVALID_ARGUMENT,
-      violations: [{ loc: ['variants', 0, 'update_mask'], type: 'value_error', msg: "Value error, 'colour' is not a variant field", input: 'colour' }],
+      violations: [
+        { loc: ['variants', 0, 'update_mask'], type: 'value_error', msg: "Value error, 'colour' is not a variant field", input: 'colour' },
+      ],
     });
   });
 
@@ -284,7 +307,10 @@ describe('update', () => {
     const foreignId = theirs.variants!.variants[0].id;
     expect(
       await failure(
-        update(mine.id, ['name', 'variants'], { name: 'Changed', variants: { variants: [{ templateId: 'x' }, { id: foreignId, templateId: 'y' }] } }),
+        update(mine.id, ['name', 'variants'], {
+          name: 'Changed',
+          variants: { variants: [{ templateId: 'x' }, { id: foreignId, templateId: 'y' }] },
+        }),
       ),
     ).toEqual({
       code: status.INVALID_ARGUMENT,
@@ -308,7 +334,9 @@ describe('update', () => {
       code: status.INVALID_ARGUMENT,
       violations: [{ loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header' }],
     });
-    expect((await update(campaign.id, ['workspace_id'], { workspaceId: WORKSPACE_A.toUpperCase() })).campaign?.workspaceId).toBe(WORKSPACE_A);
+    expect((await update(campaign.id, ['workspace_id'], { workspaceId: WORKSPACE_A.toUpperCase() })).campaign?.workspaceId).toBe(
+      WORKSPACE_A,
+    );
   });
 
   it('refuses unknown mask paths, a taken category and an absent campaign', async () => {

@@ -33,7 +33,9 @@ function create(workspaceId: string, providerCategoryId?: string) {
 }
 
 async function campaignsOf(workspaceId: string): Promise<number> {
-  const { rows } = await service.db.raw<{ rows: { n: string }[] }>('SELECT count(*) AS n FROM campaigns WHERE workspace_id = ?', [workspaceId]);
+  const { rows } = await service.db.raw<{ rows: { n: string }[] }>('SELECT count(*) AS n FROM campaigns WHERE workspace_id = ?', [
+    workspaceId,
+  ]);
   return Number(rows[0].n);
 }
 

@@ -39,7 +39,8 @@ describe('next_run_at', () => {
 });
 
 describe('e-mail addresses (from_email and reply_to, read as Pydantic EmailStr)', () => {
-  const withEmail = (email: string) => () => newCampaign({ workspaceId: WORKSPACE, name: 'Mail', fromEmail: email, replyTo: email }, WORKSPACE);
+  const withEmail = (email: string) => () =>
+    newCampaign({ workspaceId: WORKSPACE, name: 'Mail', fromEmail: email, replyTo: email }, WORKSPACE);
 
   it.each(['news@example.com', 'first.last+tag@mail.example.co.uk', "o'brien@example.org", 'ünï@exämple.de'])('accepts %s', (email) => {
     expect(withEmail(email)()).toMatchObject({ fromEmail: email, replyTo: email });
@@ -101,20 +102,35 @@ describe('create', () => {
   it('reports every failing field at once, in the order of the write shape', () => {
     expect(
       violationsOf(() =>
-        newCampaign({
-          workspaceId: 'nope',
-          sendPriority: 1001,
-          scheduleCron: '* * * * * *',
-          mssqlQuery: 'DROP TABLE x',
-          fromEmail: 'nobody',
-          replyTo: 'a@b',
-          variants: [{ templateId: '', weight: -1 }],
-        }, WORKSPACE),
+        newCampaign(
+          {
+            workspaceId: 'nope',
+            sendPriority: 1001,
+            scheduleCron: '* * * * * *',
+            mssqlQuery: 'DROP TABLE x',
+            fromEmail: 'nobody',
+            replyTo: 'a@b',
+            variants: [{ templateId: '', weight: -1 }],
+          },
+          WORKSPACE,
+        ),
       ),
     ).toEqual([
-      { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: 'nope', ctx: { error: {} } },
+      {
+        loc: ['workspace_id'],
+        type: 'value_error',
+        msg: 'Value error, workspace_id must match the workspace_id header',
+        input: 'nope',
+        ctx: { error: {} },
+      },
       { loc: ['name'], type: 'missing', msg: 'Field required', input: null },
-      { loc: ['send_priority'], type: 'less_than_equal', msg: 'Input should be less than or equal to 1000', input: 1001, ctx: { le: 1000 } },
+      {
+        loc: ['send_priority'],
+        type: 'less_than_equal',
+        msg: 'Input should be less than or equal to 1000',
+        input: 1001,
+        ctx: { le: 1000 },
+      },
       {
         loc: ['schedule_cron'],
         type: 'value_error',
@@ -166,7 +182,13 @@ describe('create', () => {
       { loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
     ]);
     expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n'.repeat(201) }, WORKSPACE))).toEqual([
-      { loc: ['name'], type: 'string_too_long', msg: 'String should have at most 200 characters', input: 'n'.repeat(201), ctx: { max_length: 200 } },
+      {
+        loc: ['name'],
+        type: 'string_too_long',
+        msg: 'String should have at most 200 characters',
+        input: 'n'.repeat(201),
+        ctx: { max_length: 200 },
+      },
     ]);
   });
   it('refuses NUL characters anywhere, which Postgres text cannot hold', () => {
@@ -179,22 +201,42 @@ describe('create', () => {
     });
     expect(
       violationsOf(() =>
-        newCampaign({
-          workspaceId: WORKSPACE,
-          name: 'a\u0000',
-          fromName: '\u0000',
-          csvAccountIds: ['ok', 'b\u0000'],
-          variants: [{ templateId: 't', label: 'l\u0000' }],
-        }, WORKSPACE),
+        newCampaign(
+          {
+            workspaceId: WORKSPACE,
+            name: 'a\u0000',
+            fromName: '\u0000',
+            csvAccountIds: ['ok', 'b\u0000'],
+            variants: [{ templateId: 't', label: 'l\u0000' }],
+          },
+          WORKSPACE,
+        ),
       ),
-    ).toEqual([nul(['name'], 'a\u0000'), nul(['csv_account_ids', 1], 'b\u0000'), nul(['from_name'], '\u0000'), nul(['variants', 0, 'label'], 'l\u0000')]);
+    ).toEqual([
+      nul(['name'], 'a\u0000'),
+      nul(['csv_account_ids', 1], 'b\u0000'),
+      nul(['from_name'], '\u0000'),
+      nul(['variants', 0, 'label'], 'l\u0000'),
+    ]);
   });
 
   it('bounds mssql_query at 20 000 and provider_category_id at 255 characters', () => {
     const query = `SELECT id FROM t WHERE note = '${'x'.repeat(19_968)}'`;
-    expect(newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: query, providerCategoryId: 'c'.repeat(255) }, WORKSPACE).mssqlQuery).toBe(query);
-    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: `${query} `, providerCategoryId: 'c'.repeat(256) }, WORKSPACE))).toEqual([
-      { loc: ['mssql_query'], type: 'string_too_long', msg: 'String should have at most 20000 characters', input: `${query} `, ctx: { max_length: 20_000 } },
+    expect(
+      newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: query, providerCategoryId: 'c'.repeat(255) }, WORKSPACE).mssqlQuery,
+    ).toBe(query);
+    expect(
+      violationsOf(() =>
+        newCampaign({ workspaceId: WORKSPACE, name: 'n', mssqlQuery: `${query} `, providerCategoryId: 'c'.repeat(256) }, WORKSPACE),
+      ),
+    ).toEqual([
+      {
+        loc: ['mssql_query'],
+        type: 'string_too_long',
+        msg: 'String should have at most 20000 characters',
+        input: `${query} `,
+        ctx: { max_length: 20_000 },
+      },
       {
         loc: ['provider_category_id'],
         type: 'string_too_long',
@@ -210,7 +252,16 @@ describe('update', () => {
   it('leaves omitted fields and nulls on fields that cannot be null out, and keeps nulls that clear', () => {
     expect(
       campaignPatch(
-        { name: null, isActive: null, sendPriority: null, recipientSource: null, deliveryMode: null, description: null, csvAccountIds: null, variants: null },
+        {
+          name: null,
+          isActive: null,
+          sendPriority: null,
+          recipientSource: null,
+          deliveryMode: null,
+          description: null,
+          csvAccountIds: null,
+          variants: null,
+        },
         WORKSPACE,
       ),
     ).toEqual({ description: null, csvAccountIds: null, variants: null });
@@ -248,13 +299,25 @@ describe('update', () => {
   it('accepts the workspace acted in, in any case, and refuses another', () => {
     expect(campaignPatch({ workspaceId: WORKSPACE.toUpperCase(), name: 'x' }, WORKSPACE)).toEqual({ name: 'x' });
     expect(violationsOf(() => campaignPatch({ workspaceId: VARIANT }, WORKSPACE))).toEqual([
-      { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: VARIANT, ctx: { error: {} } },
+      {
+        loc: ['workspace_id'],
+        type: 'value_error',
+        msg: 'Value error, workspace_id must match the workspace_id header',
+        input: VARIANT,
+        ctx: { error: {} },
+      },
     ]);
   });
 
   it('creates only in the workspace acted in', () => {
     expect(violationsOf(() => newCampaign({ workspaceId: VARIANT, name: 'x' }, WORKSPACE))).toEqual([
-      { loc: ['workspace_id'], type: 'value_error', msg: 'Value error, workspace_id must match the workspace_id header', input: VARIANT, ctx: { error: {} } },
+      {
+        loc: ['workspace_id'],
+        type: 'value_error',
+        msg: 'Value error, workspace_id must match the workspace_id header',
+        input: VARIANT,
+        ctx: { error: {} },
+      },
     ]);
     expect(violationsOf(() => newCampaign({ name: 'x' }, WORKSPACE))).toEqual([
       { loc: ['workspace_id'], type: 'missing', msg: 'Field required', input: null },
@@ -265,9 +328,24 @@ describe('update', () => {
     const draft = { templateId: 't', weight: 1, label: null, isActive: true };
     expect(() => checkVariantIds([{ ...draft, id: VARIANT }, draft], new Set([VARIANT]))).not.toThrow();
     expect(
-      violationsOf(() => checkVariantIds([{ ...draft, id: VARIANT.toUpperCase() }, { ...draft, id: 'x' }, { ...draft, id: VARIANT }], new Set([VARIANT]))),
+      violationsOf(() =>
+        checkVariantIds(
+          [
+            { ...draft, id: VARIANT.toUpperCase() },
+            { ...draft, id: 'x' },
+            { ...draft, id: VARIANT },
+          ],
+          new Set([VARIANT]),
+        ),
+      ),
     ).toEqual([
-      { loc: ['variants', 1, 'id'], type: 'value_error', msg: 'Value error, variant x does not belong to this campaign', input: 'x', ctx: { error: {} } },
+      {
+        loc: ['variants', 1, 'id'],
+        type: 'value_error',
+        msg: 'Value error, variant x does not belong to this campaign',
+        input: 'x',
+        ctx: { error: {} },
+      },
       {
         loc: ['variants', 2, 'id'],
         type: 'value_error',

@@ -102,10 +102,7 @@ export class ChangeFeed {
  * subscription is in place: from then on changes reach the stream, so the
  * subscriber may start caching.
  */
-export function watchChanges<Req, Res>(
-  feed: ChangeFeed,
-  toResponse: (payload: string) => Res,
-): grpc.handleServerStreamingCall<Req, Res> {
+export function watchChanges<Req, Res>(feed: ChangeFeed, toResponse: (payload: string) => Res): grpc.handleServerStreamingCall<Req, Res> {
   return (call) => {
     let unsubscribe: () => void;
     try {

@@ -60,7 +60,10 @@ export class ChangeWatch<Res> {
       this.handlers.reset();
       if (this.closed) return;
       const delayMs = Math.min(100 * 2 ** failures, 5_000);
-      this.logger.warn({ watch: this.name, code: status.code, details: status.details, retryInMs: delayMs }, 'change stream ended, cache dropped');
+      this.logger.warn(
+        { watch: this.name, code: status.code, details: status.details, retryInMs: delayMs },
+        'change stream ended, cache dropped',
+      );
       // A reconnect alone keeps no process alive.
       this.resubscribeTimer = setTimeout(() => this.subscribe(failures + 1), delayMs).unref();
     });

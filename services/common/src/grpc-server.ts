@@ -12,11 +12,7 @@ type UnaryImpl<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) 
  * codes (domain errors keep their meaning, anything else is INTERNAL with no
  * detail), and every call is timed.
  */
-export function unary<Req, Res>(
-  logger: Logger,
-  method: string,
-  impl: UnaryImpl<Req, Res>,
-): grpc.handleUnaryCall<Req, Res> {
+export function unary<Req, Res>(logger: Logger, method: string, impl: UnaryImpl<Req, Res>): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     const stopTimer = grpcRequestDuration.startTimer({ method });
     impl(call.request, call).then(
@@ -52,8 +48,7 @@ function healthService(readiness: Readiness): GrpcService {
     implementation: {
       Check: (call: grpc.ServerUnaryCall<HealthCheckRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         status(call.request.service).then(
-          (answer) =>
-            answer ? callback(null, answer) : callback({ code: grpc.status.NOT_FOUND, details: 'unknown service' }),
+          (answer) => (answer ? callback(null, answer) : callback({ code: grpc.status.NOT_FOUND, details: 'unknown service' })),
           () => callback(null, { status: ServingStatus.NOT_SERVING }),
         );
       },
@@ -82,11 +77,7 @@ export interface RunningGrpcServer {
 /** How long a client connection is kept before the server asks the client to reconnect (grpc-js adds ±10% jitter). */
 const MAX_CONNECTION_AGE_MS = 5 * 60_000;
 
-export async function startGrpcServer(
-  address: string,
-  services: GrpcService[],
-  readiness: Readiness,
-): Promise<RunningGrpcServer> {
+export async function startGrpcServer(address: string, services: GrpcService[], readiness: Readiness): Promise<RunningGrpcServer> {
   const server = new grpc.Server({
     'grpc.keepalive_time_ms': 30_000,
     'grpc.max_receive_message_length': 16 * 1024 * 1024,
@@ -98,9 +89,7 @@ export async function startGrpcServer(
     server.addService(service.definition, service.implementation);
   }
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, boundPort) =>
-      error ? reject(error) : resolve(boundPort),
-    ),
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, boundPort) => (error ? reject(error) : resolve(boundPort))),
   );
   return {
     port,

@@ -1,13 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { commonV1Errors } from '@mail/proto';
-import {
-  ConflictError,
-  InvalidArgumentError,
-  NotFoundError,
-  PermissionDeniedError,
-  UnavailableError,
-  type Violation,
-} from './errors';
+import { ConflictError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnavailableError, type Violation } from './errors';
 
 /** Binary trailer that carries field violations with INVALID_ARGUMENT. */
 export const VALIDATION_TRAILER = 'common-v1-validation-errors-bin';
@@ -54,7 +47,9 @@ export function isDependencyFailure(error: unknown): boolean {
   return (
     error.name === 'KnexTimeoutError' ||
     // pg pool and socket failures, and @clickhouse/client's request timeout ("Timeout error.").
-    /Connection terminated|connect ECONNREFUSED|socket hang up|Client has encountered a connection error|^Timeout error/i.test(error.message)
+    /Connection terminated|connect ECONNREFUSED|socket hang up|Client has encountered a connection error|^Timeout error/i.test(
+      error.message,
+    )
   );
 }
 

@@ -28,9 +28,7 @@ export class Readiness {
   }
 
   async check(): Promise<ReadinessReport> {
-    const entries = await Promise.all(
-      [...this.checks].map(async ([name, check]) => [name, await this.probe(check)] as const),
-    );
+    const entries = await Promise.all([...this.checks].map(async ([name, check]) => [name, await this.probe(check)] as const));
     const dependencies = Object.fromEntries(entries);
     return { ready: !this.draining && entries.every(([, state]) => state === 'up'), dependencies };
   }

@@ -18,7 +18,13 @@ let client: HealthClient;
 
 beforeAll(async () => {
   servers = await Promise.all(
-    ['first', 'second'].map((name) => startGrpcServer('127.0.0.1:0', [], new Readiness().add(name, async () => undefined))),
+    ['first', 'second'].map((name) =>
+      startGrpcServer(
+        '127.0.0.1:0',
+        [],
+        new Readiness().add(name, async () => undefined),
+      ),
+    ),
   );
   const target = `ipv4:${servers.map((server) => `127.0.0.1:${server.port}`).join(',')}`;
   client = createClient(healthDefinition(), target) as unknown as HealthClient;
@@ -43,7 +49,7 @@ describe('createClient', () => {
   it('spreads the calls of one channel over every address of its target (round_robin)', async () => {
     // Until both connections are up, calls go to those that are.
     const seen = new Set<string>();
-    for (const deadline = Date.now() + 5_000; seen.size < 2 && Date.now() < deadline; ) seen.add(await answeredBy());
+    for (const deadline = Date.now() + 5_000; seen.size < 2 && Date.now() < deadline;) seen.add(await answeredBy());
     expect([...seen].sort()).toEqual(['first', 'second']);
 
     const answers: string[] = [];

@@ -54,7 +54,12 @@ describe('ensureTopics and createIdempotentProducer', () => {
 
   it('creates the missing topics only, and reports which it created', async () => {
     expect(await ensureTopics(admin, [{ topic: topics[0], numPartitions: 2 }])).toEqual([topics[0]]);
-    expect(await ensureTopics(admin, topics.map((topic) => ({ topic, numPartitions: 3 })))).toEqual([topics[1]]);
+    expect(
+      await ensureTopics(
+        admin,
+        topics.map((topic) => ({ topic, numPartitions: 3 })),
+      ),
+    ).toEqual([topics[1]]);
     const metadata = await admin.fetchTopicMetadata({ topics });
     // The existing topic keeps its 2 partitions.
     expect(metadata.topics.map((t) => [t.name, t.partitions.length]).sort()).toEqual([

@@ -28,7 +28,9 @@ afterAll(async () => {
 });
 
 const ids = async (): Promise<number[]> =>
-  (await withConnection(db, (connection) => connection.query<{ id: number }>('SELECT id FROM notes ORDER BY id'))).rows.map((row) => row.id);
+  (await withConnection(db, (connection) => connection.query<{ id: number }>('SELECT id FROM notes ORDER BY id'))).rows.map(
+    (row) => row.id,
+  );
 
 it('commits the work of a transaction that resolves', async () => {
   const answer = await withTransaction(db, async (connection) => {

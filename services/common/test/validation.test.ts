@@ -79,7 +79,13 @@ describe('NUL characters (PostgreSQL text cannot hold them)', () => {
   });
 
   it('finds every one inside objects and arrays, naming fields as asked', () => {
-    const write = { name: 'ok', fromName: '\u0000', csvAccountIds: ['1', '2\u0000'], variants: [{ label: 'l\u0000', weight: 1 }], none: null };
+    const write = {
+      name: 'ok',
+      fromName: '\u0000',
+      csvAccountIds: ['1', '2\u0000'],
+      variants: [{ label: 'l\u0000', weight: 1 }],
+      none: null,
+    };
     const snakeCase = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
     expect(nulViolations(write, [], snakeCase)).toEqual([
       refused(['from_name'], '\u0000'),

@@ -15,9 +15,7 @@ void runService({
     await feed.start();
     readiness.add('postgres', () => db.raw('select 1'));
     return {
-      grpcServices: [
-        { definition: identityV1.IdentityServiceService, implementation: identityHandlers(logger, db, feed, config) },
-      ],
+      grpcServices: [{ definition: identityV1.IdentityServiceService, implementation: identityHandlers(logger, db, feed, config) }],
       close: [
         { name: 'close access change feed', run: () => feed.close() },
         { name: 'close postgres', run: () => db.destroy() },

@@ -70,7 +70,10 @@ describe('e-mail', () => {
     ['The email address contains invalid characters before the @-sign: SPACE.', 'ann lee@example.com'],
     ['The email address contains invalid characters before the @-sign: U+0000.', 'ann\u0000@example.com'],
     ['The email address is too long before the @-sign (186 characters too many).', `${'a'.repeat(250)}@example.com`],
-    ['The email address is too long (6 characters too many).', `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`],
+    [
+      'The email address is too long (6 characters too many).',
+      `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.com`,
+    ],
   ])('rejects an address: %s', (reason, input) => {
     expect(violationsOf(() => validEmail(['email'], input))).toEqual([
       { loc: ['email'], type: 'value_error', msg: `value is not a valid email address: ${reason}`, input, ctx: { reason } },

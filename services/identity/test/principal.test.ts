@@ -17,7 +17,10 @@ async function userRows(where: Record<string, string>): Promise<number> {
 
 describe('ResolvePrincipal', () => {
   it('provisions a new user, then finds it again without writing', async () => {
-    const first = await identity.rpc('resolvePrincipal', principal({ subject: 'new-1', email: ' New.One@Example.com ', displayName: 'New One' }));
+    const first = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'new-1', email: ' New.One@Example.com ', displayName: 'New One' }),
+    );
     expect(first.user).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       email: 'new.one@example.com',
@@ -28,18 +31,30 @@ describe('ResolvePrincipal', () => {
     });
     expect(first.memberships).toEqual([]);
 
-    const again = await identity.rpc('resolvePrincipal', principal({ subject: 'new-1', email: 'new.one@example.com', displayName: 'New One' }));
+    const again = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'new-1', email: 'new.one@example.com', displayName: 'New One' }),
+    );
     expect(again.user).toEqual(first.user);
   });
 
   it('uses the e-mail local part when the token has no name', async () => {
-    const { user } = await identity.rpc('resolvePrincipal', principal({ subject: 'nameless', email: 'quiet.person@example.com', displayName: '' }));
+    const { user } = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'nameless', email: 'quiet.person@example.com', displayName: '' }),
+    );
     expect(user?.displayName).toBe('quiet.person');
   });
 
   it('follows changed e-mail and name claims and keeps stored values for absent ones', async () => {
-    const { user } = await identity.rpc('resolvePrincipal', principal({ subject: 'mover', email: 'old@example.com', displayName: 'Old Name' }));
-    const moved = await identity.rpc('resolvePrincipal', principal({ subject: 'mover', email: 'New@Example.com', displayName: 'New Name' }));
+    const { user } = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'mover', email: 'old@example.com', displayName: 'Old Name' }),
+    );
+    const moved = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'mover', email: 'New@Example.com', displayName: 'New Name' }),
+    );
     expect(moved.user).toMatchObject({ id: user?.id, email: 'new@example.com', displayName: 'New Name' });
     expect(moved.user!.updatedAt!.getTime()).toBeGreaterThan(user!.updatedAt!.getTime());
 
@@ -56,7 +71,10 @@ describe('ResolvePrincipal', () => {
       role: Role.ROLE_EDITOR,
     });
 
-    const resolved = await identity.rpc('resolvePrincipal', principal({ subject: 'invitee', email: 'INVITEE@example.com', displayName: 'Invitee' }));
+    const resolved = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'invitee', email: 'INVITEE@example.com', displayName: 'Invitee' }),
+    );
     expect(resolved.user).toMatchObject({ id: member!.user!.id, email: 'invitee@example.com', displayName: 'Invitee' });
     expect(resolved.memberships).toEqual([{ workspaceId: workspace!.id, workspaceName: 'Invited', role: Role.ROLE_EDITOR }]);
     expect(await userRows({ email: 'invitee@example.com' })).toBe(1);
@@ -70,7 +88,11 @@ describe('ResolvePrincipal', () => {
     await identity.rpc('resolvePrincipal', principal({ subject: 'owner', email: 'owned@example.com' }));
 
     const newcomer = await failure(identity.rpc('resolvePrincipal', principal({ subject: 'intruder', email: 'owned@example.com' })));
-    expect(newcomer).toEqual({ code: status.ALREADY_EXISTS, details: 'This e-mail address belongs to another sign-in identity', violations: [] });
+    expect(newcomer).toEqual({
+      code: status.ALREADY_EXISTS,
+      details: 'This e-mail address belongs to another sign-in identity',
+      violations: [],
+    });
 
     await identity.rpc('resolvePrincipal', principal({ subject: 'other', email: 'other@example.com' }));
     const changed = await failure(identity.rpc('resolvePrincipal', principal({ subject: 'other', email: 'owned@example.com' })));
@@ -87,7 +109,11 @@ describe('ResolvePrincipal', () => {
 
   it('binds exactly once when an added member signs in with concurrent first requests', async () => {
     const { workspace } = await identity.rpc('createWorkspace', { name: 'Race' });
-    const { member } = await identity.rpc('addMember', { workspaceId: workspace!.id, email: 'bind-racer@example.com', role: Role.ROLE_VIEWER });
+    const { member } = await identity.rpc('addMember', {
+      workspaceId: workspace!.id,
+      email: 'bind-racer@example.com',
+      role: Role.ROLE_VIEWER,
+    });
     const request = principal({ subject: 'bind-racer', email: 'bind-racer@example.com' });
     const results = await Promise.all(Array.from({ length: 25 }, () => identity.rpc('resolvePrincipal', request)));
     expect(new Set(results.map((r) => r.user!.id))).toEqual(new Set([member!.user!.id]));
@@ -103,7 +129,10 @@ describe('ResolvePrincipal', () => {
   it('raises an existing user to platform admin when the gateway grants it', async () => {
     const { user } = await identity.rpc('resolvePrincipal', principal({ subject: 'dev', email: 'dev@example.com' }));
     expect(user?.isPlatformAdmin).toBe(false);
-    const granted = await identity.rpc('resolvePrincipal', principal({ subject: 'dev', email: 'dev@example.com', grantPlatformAdmin: true }));
+    const granted = await identity.rpc(
+      'resolvePrincipal',
+      principal({ subject: 'dev', email: 'dev@example.com', grantPlatformAdmin: true }),
+    );
     expect(granted.user?.isPlatformAdmin).toBe(true);
     expect((await identity.rpc('getUser', { id: user!.id })).user?.isPlatformAdmin).toBe(true);
   });
@@ -134,12 +163,16 @@ describe('ResolvePrincipal', () => {
     const { workspace: other } = await identity.rpc('createWorkspace', { name: 'Elsewhere' });
     await identity.rpc('addMember', { workspaceId: team!.id, email: 'scoped@example.com', role: Role.ROLE_EDITOR });
     await identity.rpc('addMember', { workspaceId: other!.id, email: 'scoped@example.com', role: Role.ROLE_VIEWER });
-    const member = (workspaceId?: string) => identity.rpc('resolvePrincipal', principal({ subject: 'scoped', email: 'scoped@example.com', workspaceId }));
-    const admin = (workspaceId?: string) => identity.rpc('resolvePrincipal', principal({ subject: 'boss', email: 'boss@example.com', workspaceId }));
+    const member = (workspaceId?: string) =>
+      identity.rpc('resolvePrincipal', principal({ subject: 'scoped', email: 'scoped@example.com', workspaceId }));
+    const admin = (workspaceId?: string) =>
+      identity.rpc('resolvePrincipal', principal({ subject: 'boss', email: 'boss@example.com', workspaceId }));
 
     expect((await member(team!.id)).memberships).toEqual([{ workspaceId: team!.id, workspaceName: 'Scoped', role: Role.ROLE_EDITOR }]);
     expect((await member()).memberships).toHaveLength(2);
-    expect((await admin(team!.id)).memberships).toEqual([{ workspaceId: team!.id, workspaceName: 'Scoped', role: Role.ROLE_PLATFORM_ADMIN }]);
+    expect((await admin(team!.id)).memberships).toEqual([
+      { workspaceId: team!.id, workspaceName: 'Scoped', role: Role.ROLE_PLATFORM_ADMIN },
+    ]);
     expect((await admin()).memberships.length).toBeGreaterThan(2);
 
     // A workspace that does not exist, one the member is not in, or a value that is not a UUID: no membership.

@@ -29,13 +29,15 @@ describe('users', () => {
       updatedAt: user!.createdAt,
     });
     expect((await identity.rpc('getUser', { id: user!.id })).user).toEqual(user);
-    expect((await identity.rpc('createUser', { email: 'ivan@example.com', displayName: '', isPlatformAdmin: false })).user?.displayName).toBe(
-      'ivan',
-    );
+    expect(
+      (await identity.rpc('createUser', { email: 'ivan@example.com', displayName: '', isPlatformAdmin: false })).user?.displayName,
+    ).toBe('ivan');
   });
 
   it('refuses a taken e-mail in any letter case', async () => {
-    expect(await failure(identity.rpc('createUser', { email: 'HANA@example.com', displayName: '', isPlatformAdmin: false }))).toEqual(emailTaken);
+    expect(await failure(identity.rpc('createUser', { email: 'HANA@example.com', displayName: '', isPlatformAdmin: false }))).toEqual(
+      emailTaken,
+    );
   });
 
   it('rejects an invalid e-mail or an over-long display name', async () => {
@@ -52,7 +54,9 @@ describe('users', () => {
         },
       ],
     });
-    expect(await failure(identity.rpc('createUser', { email: 'long@example.com', displayName: 'd'.repeat(201), isPlatformAdmin: false }))).toMatchObject({
+    expect(
+      await failure(identity.rpc('createUser', { email: 'long@example.com', displayName: 'd'.repeat(201), isPlatformAdmin: false })),
+    ).toMatchObject({
       code: status.INVALID_ARGUMENT,
       violations: [{ loc: ['display_name'], type: 'string_too_long' }],
     });
@@ -88,23 +92,33 @@ describe('users', () => {
       type: 'value_error',
       msg: 'value is not a valid email address: The email address contains invalid characters before the @-sign: U+0000.',
     };
-    const badName = { loc: ['display_name'], type: 'value_error', msg: 'Value error, text must not contain NUL (\\u0000) characters', input: 'N\u0000' };
+    const badName = {
+      loc: ['display_name'],
+      type: 'value_error',
+      msg: 'Value error, text must not contain NUL (\\u0000) characters',
+      input: 'N\u0000',
+    };
     const refused = (violation: object) => ({ code: status.INVALID_ARGUMENT, violations: [violation] });
-    expect(await failure(identity.rpc('createUser', { email: 'n\u0000@example.com', displayName: '', isPlatformAdmin: false }))).toMatchObject(
-      refused(badEmail),
-    );
-    expect(await failure(identity.rpc('createUser', { email: 'nul@example.com', displayName: 'N\u0000', isPlatformAdmin: false }))).toMatchObject(
-      refused(badName),
-    );
+    expect(
+      await failure(identity.rpc('createUser', { email: 'n\u0000@example.com', displayName: '', isPlatformAdmin: false })),
+    ).toMatchObject(refused(badEmail));
+    expect(
+      await failure(identity.rpc('createUser', { email: 'nul@example.com', displayName: 'N\u0000', isPlatformAdmin: false })),
+    ).toMatchObject(refused(badName));
     const { workspace } = await identity.rpc('createWorkspace', { name: 'Nul' });
     expect(
-      await failure(identity.rpc('addMember', { workspaceId: workspace!.id, email: 'nul@example.com', displayName: 'N\u0000', role: Role.ROLE_VIEWER })),
+      await failure(
+        identity.rpc('addMember', { workspaceId: workspace!.id, email: 'nul@example.com', displayName: 'N\u0000', role: Role.ROLE_VIEWER }),
+      ),
     ).toMatchObject(refused(badName));
     const id = await newUser('nul@example.com');
     const values = { id: '', email: 'n\u0000@example.com', displayName: 'N\u0000', isPlatformAdmin: false };
     expect(await failure(identity.rpc('updateUser', { id, updateMask: ['email'], user: values }))).toMatchObject(refused(badEmail));
     expect(await failure(identity.rpc('updateUser', { id, updateMask: ['display_name'], user: values }))).toMatchObject(refused(badName));
-    expect(await identity.rpc('listUsers', { emailContains: 'nul\u0000' })).toEqual({ users: [], page: { total: 0, page: 1, pageSize: 50 } });
+    expect(await identity.rpc('listUsers', { emailContains: 'nul\u0000' })).toEqual({
+      users: [],
+      page: { total: 0, page: 1, pageSize: 50 },
+    });
   });
 
   it('updates only the fields named in the mask', async () => {
@@ -118,7 +132,11 @@ describe('users', () => {
     expect(all.user).toMatchObject({ id, email: 'nora.new@example.com', displayName: 'Nora N', isPlatformAdmin: true });
     expect(all.user!.updatedAt!.getTime()).toBeGreaterThan(all.user!.createdAt!.getTime());
 
-    const revoked = await identity.rpc('updateUser', { id, updateMask: ['is_platform_admin'], user: { ...values, isPlatformAdmin: false } });
+    const revoked = await identity.rpc('updateUser', {
+      id,
+      updateMask: ['is_platform_admin'],
+      user: { ...values, isPlatformAdmin: false },
+    });
     expect(revoked.user?.isPlatformAdmin).toBe(false);
     expect((await identity.rpc('updateUser', { id, updateMask: [], user: values })).user).toEqual(revoked.user);
     expect((await identity.rpc('getUser', { id })).user).toEqual(revoked.user);

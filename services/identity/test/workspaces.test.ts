@@ -33,7 +33,9 @@ describe('workspaces', () => {
     expect(await failure(identity.rpc('createWorkspace', { name: '' }))).toEqual({
       code: status.INVALID_ARGUMENT,
       details: 'name: String should have at least 1 character',
-      violations: [{ loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } }],
+      violations: [
+        { loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+      ],
     });
     expect(await failure(identity.rpc('createWorkspace', { name: 'n'.repeat(201) }))).toMatchObject({
       code: status.INVALID_ARGUMENT,
@@ -84,12 +86,23 @@ describe('workspaces', () => {
   it('refuses NUL in a name (PostgreSQL text cannot hold it) and finds nothing for NUL in the filter', async () => {
     const nul = (input: string) => ({
       code: status.INVALID_ARGUMENT,
-      violations: [{ loc: ['name'], type: 'value_error', msg: 'Value error, text must not contain NUL (\\u0000) characters', input, ctx: { error: {} } }],
+      violations: [
+        {
+          loc: ['name'],
+          type: 'value_error',
+          msg: 'Value error, text must not contain NUL (\\u0000) characters',
+          input,
+          ctx: { error: {} },
+        },
+      ],
     });
     expect(await failure(identity.rpc('createWorkspace', { name: 'a\u0000b' }))).toMatchObject(nul('a\u0000b'));
     const id = await newWorkspace('Clean');
     expect(await failure(identity.rpc('updateWorkspace', { id, name: '\u0000' }))).toMatchObject(nul('\u0000'));
-    expect(await identity.rpc('listWorkspaces', { nameContains: 'Cl\u0000' })).toEqual({ workspaces: [], page: { total: 0, page: 1, pageSize: 50 } });
+    expect(await identity.rpc('listWorkspaces', { nameContains: 'Cl\u0000' })).toEqual({
+      workspaces: [],
+      page: { total: 0, page: 1, pageSize: 50 },
+    });
   });
 
   it('deletes a workspace with its memberships but not its users', async () => {
@@ -132,13 +145,22 @@ describe('members', () => {
       createdAt: expect.any(Date),
       updatedAt: expect.any(Date),
     });
-    const added = await identity.rpc('addMember', { workspaceId: await newWorkspace('Other'), email: 'dave@example.com', role: Role.ROLE_VIEWER });
+    const added = await identity.rpc('addMember', {
+      workspaceId: await newWorkspace('Other'),
+      email: 'dave@example.com',
+      role: Role.ROLE_VIEWER,
+    });
     expect(added.member?.user?.displayName).toBe('dave');
   });
 
   it('adds an existing user, keeping its name', async () => {
     const { user } = await identity.rpc('createUser', { email: 'erin@example.com', displayName: 'Erin', isPlatformAdmin: false });
-    const { member } = await identity.rpc('addMember', { workspaceId, email: 'ERIN@example.com', displayName: 'Ignored', role: Role.ROLE_ADMIN });
+    const { member } = await identity.rpc('addMember', {
+      workspaceId,
+      email: 'ERIN@example.com',
+      displayName: 'Ignored',
+      role: Role.ROLE_ADMIN,
+    });
     expect(member?.user).toEqual(user);
     expect(member?.role).toBe(Role.ROLE_ADMIN);
   });
@@ -159,21 +181,26 @@ describe('members', () => {
       input: 'platform_admin',
       ctx: { expected: "'viewer', 'editor' or 'admin'" },
     };
-    expect(await failure(identity.rpc('addMember', { workspaceId, email: 'frank@example.com', role: Role.ROLE_PLATFORM_ADMIN }))).toMatchObject({
+    expect(
+      await failure(identity.rpc('addMember', { workspaceId, email: 'frank@example.com', role: Role.ROLE_PLATFORM_ADMIN })),
+    ).toMatchObject({
       code: status.INVALID_ARGUMENT,
       violations: [roleViolation],
     });
     expect(await failure(identity.rpc('addMember', { workspaceId, email: 'frank', role: Role.ROLE_UNSPECIFIED }))).toMatchObject({
       code: status.INVALID_ARGUMENT,
-      violations: [{ loc: ['email'], type: 'value_error' }, { ...roleViolation, input: null }],
+      violations: [
+        { loc: ['email'], type: 'value_error' },
+        { ...roleViolation, input: null },
+      ],
     });
     expect((await identity.rpc('listUsers', { emailContains: 'frank' })).users).toEqual([]);
   });
 
   it('answers not found for an unknown workspace without creating the user', async () => {
-    expect(await failure(identity.rpc('addMember', { workspaceId: MISSING_UUID, email: 'ghost@example.com', role: Role.ROLE_VIEWER }))).toEqual(
-      workspaceNotFound,
-    );
+    expect(
+      await failure(identity.rpc('addMember', { workspaceId: MISSING_UUID, email: 'ghost@example.com', role: Role.ROLE_VIEWER })),
+    ).toEqual(workspaceNotFound);
     expect(await failure(identity.rpc('addMember', { workspaceId: 'nope', email: 'ghost@example.com', role: Role.ROLE_VIEWER }))).toEqual(
       workspaceNotFound,
     );
@@ -195,12 +222,18 @@ describe('members', () => {
     expect(member).toMatchObject({ workspaceId, role: Role.ROLE_VIEWER, user: carol.user, createdAt: carol.createdAt });
     expect(member!.updatedAt!.getTime()).toBeGreaterThan(carol.updatedAt!.getTime());
 
-    expect(await failure(identity.rpc('updateMember', { workspaceId, userId: carol.user!.id, role: Role.ROLE_PLATFORM_ADMIN }))).toMatchObject({
+    expect(
+      await failure(identity.rpc('updateMember', { workspaceId, userId: carol.user!.id, role: Role.ROLE_PLATFORM_ADMIN })),
+    ).toMatchObject({
       code: status.INVALID_ARGUMENT,
       violations: [{ loc: ['role'], type: 'enum' }],
     });
-    expect(await failure(identity.rpc('updateMember', { workspaceId, userId: MISSING_UUID, role: Role.ROLE_EDITOR }))).toEqual(memberNotFound);
-    expect(await failure(identity.rpc('updateMember', { workspaceId: 'x', userId: carol.user!.id, role: Role.ROLE_EDITOR }))).toEqual(memberNotFound);
+    expect(await failure(identity.rpc('updateMember', { workspaceId, userId: MISSING_UUID, role: Role.ROLE_EDITOR }))).toEqual(
+      memberNotFound,
+    );
+    expect(await failure(identity.rpc('updateMember', { workspaceId: 'x', userId: carol.user!.id, role: Role.ROLE_EDITOR }))).toEqual(
+      memberNotFound,
+    );
   });
 
   it('leaves the role alone when none is given, and still answers the member', async () => {

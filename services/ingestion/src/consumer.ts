@@ -90,7 +90,14 @@ export async function startConsumer(
       messages: poison.map(({ message, partition, reason, value, eventIndex }) => ({
         key: message.key,
         value: Buffer.from(
-          eventsV1.DeadLetter.encode({ sourceTopic: config.eventsTopic, partition, offset: message.offset, reason, value, eventIndex }).finish(),
+          eventsV1.DeadLetter.encode({
+            sourceTopic: config.eventsTopic,
+            partition,
+            offset: message.offset,
+            reason,
+            value,
+            eventIndex,
+          }).finish(),
         ),
       })),
     });
@@ -133,10 +140,12 @@ export async function startConsumer(
           }
         }
         const written = await ingest(events);
-        await payloads[0].commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] }).catch((error: unknown) => {
-          collect(written.written);
-          throw error;
-        });
+        await payloads[0]
+          .commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] })
+          .catch((error: unknown) => {
+            collect(written.written);
+            throw error;
+          });
         result = written;
       } catch (error) {
         if (error instanceof EventsWriteError) collect(error.days);

@@ -1,4 +1,12 @@
-import { createClickHouse, createClient, createIdempotentProducer, createKafka, ensureEventSchema, ensureTopics, runService } from '@mail/common';
+import {
+  createClickHouse,
+  createClient,
+  createIdempotentProducer,
+  createKafka,
+  ensureEventSchema,
+  ensureTopics,
+  runService,
+} from '@mail/common';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { CategoryResolver } from './categories';
 import { readConfig } from './config';
@@ -38,15 +46,27 @@ void runService({
     const kafka = createKafka('ingestion', config.kafkaBrokers, logger);
     const admin = kafka.admin();
     await admin.connect();
-    const topic = (name: string) => ({ topic: name, numPartitions: config.topicPartitions, replicationFactor: config.topicReplicationFactor });
-    await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
-    const write = (events: eventsV1.EngagementEvent[]) => ingest(events, { resolve: (ids) => categories.resolve(ids), store, suppressions });
-    const unsettled = new UnsettledDays(clickhouse);
-    const consumer = await startConsumer(kafka, config, write, (days) => unsettled.mark(days), logger, (error) => {
-      // The uncommitted batch is redelivered to whoever consumes next; a supervisor restarts this process.
-      logger.fatal({ err: error }, 'kafka consumer stopped for good, exiting');
-      process.exit(1);
+    const topic = (name: string) => ({
+      topic: name,
+      numPartitions: config.topicPartitions,
+      replicationFactor: config.topicReplicationFactor,
     });
+    await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
+    const write = (events: eventsV1.EngagementEvent[]) =>
+      ingest(events, { resolve: (ids) => categories.resolve(ids), store, suppressions });
+    const unsettled = new UnsettledDays(clickhouse);
+    const consumer = await startConsumer(
+      kafka,
+      config,
+      write,
+      (days) => unsettled.mark(days),
+      logger,
+      (error) => {
+        // The uncommitted batch is redelivered to whoever consumes next; a supervisor restarts this process.
+        logger.fatal({ err: error }, 'kafka consumer stopped for good, exiting');
+        process.exit(1);
+      },
+    );
 
     // Unmatched events go back through the events topic once a campaign takes their category.
     const republisher = createIdempotentProducer(kafka);

@@ -52,7 +52,10 @@ export function startMaintenance(
       if (!abort.signal.aborted) logger.warn({ err: error }, 'compaction pass failed; the next pass retries');
     }
     try {
-      const { settled, rebuilt, disagreeing } = await settleUnsettledDays(clickhouse, database, { rebuild: mayRebuild(), signal: abort.signal });
+      const { settled, rebuilt, disagreeing } = await settleUnsettledDays(clickhouse, database, {
+        rebuild: mayRebuild(),
+        signal: abort.signal,
+      });
       ingestionMetrics.daysSettled.inc(settled.length);
       ingestionMetrics.daysRebuilt.inc(rebuilt.length);
       if (settled.length > 0) {

@@ -14,7 +14,10 @@ export const ingestionMetrics = {
   partitionsCompacted: counter('partitions_compacted', 'Partitions of closed months merged into one part (compactClosedMonths)'),
   daysSettled: counter('days_settled', 'Unsettled days cleared because their rollups agree with their events (settleUnsettledDays)'),
   daysRebuilt: counter('days_rebuilt', 'Unsettled days whose rollups were rebuilt from their events (settleUnsettledDays)'),
-  workspacesErased: counter('workspaces_erased', 'Deleted workspaces whose events stored after the deletion were deleted (eraseClosedWorkspaceLeftovers)'),
+  workspacesErased: counter(
+    'workspaces_erased',
+    'Deleted workspaces whose events stored after the deletion were deleted (eraseClosedWorkspaceLeftovers)',
+  ),
   retries: counter('batch_retries', 'Failed batch attempts that were retried (ClickHouse or campaign service down)'),
   batchDuration: new prometheus.Histogram({
     name: 'ingestion_batch_duration_seconds',

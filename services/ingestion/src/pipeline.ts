@@ -86,7 +86,12 @@ export async function ingest(events: EngagementEvent[], deps: IngestDependencies
   return { inserted: fresh.length, duplicates, unmatched: unmatched.length, signals: signals.length, written: workspaceDays(fresh) };
 }
 
-function toRow(event: EngagementEvent, eventType: EngagementEventRow['event_type'], match: CategoryMatch, ingestedAt: number): EngagementEventRow {
+function toRow(
+  event: EngagementEvent,
+  eventType: EngagementEventRow['event_type'],
+  match: CategoryMatch,
+  ingestedAt: number,
+): EngagementEventRow {
   return {
     id: eventId(event),
     workspace_id: match.workspaceId,

@@ -44,13 +44,14 @@ export async function rematchUnmatched(deps: RematchDependencies, scope: Rematch
   let republished = 0;
   for (let start = 0; start < matched.length; start += CATEGORY_CHUNK) {
     const categories = matched.slice(start, start + CATEGORY_CHUNK);
-    for (let after = ''; ; ) {
+    for (let after = ''; ;) {
       const page = await deps.unmatched.naming(categories, { since: scope.since, after, limit: PAGE_SIZE });
       if (page.length === 0) break;
       after = page[page.length - 1].provider_event_id;
       const events = page.flatMap((row) => {
         const event = fromUnmatched(row);
-        if (!event) deps.logger.warn({ providerEventId: row.provider_event_id }, 'unmatched event without SendGrid JSON cannot be re-matched');
+        if (!event)
+          deps.logger.warn({ providerEventId: row.provider_event_id }, 'unmatched event without SendGrid JSON cannot be re-matched');
         return event ? [event] : [];
       });
       const times = page.map((row) => row.occurred_at);
@@ -209,12 +210,18 @@ export class UnmatchedRematcher {
 
   /** The number of events republished, undefined when the sweep failed (it is logged). */
   private sweep(scope: RematchScope): Promise<number | undefined> {
-    const run = this.sweeping.catch(() => undefined).then(async () => {
-      if (this.closed) return 0;
-      const republished = await rematchUnmatched(this.deps, scope);
-      if (republished > 0) this.deps.logger.info({ republished, categories: scope.categories }, 're-matched unmatched events to campaigns that took their categories');
-      return republished;
-    });
+    const run = this.sweeping
+      .catch(() => undefined)
+      .then(async () => {
+        if (this.closed) return 0;
+        const republished = await rematchUnmatched(this.deps, scope);
+        if (republished > 0)
+          this.deps.logger.info(
+            { republished, categories: scope.categories },
+            're-matched unmatched events to campaigns that took their categories',
+          );
+        return republished;
+      });
     this.sweeping = run;
     return run.catch((error: unknown) => {
       this.deps.logger.warn({ err: error, categories: scope.categories }, 're-matching unmatched events failed; it is tried again later');

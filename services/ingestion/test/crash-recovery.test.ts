@@ -52,7 +52,9 @@ it('loses nothing and duplicates nothing when the consumer is killed mid-stream'
   await ingestion.waitForCount(count, total, 90_000);
   await ingestion.waitUntilCaughtUp();
   expect(await ingestion.count(count)).toBe(total);
-  expect(await ingestion.count(`SELECT count() AS n FROM engagement_events FINAL WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(total);
+  expect(await ingestion.count(`SELECT count() AS n FROM engagement_events FINAL WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(
+    total,
+  );
   const perId = await ingestion.rows<{ copies: string; ids: string }>(
     `SELECT copies, count() AS ids FROM (SELECT provider_event_id, count() AS copies FROM engagement_events
        WHERE campaign_id = toUUID('${campaign.id}') GROUP BY provider_event_id) GROUP BY copies`,
@@ -67,7 +69,11 @@ it('finishes and commits the batch in progress on SIGTERM, then exits', async ()
   const count = `SELECT count() AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`;
   const total = 5_000;
   for (let start = 0; start < total; start += 1_000) {
-    await ingestion.produce(Array.from({ length: 1_000 }, (_, i) => engagementEvent({ providerEventId: `${p}-${start + i}`, email: `r${i % 101}@example.com`, categories: [category] })));
+    await ingestion.produce(
+      Array.from({ length: 1_000 }, (_, i) =>
+        engagementEvent({ providerEventId: `${p}-${start + i}`, email: `r${i % 101}@example.com`, categories: [category] }),
+      ),
+    );
   }
   for (let stored = 0; stored === 0; stored = await ingestion.count(count)) await sleep(10);
 
@@ -83,6 +89,8 @@ it('finishes and commits the batch in progress on SIGTERM, then exits', async ()
   await ingestion.stack.restart('ingestion');
   await ingestion.waitForCount(count, total, 60_000);
   await ingestion.waitUntilCaughtUp();
-  expect(await ingestion.count(`SELECT uniqExact(provider_event_id) AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(total);
+  expect(
+    await ingestion.count(`SELECT uniqExact(provider_event_id) AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`),
+  ).toBe(total);
   expect(await ingestion.count(count)).toBe(total);
 });

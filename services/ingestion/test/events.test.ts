@@ -20,7 +20,9 @@ const encode = (event: Partial<eventsV1.EngagementEvent>): Buffer =>
 
 describe('decodeEvent', () => {
   it('decodes a valid record', () => {
-    expect(decodeEvent(encode({}))).toEqual({ event: { ...valid, providerMessageId: undefined, url: undefined, reason: undefined, userAgent: undefined, ip: undefined } });
+    expect(decodeEvent(encode({}))).toEqual({
+      event: { ...valid, providerMessageId: undefined, url: undefined, reason: undefined, userAgent: undefined, ip: undefined },
+    });
   });
 
   it.each<[string, Buffer | null, string]>([
@@ -47,8 +49,14 @@ describe('decodeRecord', () => {
 
   it('decodes the events of a batch record in order, and sets apart each one that is poison with its index and bytes', () => {
     const bad = encode({ providerEventId: '' });
-    const { events, poison } = decodeRecord(batch([encode({ providerEventId: 'a' }), bad, Buffer.from('garbage'), encode({ providerEventId: 'b' })]), EVENT_BATCH_SCHEMA);
-    expect(events).toEqual([{ ...decodedValid, providerEventId: 'a' }, { ...decodedValid, providerEventId: 'b' }]);
+    const { events, poison } = decodeRecord(
+      batch([encode({ providerEventId: 'a' }), bad, Buffer.from('garbage'), encode({ providerEventId: 'b' })]),
+      EVENT_BATCH_SCHEMA,
+    );
+    expect(events).toEqual([
+      { ...decodedValid, providerEventId: 'a' },
+      { ...decodedValid, providerEventId: 'b' },
+    ]);
     expect(poison).toEqual([
       { reason: 'provider_event_id is empty', value: bad, eventIndex: 1 },
       { reason: expect.stringContaining('not an EngagementEvent'), value: Buffer.from('garbage'), eventIndex: 2 },

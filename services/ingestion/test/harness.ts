@@ -136,7 +136,9 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
           headers: { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA },
           value: Buffer.from(
             eventsV1.EngagementEventBatch.encode({
-              events: events.map((event) => (Buffer.isBuffer(event) ? event : Buffer.from(eventsV1.EngagementEvent.encode(event).finish()))),
+              events: events.map((event) =>
+                Buffer.isBuffer(event) ? event : Buffer.from(eventsV1.EngagementEvent.encode(event).finish()),
+              ),
             }).finish(),
           ),
         })),

@@ -29,10 +29,34 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
   const p = `types-${uniqueSuffix()}`;
   const occurredAt = new Date('2026-11-20T10:00:00Z');
   const events = [
-    engagementEvent({ providerEventId: `${p}-open`, categories: [categoryA], occurredAt, userAgent: 'Mozilla/5.0', ip: '203.0.113.7', providerMessageId: 'msg-1' }),
-    engagementEvent({ providerEventId: `${p}-click`, eventType: EventType.EVENT_TYPE_CLICK, categories: ['unknown', categoryB], url: 'https://example.com/x' }),
-    engagementEvent({ providerEventId: `${p}-hard`, eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_HARD, categories: [categoryA], reason: '550 no such user' }),
-    engagementEvent({ providerEventId: `${p}-soft`, eventType: EventType.EVENT_TYPE_BOUNCE, bounceType: BounceType.BOUNCE_TYPE_SOFT, categories: [categoryA], reason: '421 later' }),
+    engagementEvent({
+      providerEventId: `${p}-open`,
+      categories: [categoryA],
+      occurredAt,
+      userAgent: 'Mozilla/5.0',
+      ip: '203.0.113.7',
+      providerMessageId: 'msg-1',
+    }),
+    engagementEvent({
+      providerEventId: `${p}-click`,
+      eventType: EventType.EVENT_TYPE_CLICK,
+      categories: ['unknown', categoryB],
+      url: 'https://example.com/x',
+    }),
+    engagementEvent({
+      providerEventId: `${p}-hard`,
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_HARD,
+      categories: [categoryA],
+      reason: '550 no such user',
+    }),
+    engagementEvent({
+      providerEventId: `${p}-soft`,
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_SOFT,
+      categories: [categoryA],
+      reason: '421 later',
+    }),
     engagementEvent({ providerEventId: `${p}-unsub`, eventType: EventType.EVENT_TYPE_UNSUBSCRIBE, categories: [categoryA] }),
     engagementEvent({ providerEventId: `${p}-spam`, eventType: EventType.EVENT_TYPE_SPAM_REPORT, categories: [categoryA] }),
     engagementEvent({ providerEventId: `${p}-stray`, categories: ['nobody-uses-this'] }),
@@ -67,8 +91,18 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
     raw: events[0].rawJson,
     ingested_at: expect.any(String),
   });
-  expect(byId.get('click')).toMatchObject({ campaign_id: campaignB.id, workspace_id: campaignB.workspaceId, event_type: 'click', url: 'https://example.com/x' });
-  expect(byId.get('hard')).toMatchObject({ campaign_id: campaignA.id, event_type: 'bounce', bounce_type: 'hard', reason: '550 no such user' });
+  expect(byId.get('click')).toMatchObject({
+    campaign_id: campaignB.id,
+    workspace_id: campaignB.workspaceId,
+    event_type: 'click',
+    url: 'https://example.com/x',
+  });
+  expect(byId.get('hard')).toMatchObject({
+    campaign_id: campaignA.id,
+    event_type: 'bounce',
+    bounce_type: 'hard',
+    reason: '550 no such user',
+  });
   expect(byId.get('soft')).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 later' });
   expect(byId.get('unsub')).toMatchObject({ event_type: 'unsubscribe', bounce_type: 'none' });
 
@@ -81,7 +115,12 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
       ['soft', 'soft_bounce'],
       ['spam', 'spam_report'],
       ['unsub', 'unsubscribe'],
-    ].map(([id, reason]) => ({ provider_event_id: `${p}-${id}`, reason, workspace_id: campaignA.workspaceId, email: 'someone@example.com' })),
+    ].map(([id, reason]) => ({
+      provider_event_id: `${p}-${id}`,
+      reason,
+      workspace_id: campaignA.workspaceId,
+      email: 'someone@example.com',
+    })),
   );
 
   const unmatched = await ingestion.rows<Record<string, unknown>>(
@@ -154,8 +193,14 @@ it('stores the events of batch records and dead-letters a poison event of a batc
   const missingId = engagementEvent({ providerEventId: '', categories: [categoryA] });
   const deadLetteredBefore = await ingestion.metric('ingestion_events_dead_lettered_total');
   await ingestion.produceBatches([
-    [engagementEvent({ providerEventId: `${p}-1`, categories: [categoryA] }), missingId, engagementEvent({ providerEventId: `${p}-2`, categories: [categoryB] })],
-    Array.from({ length: 40 }, (_, i) => engagementEvent({ providerEventId: `${p}-many-${i}`, categories: [i % 2 === 0 ? categoryA : categoryB] })),
+    [
+      engagementEvent({ providerEventId: `${p}-1`, categories: [categoryA] }),
+      missingId,
+      engagementEvent({ providerEventId: `${p}-2`, categories: [categoryB] }),
+    ],
+    Array.from({ length: 40 }, (_, i) =>
+      engagementEvent({ providerEventId: `${p}-many-${i}`, categories: [i % 2 === 0 ? categoryA : categoryB] }),
+    ),
   ]);
   await ingestion.waitForCount(countWhere('engagement_events', p), 42);
   await ingestion.waitUntilCaughtUp();
@@ -166,17 +211,27 @@ it('stores the events of batch records and dead-letters a poison event of a batc
   await consumer.subscribe({ topic: ingestion.deadLetterTopic, fromBeginning: true });
   await consumer.run({ eachMessage: async ({ message }) => void letters.push(eventsV1.DeadLetter.decode(message.value!)) });
   const encoded = Buffer.from(eventsV1.EngagementEvent.encode(missingId).finish());
-  const mine = (): eventsV1.DeadLetter[] => letters.filter((letter) => letter.eventIndex !== undefined && Buffer.from(letter.value).equals(encoded));
+  const mine = (): eventsV1.DeadLetter[] =>
+    letters.filter((letter) => letter.eventIndex !== undefined && Buffer.from(letter.value).equals(encoded));
   try {
     for (let waited = 0; mine().length < 1 && waited < 20_000; waited += 100) await sleep(100);
   } finally {
     await consumer.disconnect();
   }
   expect(mine()).toEqual([
-    expect.objectContaining({ sourceTopic: ingestion.topic, offset: expect.stringMatching(/^\d+$/), reason: 'provider_event_id is empty', eventIndex: 1 }),
+    expect.objectContaining({
+      sourceTopic: ingestion.topic,
+      offset: expect.stringMatching(/^\d+$/),
+      reason: 'provider_event_id is empty',
+      eventIndex: 1,
+    }),
   ]);
   expect(await ingestion.metric('ingestion_events_dead_lettered_total')).toBe(deadLetteredBefore + 1);
-  expect(await ingestion.count(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%' AND campaign_id = toUUID('${campaignB.id}')`)).toBe(21);
+  expect(
+    await ingestion.count(
+      `SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%' AND campaign_id = toUUID('${campaignB.id}')`,
+    ),
+  ).toBe(21);
 });
 
 it('follows campaign category changes at once (the change stream invalidates the cache)', async () => {
@@ -217,7 +272,9 @@ it('retries a batch while the campaign service is down and loses nothing', async
 
   await ingestion.stack.stop('campaign');
   try {
-    await ingestion.produce(Array.from({ length: 50 }, (_, i) => engagementEvent({ providerEventId: `${p}-${i}`, categories: [category] })));
+    await ingestion.produce(
+      Array.from({ length: 50 }, (_, i) => engagementEvent({ providerEventId: `${p}-${i}`, categories: [category] })),
+    );
     await sleep(3_000);
     expect(await ingestion.count(countWhere('engagement_events', p))).toBe(0);
     expect(await ingestion.metric('ingestion_batch_retries_total')).toBeGreaterThan(retriesBefore);

@@ -35,7 +35,11 @@ describe('closedMonthsToCompact', () => {
       [partition(202605, 2, 'events_by_address'), partition(202604, 2, 'link_rollup_daily'), partition(202605, 2, 'engagement_events')],
       new Date('2026-11-21T00:00:00Z'),
     );
-    expect(due.map((p) => `${p.month} ${p.table}`)).toEqual(['202604 link_rollup_daily', '202605 engagement_events', '202605 events_by_address']);
+    expect(due.map((p) => `${p.month} ${p.table}`)).toEqual([
+      '202604 link_rollup_daily',
+      '202605 engagement_events',
+      '202605 events_by_address',
+    ]);
   });
 });
 
@@ -167,7 +171,8 @@ describe('compactClosedMonths on ClickHouse', () => {
     expect((await total(ingestionMetrics.daysSettled)) - settledBefore).toBe(1);
     expect((await activeParts(202603)).engagement_events).toBe(1);
     expect((await total(ingestionMetrics.workspacesErased)) - erasedBefore).toBe(1);
-    const rowsOfClosed = () => database.rows(`SELECT provider_event_id FROM events_by_address WHERE workspace_id = toUUID('${closedWorkspaceId}')`);
+    const rowsOfClosed = () =>
+      database.rows(`SELECT provider_event_id FROM events_by_address WHERE workspace_id = toUUID('${closedWorkspaceId}')`);
     while ((await rowsOfClosed()).length > 0 && Date.now() < deadline) await sleep(100);
     expect(await rowsOfClosed()).toEqual([]);
     // One pass, re-matching the events stored unmatched in the last two intervals.

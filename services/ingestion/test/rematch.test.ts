@@ -168,7 +168,7 @@ it('sweeps every unmatched event where changes may have been missed: at start, a
     { mayRun: () => mine, delayMs: 0, followUpMs: 0 },
   );
   const waitUntilPublished = async (expected: string[]) => {
-    for (const deadline = Date.now() + 10_000; published.length < expected.length && Date.now() < deadline; ) await sleep(50);
+    for (const deadline = Date.now() + 10_000; published.length < expected.length && Date.now() < deadline;) await sleep(50);
     expect(published).toEqual(expected);
   };
   // Only events stored unmatched since then, when no full sweep is owed: none since an hour from now.
@@ -223,10 +223,10 @@ it('reports a possible gap each time the category change stream starts', async (
   resolver.onChangesMissed(() => (gaps += 1));
   resolver.start();
   try {
-    for (const deadline = Date.now() + 10_000; gaps < 1 && Date.now() < deadline; ) await sleep(50);
+    for (const deadline = Date.now() + 10_000; gaps < 1 && Date.now() < deadline;) await sleep(50);
     expect(gaps).toBe(1);
     await ingestion.stack.restart('campaign');
-    for (const deadline = Date.now() + 20_000; gaps < 2 && Date.now() < deadline; ) await sleep(50);
+    for (const deadline = Date.now() + 20_000; gaps < 2 && Date.now() < deadline;) await sleep(50);
     expect(gaps).toBe(2);
   } finally {
     resolver.close();

@@ -60,7 +60,9 @@ async function mark(workspaceId: string, markedAgoMs = 3_000_000): Promise<void>
 }
 
 async function marked(workspaceId: string): Promise<boolean> {
-  const rows = await database.rows<{ n: string }>(sql`SELECT count() AS n FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)}`.text);
+  const rows = await database.rows<{ n: string }>(
+    sql`SELECT count() AS n FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)}`.text,
+  );
   return Number(rows[0].n) > 0;
 }
 
@@ -75,7 +77,9 @@ const settle = (options: SettleOptions = {}) => settleUnsettledDays(database.cli
 
 type Pass = Awaited<ReturnType<typeof settleUnsettledDays>>;
 const outcome = (pass: Pass, workspaceId: string) =>
-  (['settled', 'disagreeing', 'busy'] as const).find((kind) => pass[kind].some((day) => day.workspaceId === workspaceId && day.day === DAY));
+  (['settled', 'disagreeing', 'busy'] as const).find((kind) =>
+    pass[kind].some((day) => day.workspaceId === workspaceId && day.day === DAY),
+  );
 const rebuilt = (pass: Pass, workspaceId: string) => pass.rebuilt.some((day) => day.workspaceId === workspaceId);
 
 /** What reads of the day see in the rollups: events and addresses per type, clicks and addresses per link, events by address. */
@@ -87,7 +91,8 @@ async function derived(workspaceId: string) {
         FROM event_rollup_daily WHERE ${where} GROUP BY type ORDER BY type`.text,
     ),
     links: await database.rows(
-      sql`SELECT url, countMerge(clicks) AS clicks, uniqExactMerge(addresses) AS addresses FROM link_rollup_daily WHERE ${where} GROUP BY url ORDER BY url`.text,
+      sql`SELECT url, countMerge(clicks) AS clicks, uniqExactMerge(addresses) AS addresses FROM link_rollup_daily WHERE ${where} GROUP BY url ORDER BY url`
+        .text,
     ),
     byAddress: await database.rows(sql`SELECT uniqExact(provider_event_id) AS events FROM events_by_address WHERE ${where}`.text),
   };

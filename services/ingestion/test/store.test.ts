@@ -1,6 +1,14 @@
 import crypto from 'node:crypto';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { EventStore, lookupRanges, toTabSeparated, tsvCell, type EngagementEventRow, type SuppressionSignalRow, type UnmatchedEventRow } from '../src/store/events';
+import {
+  EventStore,
+  lookupRanges,
+  toTabSeparated,
+  tsvCell,
+  type EngagementEventRow,
+  type SuppressionSignalRow,
+  type UnmatchedEventRow,
+} from '../src/store/events';
 
 /** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
 const HOSTILE = [
@@ -54,7 +62,11 @@ describe('tsvCell', () => {
 
 describe('toTabSeparated', () => {
   it('writes rows over many chunks exactly as one text would be', () => {
-    const rows = Array.from({ length: 3_000 }, (_, i) => ({ n: i, text: `${HOSTILE[i % HOSTILE.length]} ${'é🎉'.repeat(i % 40)}`, none: null }));
+    const rows = Array.from({ length: 3_000 }, (_, i) => ({
+      n: i,
+      text: `${HOSTILE[i % HOSTILE.length]} ${'é🎉'.repeat(i % 40)}`,
+      none: null,
+    }));
     const columns = ['n', 'text', 'none'] as const;
     const oneText = rows.map((row) => `${columns.map((column) => tsvCell(row[column])).join('\t')}\n`).join('');
     expect(oneText.length).toBeGreaterThan(3 * 65_536);
@@ -86,13 +98,21 @@ describe('EventStore inserts (TabSeparated)', () => {
     }));
     await store.insertEvents(events);
 
-    const stored = await rows<Omit<EngagementEventRow, 'occurred_at' | 'received_at' | 'ingested_at'> & Record<'occurred_at' | 'received_at' | 'ingested_at', number>>(
+    const stored = await rows<
+      Omit<EngagementEventRow, 'occurred_at' | 'received_at' | 'ingested_at'> &
+        Record<'occurred_at' | 'received_at' | 'ingested_at', number>
+    >(
       `SELECT toString(id) AS id, toString(workspace_id) AS workspace_id, toString(campaign_id) AS campaign_id, event_type, bounce_type, email,
         toUnixTimestamp(occurred_at) AS occurred_at, toUnixTimestamp(received_at) AS received_at, url, reason, user_agent, ip, provider,
         provider_event_id, provider_message_id, raw, toUnixTimestamp(ingested_at) AS ingested_at
       FROM engagement_events WHERE workspace_id = '${workspaceId}' /* the String alias */`,
     );
-    const byId = new Map(stored.map((row) => [row.id, { ...row, occurred_at: Number(row.occurred_at), received_at: Number(row.received_at), ingested_at: Number(row.ingested_at) }]));
+    const byId = new Map(
+      stored.map((row) => [
+        row.id,
+        { ...row, occurred_at: Number(row.occurred_at), received_at: Number(row.received_at), ingested_at: Number(row.ingested_at) },
+      ]),
+    );
     expect(byId.size).toBe(events.length);
     for (const event of events) expect(byId.get(event.id)).toEqual(event);
   });
@@ -117,7 +137,14 @@ describe('EventStore inserts (TabSeparated)', () => {
         toUnixTimestamp(received_at) AS received_at, raw, toUnixTimestamp(ingested_at) AS ingested_at
       FROM unmatched_events WHERE provider_event_id LIKE '${prefix}%' ORDER BY provider_event_id`,
     );
-    expect(storedUnmatched.map((row) => ({ ...row, occurred_at: Number(row.occurred_at), received_at: Number(row.received_at), ingested_at: Number(row.ingested_at) }))).toEqual(unmatched);
+    expect(
+      storedUnmatched.map((row) => ({
+        ...row,
+        occurred_at: Number(row.occurred_at),
+        received_at: Number(row.received_at),
+        ingested_at: Number(row.ingested_at),
+      })),
+    ).toEqual(unmatched);
 
     const workspaceId = crypto.randomUUID();
     const signals: SuppressionSignalRow[] = HOSTILE.map((text, i) => ({
@@ -134,7 +161,9 @@ describe('EventStore inserts (TabSeparated)', () => {
         toUnixTimestamp(ingested_at) AS ingested_at
       FROM suppression_signals WHERE workspace_id = '${workspaceId}' /* the String alias */ ORDER BY occurred_at`,
     );
-    expect(storedSignals.map((row) => ({ ...row, occurred_at: Number(row.occurred_at), ingested_at: Number(row.ingested_at) }))).toEqual(signals);
+    expect(storedSignals.map((row) => ({ ...row, occurred_at: Number(row.occurred_at), ingested_at: Number(row.ingested_at) }))).toEqual(
+      signals,
+    );
   });
 });
 
@@ -164,7 +193,13 @@ describe('storedEventIds', () => {
     const now = 1_763_719_200;
     // A retried event two days old among new ones, events on the edges of each range, a second workspace.
     const stored = [row(first, now - 2 * 86_400), row(first, now), row(first, now + 600), row(first, now + 601), row(second, now + 5)];
-    const fresh = [row(first, now - 2 * 86_400), row(first, now + 300), row(first, now + 601), row(second, now + 5), row(second, now + 7_200)];
+    const fresh = [
+      row(first, now - 2 * 86_400),
+      row(first, now + 300),
+      row(first, now + 601),
+      row(second, now + 5),
+      row(second, now + 7_200),
+    ];
     await store.insertEvents(stored);
 
     const found = await store.storedEventIds([...fresh, ...stored].sort((a, b) => a.occurred_at - b.occurred_at));
@@ -175,7 +210,12 @@ describe('storedEventIds', () => {
   it('looks up a batch of events of 20,000 workspaces', async () => {
     const batch = Array.from({ length: 20_000 }, (_, i) => row(crypto.randomUUID(), 1_763_719_200 + i));
     await store.insertEvents(batch.slice(0, 3));
-    expect([...(await store.storedEventIds(batch))].sort()).toEqual(batch.slice(0, 3).map((event) => event.id).sort());
+    expect([...(await store.storedEventIds(batch))].sort()).toEqual(
+      batch
+        .slice(0, 3)
+        .map((event) => event.id)
+        .sort(),
+    );
   });
 
   it('finds the stored half of a batch of 5,000', async () => {

@@ -16,7 +16,14 @@ const T0 = Date.parse('2026-10-01T00:00:00Z');
 
 function bounces(p: string, categories: string[]): eventsV1.EngagementEvent[] {
   const bounce = (id: string, email: string, bounceType: eventsV1.BounceType, day: number) =>
-    engagementEvent({ providerEventId: `${p}-${id}`, email, eventType: EventType.EVENT_TYPE_BOUNCE, bounceType, categories, occurredAt: new Date(T0 + day * DAY) });
+    engagementEvent({
+      providerEventId: `${p}-${id}`,
+      email,
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType,
+      categories,
+      occurredAt: new Date(T0 + day * DAY),
+    });
   return [
     bounce('hard', 'hard@example.com', BounceType.BOUNCE_TYPE_HARD, 3),
     ...[0, 10, 20].map((day) => bounce(`soft-${day}`, 'soft@example.com', BounceType.BOUNCE_TYPE_SOFT, day)),
@@ -108,7 +115,8 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
     try {
       const workspaceId = crypto.randomUUID();
       const deps: IngestDependencies = {
-        resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId }])),
+        resolve: async (ids) =>
+          new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId }])),
         store: new EventStore(clickhouse),
         suppressions: new SuppressionStateStore(clickhouse),
       };
@@ -124,7 +132,8 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
       );
       expect(await ingest(events, deps)).toMatchObject({ inserted: 30_000, duplicates: 0, signals: 30_000 });
       expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 30_000 });
-      const count = async (query: string) => Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+      const count = async (query: string) =>
+        Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
       expect(await count('SELECT count() AS n FROM engagement_events')).toBe(30_000);
       expect(await count(`SELECT count() AS n FROM suppression_state FINAL WHERE reason = 'hard_bounce'`)).toBe(30_000);
     } finally {

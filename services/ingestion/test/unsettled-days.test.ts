@@ -106,7 +106,10 @@ it('marks the days of a failed events insert unsettled before the consumer retri
   const kafka = createKafka('unsettled-test', config.kafkaBrokers, logger);
   const admin = kafka.admin();
   await admin.connect();
-  await ensureTopics(admin, [config.eventsTopic, config.deadLetterTopic].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })));
+  await ensureTopics(
+    admin,
+    [config.eventsTopic, config.deadLetterTopic].map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })),
+  );
   const producer = kafka.producer();
   await producer.connect();
 
@@ -131,7 +134,10 @@ it('marks the days of a failed events insert unsettled before the consumer retri
   try {
     await producer.send({
       topic: config.eventsTopic,
-      messages: opens(`consumer-${suffix}`).map((event) => ({ key: event.email, value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()) })),
+      messages: opens(`consumer-${suffix}`).map((event) => ({
+        key: event.email,
+        value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()),
+      })),
     });
     const stored = sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(workspaceId)}`.text;
     for (let waited = 0; marks.length === 0 || (await countOf(stored)) < 3; waited += 200) {

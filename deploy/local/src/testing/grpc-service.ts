@@ -74,8 +74,7 @@ export async function startTestGrpcService<C extends grpc.Client, D extends { dr
     const client = createClient(options.client, address);
     const opened = parts;
     return {
-      rpc: (method, request) =>
-        call((client[method] as unknown as Unary<typeof request, never>).bind(client), request),
+      rpc: (method, request) => call((client[method] as unknown as Unary<typeof request, never>).bind(client), request),
       client,
       address,
       database,

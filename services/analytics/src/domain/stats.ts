@@ -63,7 +63,11 @@ export interface Stats {
  * series as seriesBuckets lays it out.
  */
 export function assembleStats(input: StatsInput): Stats {
-  const buckets = seriesBuckets(input.filter, input.interval, [...input.bucketEvents.keys()].map((ms) => new Date(ms)));
+  const buckets = seriesBuckets(
+    input.filter,
+    input.interval,
+    [...input.bucketEvents.keys()].map((ms) => new Date(ms)),
+  );
   const suppressions = Object.fromEntries(SUPPRESSION_REASONS.map((reason) => [reason, input.suppressions.get(reason) ?? 0]));
   return {
     totals: counts([...input.campaignEvents.values()].reduce(add, NO_EVENTS), input.totalUniques),

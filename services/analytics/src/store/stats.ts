@@ -137,7 +137,9 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
         FROM link_rollup_daily WHERE ${linkRollups}
         GROUP BY campaign_id, link`,
     ...plan.uncovered.map(
-      (rows) => sql`SELECT campaign_id, assumeNotNull(url) AS link, ${DISTINCT_EVENTS} AS clicks, uniqExactState(cityHash64(email)) AS addresses
+      (
+        rows,
+      ) => sql`SELECT campaign_id, assumeNotNull(url) AS link, ${DISTINCT_EVENTS} AS clicks, uniqExactState(cityHash64(email)) AS addresses
         FROM ${rows.table} WHERE ${rows.where} AND event_type = 'click' AND isNotNull(url)
         GROUP BY campaign_id, link`,
     ),

@@ -61,9 +61,7 @@ export async function listSuppressions(
  * its next signal refreshes it.
  */
 export async function liftSuppression(store: EventStore, workspaceId: string, email: string, now: Date): Promise<void> {
-  const [found] = await store.rows<{ email: string }>(
-    sql`SELECT email FROM (${suppressedAddresses(workspaceId, { email })}) LIMIT 1`,
-  );
+  const [found] = await store.rows<{ email: string }>(sql`SELECT email FROM (${suppressedAddresses(workspaceId, { email })}) LIMIT 1`);
   if (!found) throw new NotFoundError('Suppression');
   await store.insert('suppression_lifts', [{ workspace_id: workspaceId, email, lifted_at: now.toISOString() }]);
   await store.command(suppressionStateRefresh([{ workspaceId, email }]));

@@ -28,7 +28,9 @@ function toColumns(fields: Partial<NewBrandGuide>): Record<string, unknown> {
 const CREATE_BRAND_GUIDE = `WITH workspace AS (${OPEN_WORKSPACE})
   INSERT INTO brand_guides (workspace_id, name, description, prompt_content, is_active)
   SELECT workspace.workspace_id, ?, ?, ?, ? FROM workspace
-  RETURNING id, ${Object.entries(COLUMN_OF).map(([field, column]) => `${column} AS "${field}"`).join(', ')},
+  RETURNING id, ${Object.entries(COLUMN_OF)
+    .map(([field, column]) => `${column} AS "${field}"`)
+    .join(', ')},
     created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandGuide> {

@@ -69,7 +69,9 @@ function variantFromProto({ updateMask, id, ...values }: campaignV1.VariantInput
   if (!updateMask?.length) return { ...write, ...Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) };
   const unknown = updateMask.filter((path) => !(path in VARIANT_FIELD_OF_PATH));
   if (unknown.length > 0) {
-    throw new InvalidArgumentError(unknown.map((path) => valueError(['variants', index, 'update_mask'], path, `'${path}' is not a variant field`)));
+    throw new InvalidArgumentError(
+      unknown.map((path) => valueError(['variants', index, 'update_mask'], path, `'${path}' is not a variant field`)),
+    );
   }
   for (const path of updateMask) {
     const field = VARIANT_FIELD_OF_PATH[path];

@@ -151,7 +151,9 @@ export async function createCampaign(db: Knex, campaign: NewCampaign): Promise<C
   const { workspaceId, variants, ...fields } = campaign;
   const bindings = [workspaceId, ...FIELDS.map((field) => fields[field]), variants !== null, draftsJson(variants ?? []), CATEGORY_CHANNEL];
   return insertIntoOpenWorkspace(db, workspaceId, async () => {
-    const { rows } = await withConnection(db, (connection) => run<Campaign>(connection, CREATE_CAMPAIGN, bindings)).catch(conflictOnDuplicate);
+    const { rows } = await withConnection(db, (connection) => run<Campaign>(connection, CREATE_CAMPAIGN, bindings)).catch(
+      conflictOnDuplicate,
+    );
     return rows[0];
   });
 }
@@ -173,12 +175,7 @@ export interface CampaignFilter {
 }
 
 /** Newest first; the id breaks ties so pages never overlap. */
-export async function listCampaigns(
-  db: Knex,
-  workspaceId: string,
-  filter: CampaignFilter,
-  window: PageWindow,
-): Promise<Page<Campaign>> {
+export async function listCampaigns(db: Knex, workspaceId: string, filter: CampaignFilter, window: PageWindow): Promise<Page<Campaign>> {
   // Postgres refuses NUL in a pattern, and no stored name can hold one.
   if (containsNul(filter.nameQuery)) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
   const base = db('campaigns as c').where({ 'c.workspace_id': workspaceId });
@@ -230,7 +227,13 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
     const drafts = variants ?? [];
     if (variants !== undefined) {
       // The join names the campaign: its index finds the stored variants, where a join on id alone scanned them all.
-      bindings.push(id, drafts.flatMap((draft) => (draft.id === undefined ? [] : [draft.id])), id, draftsJson(drafts), id);
+      bindings.push(
+        id,
+        drafts.flatMap((draft) => (draft.id === undefined ? [] : [draft.id])),
+        id,
+        draftsJson(drafts),
+        id,
+      );
     }
     const { rows } = await run<Campaign>(
       connection,

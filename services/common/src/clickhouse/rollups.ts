@@ -148,7 +148,8 @@ export async function rebuildDerivedDay(
   const db = identifier(database);
   for (const table of AGGREGATE_TABLES) {
     await client.command({
-      query: sql`ALTER TABLE ${db}.${identifier(table)} DELETE WHERE workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`.text,
+      query: sql`ALTER TABLE ${db}.${identifier(table)} DELETE WHERE workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`
+        .text,
       abort_signal: signal,
     });
   }

@@ -70,7 +70,8 @@ export async function eraseClosedWorkspaceLeftovers(client: ClickHouseClient, da
   });
   const workspaceIds = (await result.json<{ workspace_id: string }>()).map((row) => row.workspace_id);
   if (workspaceIds.length > 0) {
-    for (const statement of deleteWorkspaceRows(database, workspaceIds)) await client.command({ query: statement.text, abort_signal: signal });
+    for (const statement of deleteWorkspaceRows(database, workspaceIds))
+      await client.command({ query: statement.text, abort_signal: signal });
   }
   return workspaceIds;
 }

@@ -12,7 +12,10 @@ const FIELD_NAMES = 'minute hour day-of-month month day-of-week';
 
 /** Why `expression` is not a valid schedule, or undefined when it is. */
 export const cronProblem = memoized((expression: string): string | undefined => {
-  const fields = expression.trim().split(/\s+/).filter((field) => field !== '');
+  const fields = expression
+    .trim()
+    .split(/\s+/)
+    .filter((field) => field !== '');
   if (fields.length !== 5) return `expected 5 fields (${FIELD_NAMES}), got ${fields.length}`;
   try {
     CronExpressionParser.parse(fields.join(' '), { tz: 'UTC' });

@@ -55,8 +55,12 @@ function localPartProblem(local: string): string | undefined {
   const bad = badCharacters(local, LOCAL_CHAR);
   if (bad) return `The email address contains invalid characters before the @-sign: ${bad}.`;
   return (
-    dotProblem(local, 'An email address cannot start with a {}.', 'An email address cannot have a {} immediately before the @-sign.', false) ??
-    'The email address contains invalid characters before the @-sign.'
+    dotProblem(
+      local,
+      'An email address cannot start with a {}.',
+      'An email address cannot have a {} immediately before the @-sign.',
+      false,
+    ) ?? 'The email address contains invalid characters before the @-sign.'
   );
 }
 
@@ -65,7 +69,12 @@ function domainProblem(domain: string): string | undefined {
   if (domain.startsWith('[') && domain.endsWith(']')) return 'A bracketed IP address after the @-sign is not allowed here.';
   const bad = badCharacters(domain, DOMAIN_CHAR);
   if (bad) return `The part after the @-sign contains invalid characters: ${bad}.`;
-  const dot = dotProblem(domain, 'An email address cannot have a {} immediately after the @-sign.', 'An email address cannot end with a {}.', true);
+  const dot = dotProblem(
+    domain,
+    'An email address cannot have a {} immediately after the @-sign.',
+    'An email address cannot end with a {}.',
+    true,
+  );
   if (dot) return dot;
   if (domain.split('.').some((label) => /^(?!xn)..--/i.test(label))) {
     return 'An email address cannot have two letters followed by two dashes immediately after the @-sign or after a period, except Punycode.';

@@ -19,12 +19,41 @@ import { memoized } from './memo';
  *    keyword check has already seen the original text.
  */
 const FORBIDDEN = new Set([
-  'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'TRUNCATE', 'INTO', 'BULK',
-  'CREATE', 'ALTER', 'DROP', 'GRANT', 'REVOKE', 'DENY',
-  'EXEC', 'EXECUTE', 'DECLARE', 'SET', 'USE', 'WAITFOR',
-  'BEGIN', 'COMMIT', 'ROLLBACK', 'SAVE', 'TRAN', 'TRANSACTION',
-  'BACKUP', 'RESTORE', 'DBCC', 'KILL', 'SHUTDOWN', 'RECONFIGURE', 'CHECKPOINT',
-  'OPENQUERY', 'OPENROWSET', 'OPENDATASOURCE',
+  'INSERT',
+  'UPDATE',
+  'DELETE',
+  'MERGE',
+  'TRUNCATE',
+  'INTO',
+  'BULK',
+  'CREATE',
+  'ALTER',
+  'DROP',
+  'GRANT',
+  'REVOKE',
+  'DENY',
+  'EXEC',
+  'EXECUTE',
+  'DECLARE',
+  'SET',
+  'USE',
+  'WAITFOR',
+  'BEGIN',
+  'COMMIT',
+  'ROLLBACK',
+  'SAVE',
+  'TRAN',
+  'TRANSACTION',
+  'BACKUP',
+  'RESTORE',
+  'DBCC',
+  'KILL',
+  'SHUTDOWN',
+  'RECONFIGURE',
+  'CHECKPOINT',
+  'OPENQUERY',
+  'OPENROWSET',
+  'OPENDATASOURCE',
 ]);
 
 interface Token {
@@ -65,8 +94,7 @@ function forParser(sql: string, tokens: Token[]): string {
       chars[i] = offset < replacement.length ? replacement[offset] : sql[i] === '\n' ? '\n' : ' ';
     }
   };
-  const word = (i: number, ...texts: string[]): boolean =>
-    tokens[i]?.kind === 'word' && texts.includes(tokens[i].text);
+  const word = (i: number, ...texts: string[]): boolean => tokens[i]?.kind === 'word' && texts.includes(tokens[i].text);
   const symbol = (i: number, text: string): boolean => tokens[i]?.kind === 'symbol' && tokens[i].text === text;
   /** Index of the last token of the operand starting at i: one token, or a parenthesized group. */
   const operandEnd = (i: number): number => {

@@ -65,8 +65,7 @@ export function displayNameOrDefault(displayName: string | undefined, email: str
 }
 
 export function requireText(loc: string, value: string): string {
-  const violation =
-    value.trim() === '' ? { loc: [loc], type: 'missing', msg: 'Field required', input: null } : nulViolation([loc], value);
+  const violation = value.trim() === '' ? { loc: [loc], type: 'missing', msg: 'Field required', input: null } : nulViolation([loc], value);
   if (violation) throw new InvalidArgumentError([violation]);
   return value;
 }

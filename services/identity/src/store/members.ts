@@ -47,9 +47,7 @@ async function lockWorkspace(trx: Knex.Transaction, workspaceId: string): Promis
 
 export async function listMembers(db: Knex, workspaceId: string, window: PageWindow): Promise<Page<Member>> {
   await getWorkspace(db, workspaceId);
-  const page = await fetchPage<MemberRow>(membersOf(db, workspaceId), window, (query) =>
-    selectMember(query).orderBy('u.email'),
-  );
+  const page = await fetchPage<MemberRow>(membersOf(db, workspaceId), window, (query) => selectMember(query).orderBy('u.email'));
   return { ...page, items: page.items.map(toMember) };
 }
 
@@ -77,17 +75,13 @@ export async function getMember(db: Knex, workspaceId: string, userId: string): 
 
 export async function updateMemberRole(db: Knex, workspaceId: string, userId: string, role: MembershipRole): Promise<Member> {
   if (!isUuid(workspaceId) || !isUuid(userId)) throw memberNotFound();
-  const updated = await db('memberships')
-    .where({ workspace_id: workspaceId, user_id: userId })
-    .update({ role, updated_at: db.fn.now() });
+  const updated = await db('memberships').where({ workspace_id: workspaceId, user_id: userId }).update({ role, updated_at: db.fn.now() });
   if (updated === 0) throw memberNotFound();
   return findMember(db, workspaceId, userId);
 }
 
 export async function removeMember(db: Knex, workspaceId: string, userId: string): Promise<void> {
   const removed =
-    isUuid(workspaceId) && isUuid(userId)
-      ? await db('memberships').where({ workspace_id: workspaceId, user_id: userId }).delete()
-      : 0;
+    isUuid(workspaceId) && isUuid(userId) ? await db('memberships').where({ workspace_id: workspaceId, user_id: userId }).delete() : 0;
   if (removed === 0) throw memberNotFound();
 }

@@ -27,10 +27,7 @@ export async function listWorkspaces(db: Knex, window: PageWindow, nameContains:
 
 export async function renameWorkspace(db: Knex, id: string, name: string): Promise<Workspace> {
   if (!isUuid(id)) throw notFound();
-  const [workspace] = await db('workspaces')
-    .where({ id })
-    .update({ name, updated_at: db.fn.now() })
-    .returning(WORKSPACE_COLUMNS);
+  const [workspace] = await db('workspaces').where({ id }).update({ name, updated_at: db.fn.now() }).returning(WORKSPACE_COLUMNS);
   if (!workspace) throw notFound();
   return workspace;
 }

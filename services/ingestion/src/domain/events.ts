@@ -27,9 +27,12 @@ export function decodeRecord(value: Buffer | null, schema: string | undefined): 
   const record = value ?? Buffer.alloc(0);
   if (schema === undefined) {
     const decoded = decodeEvent(value);
-    return 'event' in decoded ? { events: [decoded.event], poison: [] } : { events: [], poison: [{ reason: decoded.poison, value: record }] };
+    return 'event' in decoded
+      ? { events: [decoded.event], poison: [] }
+      : { events: [], poison: [{ reason: decoded.poison, value: record }] };
   }
-  if (schema !== EVENT_BATCH_SCHEMA) return { events: [], poison: [{ reason: `unknown record schema ${JSON.stringify(schema)}`, value: record }] };
+  if (schema !== EVENT_BATCH_SCHEMA)
+    return { events: [], poison: [{ reason: `unknown record schema ${JSON.stringify(schema)}`, value: record }] };
   if (record.length === 0) return { events: [], poison: [{ reason: 'empty record', value: record }] };
   let batch: eventsV1.EngagementEventBatch;
   try {
@@ -77,7 +80,10 @@ function invalidity(event: EngagementEvent): string | undefined {
     return `unknown event_type ${event.eventType}`;
   }
   if (event.eventType === EventType.EVENT_TYPE_BOUNCE && !BOUNCE_TYPES.has(event.bounceType)) return 'bounce without bounce_type';
-  for (const [name, date] of [['occurred_at', event.occurredAt], ['received_at', event.receivedAt]] as const) {
+  for (const [name, date] of [
+    ['occurred_at', event.occurredAt],
+    ['received_at', event.receivedAt],
+  ] as const) {
     const seconds = date ? date.getTime() / 1000 : Number.NaN;
     if (!(seconds >= 0 && seconds <= MAX_SECONDS)) return `${name} is missing or out of range`;
   }

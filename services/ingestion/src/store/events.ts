@@ -54,14 +54,42 @@ export interface SuppressionSignalRow {
 type Cell = string | number | null | string[];
 
 const ENGAGEMENT_COLUMNS = [
-  'id', 'workspace_id', 'campaign_id', 'event_type', 'bounce_type', 'email', 'occurred_at', 'received_at', 'url', 'reason',
-  'user_agent', 'ip', 'provider', 'provider_event_id', 'provider_message_id', 'raw', 'ingested_at',
+  'id',
+  'workspace_id',
+  'campaign_id',
+  'event_type',
+  'bounce_type',
+  'email',
+  'occurred_at',
+  'received_at',
+  'url',
+  'reason',
+  'user_agent',
+  'ip',
+  'provider',
+  'provider_event_id',
+  'provider_message_id',
+  'raw',
+  'ingested_at',
 ] as const satisfies readonly (keyof EngagementEventRow)[];
 const UNMATCHED_COLUMNS = [
-  'provider_event_id', 'provider', 'event_type', 'email', 'categories', 'occurred_at', 'received_at', 'raw', 'ingested_at',
+  'provider_event_id',
+  'provider',
+  'event_type',
+  'email',
+  'categories',
+  'occurred_at',
+  'received_at',
+  'raw',
+  'ingested_at',
 ] as const satisfies readonly (keyof UnmatchedEventRow)[];
 const SIGNAL_COLUMNS = [
-  'workspace_id', 'email', 'reason', 'occurred_at', 'provider_event_id', 'ingested_at',
+  'workspace_id',
+  'email',
+  'reason',
+  'occurred_at',
+  'provider_event_id',
+  'ingested_at',
 ] as const satisfies readonly (keyof SuppressionSignalRow)[];
 
 const TSV_SPECIAL = /[\\\t\n\r\0]/g;
@@ -143,7 +171,8 @@ export class EventStore {
     if (rows.length === 0) return new Set();
     const ranges = lookupRanges(rows).map(({ workspaceIds, from, to }) => {
       // One literal for many workspaces: a long IN list would exceed ClickHouse's 50,000 AST elements.
-      const workspaces = workspaceIds.length === 1 ? sql`workspace_id = ${uuid(workspaceIds[0])}` : sql`workspace_id IN ${uuidSet(workspaceIds)}`;
+      const workspaces =
+        workspaceIds.length === 1 ? sql`workspace_id = ${uuid(workspaceIds[0])}` : sql`workspace_id IN ${uuidSet(workspaceIds)}`;
       return sql`(${workspaces} AND occurred_at >= ${dateTime(new Date(from * 1000))} AND occurred_at <= ${dateTime(new Date(to * 1000))})`;
     });
     // The ranges pick the granules to read; PREWHERE then reads and matches `id` alone, and only its few matches are
@@ -160,7 +189,11 @@ export class EventStore {
     return new Set((await result.json<{ id: string }>()).map((row) => row.id));
   }
 
-  private async insert<Row extends Record<Column, Cell>, Column extends string>(table: string, rows: Row[], columns: readonly Column[]): Promise<void> {
+  private async insert<Row extends Record<Column, Cell>, Column extends string>(
+    table: string,
+    rows: Row[],
+    columns: readonly Column[],
+  ): Promise<void> {
     if (rows.length === 0) return;
     await this.clickhouse.insert({
       table,

@@ -12,7 +12,9 @@ export class SuppressionStateStore {
    * a redelivered batch computes the same rows.
    */
   refresh(signals: SuppressionSignalRow[]): Promise<void> {
-    const addresses = new Map(signals.map((row) => [`${row.workspace_id} ${row.email}`, { workspaceId: row.workspace_id, email: row.email }]));
+    const addresses = new Map(
+      signals.map((row) => [`${row.workspace_id} ${row.email}`, { workspaceId: row.workspace_id, email: row.email }]),
+    );
     return refreshSuppressionState(this.clickhouse, [...addresses.values()]);
   }
 }
