@@ -27,6 +27,7 @@ FROM base AS manifests
 COPY package.json package-lock.json ./
 COPY proto/package.json proto/
 COPY services/common/package.json services/common/
+COPY services/event-store/package.json services/event-store/
 COPY services/identity/package.json services/identity/
 COPY services/campaign/package.json services/campaign/
 COPY services/brand-guide/package.json services/brand-guide/
@@ -51,7 +52,7 @@ RUN npm run build
 # configuration. Everything else stays: dist/ and the files read at run time
 # (services/common/proto, gateway/openapi, gateway/dashboard/dist).
 RUN set -eu; \
-    for ws in proto services/common services/identity services/campaign services/brand-guide \
+    for ws in proto services/common services/event-store services/identity services/campaign services/brand-guide \
               services/ingestion services/analytics gateway; do \
       mkdir -p "/out/$ws"; \
       cp -a "$ws/." "/out/$ws/"; \

@@ -31,16 +31,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createClient as createClickHouseClient } from '@clickhouse/client';
+import { call, createClient } from '@mail/common';
 import {
   backfillSuppressionState,
-  call,
   chsql,
   compactClosedMonths,
   createClickHouse,
-  createClient,
   ensureEventSchema,
   settleUnsettledDays,
-} from '@mail/common';
+} from '@mail/event-store';
 import { infraEnv, startStack } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 

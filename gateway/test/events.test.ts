@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createClickHouse } from '@mail/common';
+import { createClickHouse } from '@mail/event-store';
 import { startGatewayStack, type GatewayStack } from './support/stack';
 
 /**

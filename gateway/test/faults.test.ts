@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { createClickHouse } from '@mail/common';
+import { createClickHouse } from '@mail/event-store';
 import { PROCESS_NAMES, SERVICE_NAMES, startStack, uniqueSuffix, type ProcessName, type Stack } from '@mail/local';
 import { checkInvariants, collectStoreView, type Answer, type StoreView } from './faults/invariants';
 import { accepted, describeFailure, WebhookLoad, type Batch } from './faults/load';

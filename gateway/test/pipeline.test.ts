@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { WORKSPACE_TABLES, call, createClickHouse, createClient } from '@mail/common';
+import { call, createClient } from '@mail/common';
+import { WORKSPACE_TABLES } from '@mail/event-store';
+import { createClickHouse } from '@mail/event-store';
 import {
   createTestClickHouse,
   createTestPostgres,

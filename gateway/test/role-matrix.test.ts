@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createClickHouse, refreshSuppressionState } from '@mail/common';
+import { createClickHouse, refreshSuppressionState } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
 import { loadOpenApiDocument, type OperationObject } from '../src/openapi/document';
 import {

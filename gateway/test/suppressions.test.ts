@@ -1,4 +1,4 @@
-import { createClickHouse, refreshSuppressionState } from '@mail/common';
+import { createClickHouse, refreshSuppressionState } from '@mail/event-store';
 import { startGatewayStack, type GatewayStack } from './support/stack';
 
 /**

@@ -1,4 +1,5 @@
-import { SENDGRID_EVENT_TYPES, chsql, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
+import { SENDGRID_EVENT_TYPES, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
+import { chsql } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
 import { intFromString } from '../errors/pydantic-types';
 import { MAX_DETAIL_ENTRIES } from '../errors/violations';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { WORKSPACE_TABLES, eraseClosedWorkspaceLeftovers } from '@mail/common';
+import { WORKSPACE_TABLES } from '@mail/event-store';
+import { eraseClosedWorkspaceLeftovers } from '@mail/event-store';
 import { Interval, event, failure, signal, startAnalytics, status, type Analytics } from './harness';
 
 /**

@@ -1,4 +1,4 @@
-import { chsql, createClickHouse } from '@mail/common';
+import { chsql, createClickHouse } from '@mail/event-store';
 import { infraEnv, uniqueSuffix } from '@mail/local';
 import { openEventStore } from '../src/store/connection';
 

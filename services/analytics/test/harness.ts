@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
-import { createLogger, refreshSuppressionState } from '@mail/common';
+import { createLogger } from '@mail/common';
+import { refreshSuppressionState } from '@mail/event-store';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';

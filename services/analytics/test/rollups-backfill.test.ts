@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ensureEventSchema } from '@mail/common';
+import { ensureEventSchema } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { event } from './harness';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chsql } from '@mail/common';
+import { chsql } from '@mail/event-store';
 import { event, startAnalytics, type Analytics } from './harness';
 
 const { dateTime, identifier, int, oneOf, sql, str, stringSet, uuid, uuidSet, UnsafeSqlValueError } = chsql;

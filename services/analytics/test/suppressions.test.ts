@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chsql, createClickHouse, ensureEventSchema, suppressionStateTable, suppressionStates } from '@mail/common';
+import { chsql, createClickHouse, ensureEventSchema, suppressionStateTable, suppressionStates } from '@mail/event-store';
 import { createTestClickHouse } from '@mail/local';
 import { SuppressionReason, failure, signal, startAnalytics, status, type Analytics, type SignalRow } from './harness';
 

@@ -1,12 +1,5 @@
-import {
-  createClickHouse,
-  createClient,
-  createIdempotentProducer,
-  createKafka,
-  ensureEventSchema,
-  ensureTopics,
-  runService,
-} from '@mail/common';
+import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService } from '@mail/common';
+import { createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { CategoryResolver } from './categories';
 import { readConfig } from './config';

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays, type Logger } from '@mail/common';
+import { type Logger } from '@mail/common';
+import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays } from '@mail/event-store';
 import { ingestionMetrics } from './metrics';
 
 export interface MaintenanceSchedule {

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
-import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClickHouse, createClient } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClient } from '@mail/common';
+import { createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 

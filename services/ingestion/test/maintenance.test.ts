@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
-import { MONTHLY_TABLES, closedMonthsToCompact, compactClosedMonths, createLogger, type MonthPartition } from '@mail/common';
+import { createLogger } from '@mail/common';
+import { MONTHLY_TABLES, closedMonthsToCompact, compactClosedMonths, type MonthPartition } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { startMaintenance } from '../src/maintenance';
 import { ingestionMetrics } from '../src/metrics';

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Partitioners } from 'kafkajs';
-import { call, createClient, createLogger, fromSendgridEvent, workspaceErasure, type SendgridEventFields } from '@mail/common';
+import { call, createClient, createLogger, fromSendgridEvent, type SendgridEventFields } from '@mail/common';
+import { workspaceErasure } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { CategoryResolver } from '../src/categories';

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { chsql, settleUnsettledDays, type SettleOptions } from '@mail/common';
+import { chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { EventStore, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';

@@ -1,4 +1,4 @@
-import { chsql } from '@mail/common';
+import { chsql } from '@mail/event-store';
 import { createTestEventDatabase, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { ingest, type IngestDependencies } from '../src/pipeline';

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { EnvReader, chsql, createKafka, createLogger, ensureTopics } from '@mail/common';
+import { EnvReader, createKafka, createLogger, ensureTopics } from '@mail/common';
+import { chsql } from '@mail/event-store';
 import { createTestEventDatabase, infraEnv, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readConfig } from '../src/config';

@@ -1,5 +1,5 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import { createClickHouse, ensureEventSchema } from '@mail/common';
+import { createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { Client } from 'pg';
 import { infraEnv, uniqueSuffix } from './infra';
 

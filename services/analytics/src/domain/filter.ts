@@ -1,4 +1,5 @@
-import { InvalidArgumentError, type StoredEventType, type Violation } from '@mail/common';
+import { InvalidArgumentError, type Violation } from '@mail/common';
+import { type StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1, type commonV1Paging } from '@mail/proto';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, chsql } from '@mail/common';
+import { EVENT_TYPES, chsql } from '@mail/event-store';
 import type { EventFilter } from '../domain/filter';
 
 const { dateTime, join, oneOf, raw, sql, str, uuid } = chsql;

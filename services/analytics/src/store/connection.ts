@@ -1,4 +1,4 @@
-import { createClickHouse, ensureEventSchema, type chsql } from '@mail/common';
+import { createClickHouse, ensureEventSchema, type chsql } from '@mail/event-store';
 
 /** The ClickHouse access the queries need: typed rows, JSON inserts, health, close. */
 export interface EventStore {

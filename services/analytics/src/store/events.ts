@@ -1,4 +1,4 @@
-import { chsql, type StoredBounceType, type StoredEventType } from '@mail/common';
+import { chsql, type StoredBounceType, type StoredEventType } from '@mail/event-store';
 import type { EventFilter, PageWindow } from '../domain/filter';
 import { pageSlice, type DayCount, type PageSlice } from '../domain/page-slice';
 import { DAY_MS } from '../domain/day-split';

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, chsql } from '@mail/common';
+import { EVENT_TYPES, chsql } from '@mail/event-store';
 import { DAY_MS, splitDays, type TimeRange } from '../domain/day-split';
 import type { EventFilter } from '../domain/filter';
 import { RecentValues } from '../domain/recent';

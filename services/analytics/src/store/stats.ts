@@ -1,4 +1,4 @@
-import { chsql } from '@mail/common';
+import { chsql } from '@mail/event-store';
 import type { EventFilter, Interval } from '../domain/filter';
 import type { EventCounts, StatsInput, UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';

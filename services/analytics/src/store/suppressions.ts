@@ -1,4 +1,5 @@
-import { NotFoundError, chsql, suppressionStateRefresh } from '@mail/common';
+import { NotFoundError } from '@mail/common';
+import { chsql, suppressionStateRefresh } from '@mail/event-store';
 import type { PageWindow } from '../domain/filter';
 import type { SuppressionReason } from '../domain/suppression';
 import type { EventStore } from './connection';

@@ -1,4 +1,4 @@
-import { workspaceErasure } from '@mail/common';
+import { workspaceErasure } from '@mail/event-store';
 import type { EventStore } from './connection';
 
 /** Deletes the workspace's events, rollups and suppressions, and records it as closed (@mail/common workspace-erasure). */

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
-import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/common';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER } from '@mail/common';
+import { type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
 
 const { EventType, BounceType } = eventsV1;

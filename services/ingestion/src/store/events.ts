@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { chsql, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/common';
+import { chsql, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/event-store';
 
 const { dateTime, identifier, join, sql, uuid, uuidSet } = chsql;
 

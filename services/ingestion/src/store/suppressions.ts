@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { refreshSuppressionState } from '@mail/common';
+import { refreshSuppressionState } from '@mail/event-store';
 import type { SuppressionSignalRow } from './events';
 
 /** Keeps suppression_state current for the addresses whose signals ingestion stores. */

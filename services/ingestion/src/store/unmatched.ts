@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { chsql } from '@mail/common';
+import { chsql } from '@mail/event-store';
 
 const { dateTime, identifier, int, join, list, sql, str, stringSet } = chsql;
 

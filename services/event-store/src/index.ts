@@ -1,0 +1,7 @@
+export * from './client';
+export * from './compaction';
+export * from './schema';
+export * from './settle';
+export * from './suppression';
+export * from './workspace-erasure';
+export * as chsql from './sql';
