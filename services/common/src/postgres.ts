@@ -57,8 +57,8 @@ export type PgConnection = pg.ClientBase;
 /**
  * Runs work on one connection of db's pool through the driver alone, for hot
  * paths: knex builds a whole instance per transaction and wraps every query
- * in its runner, which cost the campaign service a third of its CPU and most
- * of the garbage (and so the collector's pauses) of a write.
+ * in its runner, a large share of a write's CPU and of its garbage (and so of
+ * the collector's pauses). Figures: bench/README.md, "Campaign and Postgres".
  */
 export async function withConnection<T>(db: Knex, work: (connection: PgConnection) => Promise<T>): Promise<T> {
   const connection: PgConnection = await db.client.acquireConnection();
