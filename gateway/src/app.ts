@@ -27,7 +27,7 @@ export interface AppDependencies {
 /**
  * The request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
  * check (401); OpenAPI validation (422); workspace and role check (403/404);
- * the route; errors in the contract's format.
+ * the route; errors in the API's format (docs/api.md, "Errors").
  */
 export function createApp(deps: AppDependencies): Express {
   const app = express();

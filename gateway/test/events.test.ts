@@ -99,7 +99,7 @@ async function listed(query: string): Promise<string[]> {
 const ids = (...indexes: number[]) => indexes.map((index) => rows[index].provider_event_id);
 
 describe('GET /campaign-events/', () => {
-  it('lists newest first with the contract record, each provider event once', async () => {
+  it('lists newest first with the documented record, each provider event once', async () => {
     const answer = await get('/campaign-events/');
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ total: 5, page: 1, page_size: 50 });

@@ -354,7 +354,7 @@ describe('the operation list', () => {
     expect(stale).toEqual([]);
   });
 
-  it("requires the contract's role of each operation, so the matrix below tests the contract and not only the document", () => {
+  it('requires the role docs/api.md gives each operation, so the matrix below tests that decision and not only the document', () => {
     const viewer = [
       'GET /brand-guides/',
       'GET /brand-guides/{id}',
@@ -390,7 +390,7 @@ describe('the operation list', () => {
       'PUT /users/{id}',
       'DELETE /users/{id}',
     ];
-    const contract = new Map<string, string>([
+    const decided = new Map<string, string>([
       ['GET /auth/me', 'authenticated'],
       // Members may read their own workspace; everything else about workspaces is the platform admin's.
       ['GET /workspaces/{id}', 'viewer'],
@@ -400,7 +400,7 @@ describe('the operation list', () => {
       ...platformAdmin.map((operation): [string, string] => [operation, 'platform_admin']),
     ]);
     const documented = new Map(OPERATIONS.map((op) => [`${op.method} ${op.path}`, op.level]));
-    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(contract));
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(decided));
   });
 });
 

@@ -42,7 +42,7 @@ function allowHeader(error: OpenApiValidatorError): Record<string, string> {
   return methods.length > 0 ? { Allow: methods.sort((a, b) => rank(a) - rank(b)).join(', ') } : {};
 }
 
-/** Turns any failure into the contract's error format. Never a stack trace, never internal detail. */
+/** Turns any failure into the API's error format (docs/api.md). Never a stack trace, never internal detail. */
 export function toHttpError(error: unknown, req: Request): HttpError {
   if (error instanceof HttpError) return error;
   const parserError = error as BodyParserError;

@@ -199,7 +199,7 @@ export function newCampaign(write: CampaignWrite, workspaceId: string): NewCampa
 }
 
 /**
- * An update, with the contract's PUT rules: omitted is unchanged, null clears
+ * An update, with the PUT rules of docs/api.md: omitted is unchanged, null clears
  * a nullable field and leaves the others unchanged, and `variants` is the
  * whole desired list, whose items with an id follow the same rules for that
  * variant's fields. A workspace_id in the body must be the one acted in.
