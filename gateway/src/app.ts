@@ -7,7 +7,7 @@ import { authenticate, authorize } from './auth/access';
 import type { Authenticator } from './auth/principal';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
-import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/lax-requests';
+import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './pydantic/lax-requests';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
 import { memoizeValidatorRouteMatchers } from './openapi/route-matchers';

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request } from 'express';
 import type { Logger } from '@mail/common';
 import { HttpError } from './http-error';
-import { jsonSyntaxViolations, openApiViolations } from './violations';
+import { jsonSyntaxViolations, openApiViolations } from '../pydantic/violations';
 
 interface BodyParserError extends Error {
   type?: string;

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
-import { parseDateOrDateTime } from '../errors/pydantic-types';
+import { parseDateOrDateTime } from '../pydantic/scalars';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 import { pageRequest, type Json } from './http';

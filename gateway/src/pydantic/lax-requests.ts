@@ -3,7 +3,7 @@ import type { Request, RequestHandler } from 'express';
 import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem } from '@mail/common';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { readableJsonText } from './json-body';
-import { boolFromString, floatFromString, intFromString, parseDateOrDateTime, parseUuid } from './pydantic-types';
+import { boolFromString, floatFromString, intFromString, parseDateOrDateTime, parseUuid } from './scalars';
 import {
   childSchema,
   isRecord,

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { HttpError } from './http-error';
+import { HttpError } from '../errors/http-error';
 
 /**
  * Nesting deeper than this is refused, about where CPython's json decoder

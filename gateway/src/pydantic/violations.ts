@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { containsNul, cronViolation, invalidEmail, nulViolation, parseEmail, selectStatementViolation, type Violation } from '@mail/common';
 import { pythonJsonError } from './python-json';
-import { parseDateOrDateTime, parseUuid } from './pydantic-types';
+import { parseDateOrDateTime, parseUuid } from './scalars';
 import { childSchema, contextOf, isRecord, resolve, type ParameterLocation, type RequestContext, type Schema } from './request-schemas';
 
 /**
