@@ -76,7 +76,7 @@ function validatorDocument(document: OpenApiDocument): OpenApiDocument {
     if (Array.isArray(node)) return node.forEach(visit);
     if (!isRecord(node)) return;
     if (node.in === 'query' && typeof node.name === 'string') node.allowReserved = true;
-    if (node.nullable === true && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
+    if (node.nullable === true && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...(node.enum as unknown[]), null];
     Object.values(node).forEach(visit);
   };
   visit(copy);

@@ -54,7 +54,8 @@ const LOCATION_ORDER = ['path', 'query', 'header', 'cookie', 'body'];
 function pythonRepr(value: unknown): string {
   if (typeof value === 'string') return value.includes("'") && !value.includes('"') ? `"${value}"` : `'${value.replace(/'/g, "\\'")}'`;
   if (typeof value === 'boolean') return value ? 'True' : 'False';
-  return value === null ? 'None' : String(value);
+  if (typeof value === 'number') return String(value);
+  return value === null ? 'None' : JSON.stringify(value);
 }
 
 function oneOfText(values: unknown[]): string {
