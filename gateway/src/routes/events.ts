@@ -29,8 +29,8 @@ function dateRange(query: Json): { occurredFrom?: Date; occurredBefore?: Date } 
   const read = (name: 'date_from' | 'date_to') => {
     const value = query[name];
     if (value === undefined) return undefined;
-    const instant = parseDateOrDateTime(String(value));
-    if ('error' in instant) throw new Error(`${name} reached the route unvalidated`);
+    const instant = typeof value === 'string' ? parseDateOrDateTime(value) : undefined;
+    if (instant === undefined || 'error' in instant) throw new Error(`${name} reached the route unvalidated`);
     return instant;
   };
   const [start, end] = [read('date_from'), read('date_to')];
