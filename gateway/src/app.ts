@@ -1,16 +1,15 @@
 import path from 'node:path';
 import express, { type Express } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { registry, type Logger, type Readiness } from '@mail/common';
 import type { ServiceClients } from './clients';
 import { authenticate, authorize } from './auth/access';
 import type { Authenticator } from './auth/principal';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
-import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/lax-requests';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
-import { memoizeValidatorRouteMatchers } from './openapi/route-matchers';
+import { isJsonBody, verifyJsonBody } from './pydantic/json-body';
+import { pydanticValidation } from './pydantic/validation';
 import { routeModules } from './routes';
 import { dashboardRouter } from './routes/dashboard';
 
@@ -66,20 +65,7 @@ export function createApp(deps: AppDependencies): Express {
   // A body of any other type is kept as text: FastAPI reads it as bytes, which fail the model's type check.
   app.use(express.text({ limit: '1mb', type: () => true }));
   app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
-  app.use(pydanticRequests(deps.document, matchOperation));
-  memoizeValidatorRouteMatchers();
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: validatorDocument(deps.document) as never,
-      validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
-      validateResponses: false,
-      validateSecurity: false,
-      ignoreUndocumented: false,
-      formats: pydanticFormats,
-      // pydanticRequests may rewrite the URL to canonical path ids.
-      useRequestUrl: true,
-    }),
-  );
+  app.use(pydanticValidation(deps.document, matchOperation));
   app.use(authorize);
 
   const router = express.Router({ caseSensitive: true, strict: true });

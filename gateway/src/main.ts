@@ -19,7 +19,7 @@ function readConfigOrExit(): GatewayConfig {
   }
 }
 
-async function main(): Promise<void> {
+function main(): void {
   const config = readConfigOrExit();
   const logger = createLogger('gateway', config.logLevel);
   if (config.auth.devAuthEnabled) {
@@ -41,11 +41,18 @@ async function main(): Promise<void> {
   server.on('clientError', answerClientError);
 
   onShutdown(logger, config.shutdownTimeoutMs, [
-    { name: 'mark not ready', run: async () => health.readiness.markDraining() },
+    { name: 'mark not ready', run: () => Promise.resolve(health.readiness.markDraining()) },
     { name: 'drain HTTP', run: () => new Promise((resolve) => server.close(resolve)) },
     { name: 'close kafka producer', run: () => webhook.close() },
-    { name: 'close gRPC clients', run: async () => (closeServiceClients(clients), health.close()) },
+    {
+      name: 'close gRPC clients',
+      run: () => {
+        closeServiceClients(clients);
+        health.close();
+        return Promise.resolve();
+      },
+    },
   ]);
 }
 
-void main();
+main();
