@@ -1,4 +1,5 @@
 import {
+  CAMPAIGN_FIELD_LIST,
   CAMPAIGN_WRITE_FIELDS,
   InvalidArgumentError,
   MSSQL_QUERY_MAX_LENGTH,
@@ -8,6 +9,8 @@ import {
   parseEmail,
   selectStatementViolation,
   valueError,
+  type CampaignFieldName,
+  type CampaignValues,
   type Violation,
 } from '@mail/common';
 import type { CampaignFields, CampaignPatch, NewCampaign, VariantDraft } from './model';
@@ -22,24 +25,16 @@ export const DEFAULT_WEIGHT = 1;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
 
-const DEFAULTS: Omit<CampaignFields, 'name'> = {
-  description: null,
-  isActive: true,
-  sendPriority: 100,
-  scheduleCron: null,
-  recipientSource: 'mssql_query',
-  mssqlQuery: null,
-  csvAccountIds: null,
-  providerCategoryId: null,
-  fromEmail: null,
-  fromName: null,
-  replyTo: null,
-  deliveryMode: 'single_template',
-  templateId: null,
-};
+/** What a create stores for the fields it omits. */
+const DEFAULTS: Partial<CampaignFields> = Object.fromEntries(
+  CAMPAIGN_FIELD_LIST.flatMap(([name, field]) => ('default' in field ? [[name, field.default]] : [])),
+);
+
+/** The fields without a default: a create must send them. */
+const REQUIRED = CAMPAIGN_FIELD_LIST.filter(([, field]) => !('default' in field));
 
 /** Fields whose null on update means "unchanged" (they cannot be cleared). */
-const NOT_NULLABLE: ReadonlySet<string> = new Set(['name', 'isActive', 'sendPriority', 'recipientSource', 'deliveryMode']);
+const NOT_NULLABLE: ReadonlySet<string> = new Set(CAMPAIGN_FIELD_LIST.flatMap(([name, field]) => (field.nullable ? [] : [name])));
 
 /** A variant item as the caller sent it: an absent key was omitted, null was sent as null. */
 export interface VariantWrite {
@@ -51,8 +46,7 @@ export interface VariantWrite {
 }
 
 /** A write as the caller sent it: an absent key was omitted, null was sent as null. */
-export type CampaignWrite = { [K in keyof CampaignFields]?: CampaignFields[K] | null } & {
-  workspaceId?: string | null;
+export type CampaignWrite = { [K in CampaignFieldName]?: CampaignValues[K] | null } & {
   variants?: VariantWrite[] | null;
 };
 
@@ -184,15 +178,15 @@ function workspaceViolations(write: CampaignWrite, workspaceId: string): Violati
  * part of the create shape and are ignored.
  */
 export function newCampaign(write: CampaignWrite, workspaceId: string): NewCampaign {
-  const violations: Violation[] = [];
-  if (write.workspaceId == null) violations.push({ loc: ['workspace_id'], type: 'missing', msg: 'Field required', input: null });
+  const violations: Violation[] = REQUIRED.flatMap(([name, { json }]) =>
+    write[name] == null ? [{ loc: [json], type: 'missing', msg: 'Field required', input: null }] : [],
+  );
   violations.push(...workspaceViolations(write, workspaceId));
-  if (write.name == null) violations.push({ loc: ['name'], type: 'missing', msg: 'Field required', input: null });
   violations.push(...fieldViolations(write, true));
   throwIfAny(violations);
   return {
-    ...DEFAULTS,
-    ...(present(write) as Partial<CampaignFields> & Pick<CampaignFields, 'name'>),
+    // Complete: every field without a default was present.
+    ...({ ...DEFAULTS, ...present(write) } as CampaignFields),
     workspaceId: workspaceId.toLowerCase(),
     variants: write.variants?.map(newVariant) ?? null,
   };
