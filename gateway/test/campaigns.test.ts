@@ -1,5 +1,5 @@
 import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from '../../services/common/test/select-statement-queries';
-import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
+import { requestJson, startGatewayStack, type GatewayStack, type JsonAnswer } from './support/stack';
 
 /**
  * /email-campaigns/ end to end: the gateway's whole request pipeline
@@ -28,7 +28,8 @@ afterAll(async () => {
   await gateway?.close();
 });
 
-type Json = Record<string, any>;
+/** A JSON body, as requestJson answers it. */
+type Json = JsonAnswer['body'];
 
 async function api(method: string, route: string, body?: unknown, workspace: string | null = workspaceA) {
   return requestJson(gatewayUrl, method, route, body, workspace);
@@ -62,6 +63,19 @@ const FULL: Json = {
   delivery_mode: 'variants',
   template_id: 'tpl-main',
 };
+
+/** The OpenAPI document's pattern for text that can end up in a mail header: no C0 control character, no DEL. */
+const HEADER_SAFE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
+
+function patternMismatch(loc: (string | number)[], input: string): Json {
+  return {
+    type: 'string_pattern_mismatch',
+    loc,
+    msg: `String should match pattern '${HEADER_SAFE_PATTERN}'`,
+    input,
+    ctx: { pattern: HEADER_SAFE_PATTERN },
+  };
+}
 
 function valueError(loc: (string | number)[], input: unknown, message: string): Json {
   return { type: 'value_error', loc, msg: `Value error, ${message}`, input, ctx: { error: {} } };
@@ -579,9 +593,9 @@ describe('validation', () => {
   });
 
   it('answers 422, not 500, for NUL characters, which Postgres text cannot hold', async () => {
-    expect(await post({ from_name: 'News\u0000room' })).toMatchObject({
+    expect(await post({ description: 'News\u0000room' })).toMatchObject({
       status: 422,
-      body: { detail: [valueError(['body', 'from_name'], 'News\u0000room', 'text must not contain NUL (\\u0000) characters')] },
+      body: { detail: [valueError(['body', 'description'], 'News\u0000room', 'text must not contain NUL (\\u0000) characters')] },
     });
     expect(await api('GET', '/email-campaigns/?q=news%00')).toMatchObject({ status: 200, body: { items: [], total: 0 } });
   });
@@ -620,18 +634,20 @@ describe('validation', () => {
     });
   });
 
-  it('reports type, range, format, cron, query and NUL failures together, in field order', async () => {
+  it('reports type, range, pattern, format, cron, query and NUL failures together, in field order', async () => {
     const body = {
       name: 'n'.repeat(201),
+      description: 'd\u0000',
       send_priority: 1001,
       schedule_cron: '* * *',
       mssql_query: 'DELETE FROM t',
       from_email: 'nope',
       from_name: 'a\u0000b',
-      variants: [{ template_id: 't', weight: -1, label: 'l\u0000' }],
+      variants: [{ template_id: 't', weight: -1, label: 'l\n' }],
     };
     const expected = [
       { type: 'string_too_long', loc: ['body', 'name'] },
+      valueError(['body', 'description'], 'd\u0000', 'text must not contain NUL (\\u0000) characters'),
       { type: 'less_than_equal', loc: ['body', 'send_priority'] },
       valueError(
         ['body', 'schedule_cron'],
@@ -644,9 +660,9 @@ describe('validation', () => {
         'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
       ),
       { type: 'value_error', loc: ['body', 'from_email'] },
-      valueError(['body', 'from_name'], 'a\u0000b', 'text must not contain NUL (\\u0000) characters'),
+      patternMismatch(['body', 'from_name'], 'a\u0000b'),
       { type: 'greater_than_equal', loc: ['body', 'variants', 0, 'weight'] },
-      valueError(['body', 'variants', 0, 'label'], 'l\u0000', 'text must not contain NUL (\\u0000) characters'),
+      patternMismatch(['body', 'variants', 0, 'label'], 'l\n'),
     ];
     const created = await post(body);
     expect(created).toMatchObject({ status: 422, body: { detail: expected } });
@@ -655,6 +671,49 @@ describe('validation', () => {
     const updated = await put(campaign.id, body);
     expect(updated).toMatchObject({ status: 422, body: { detail: expected } });
     expect(updated.body.detail).toHaveLength(expected.length);
+  });
+
+  it.each([
+    ['a CR LF in from_name', { from_name: 'News\r\nBcc: all@example.com' }, 'from_name'],
+    ['a LF at the end of from_name', { from_name: 'News\n' }, 'from_name'],
+    ['a tab in the name', { name: 'Spring\tsale' }, 'name'],
+    ['DEL in the name', { name: 'Spring\u007f' }, 'name'],
+  ])('refuses %s, which could forge a mail header', async (_case, fields, field) => {
+    const entry = patternMismatch(['body', field], Object.values(fields)[0]);
+    expect(await post(fields)).toMatchObject({ status: 422, body: { detail: [entry] } });
+    const campaign = await create();
+    expect(await put(campaign.id, fields)).toMatchObject({ status: 422, body: { detail: [entry] } });
+  });
+
+  it('refuses a control character in a variant label, on create and update', async () => {
+    const variants = [{ template_id: 't', label: 'A\r\nB' }];
+    const entry = patternMismatch(['body', 'variants', 0, 'label'], 'A\r\nB');
+    expect(await post({ variants })).toMatchObject({ status: 422, body: { detail: [entry] } });
+    const campaign = await create();
+    expect(await put(campaign.id, { variants })).toMatchObject({ status: 422, body: { detail: [entry] } });
+  });
+
+  it('takes names, sender names and labels with any printable text', async () => {
+    const text = 'Ünïcödé — "quoted" <news> 😀';
+    const created = await post({ name: text, from_name: text, variants: [{ template_id: 't', label: text }] });
+    expect(created).toMatchObject({ status: 201, body: { name: text, from_name: text, variants: [{ label: text }] } });
+  });
+
+  it('takes up to 20 variants and refuses 21 as too long, on create and update', async () => {
+    const variants = (n: number) => Array.from({ length: n }, (_, i) => ({ template_id: `t-${i}` }));
+    const created = await post({ variants: variants(20) });
+    expect(created.status).toBe(201);
+    expect(created.body.variants).toHaveLength(20);
+    const tooLong = {
+      type: 'too_long',
+      loc: ['body', 'variants'],
+      msg: 'List should have at most 20 items after validation, not 21',
+      input: variants(21),
+      ctx: { field_type: 'List', max_length: 20, actual_length: 21 },
+    };
+    expect(await post({ variants: variants(21) })).toMatchObject({ status: 422, body: { detail: [tooLong] } });
+    expect(await put(created.body.id, { variants: variants(21) })).toMatchObject({ status: 422, body: { detail: [tooLong] } });
+    expect((await api('GET', `/email-campaigns/${created.body.id}`)).body.variants).toHaveLength(20);
   });
 
   it('reports a query over the length limit as too long, without parsing it', async () => {
