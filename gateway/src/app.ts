@@ -102,12 +102,10 @@ function redirectSlashes(matchOperation: (method: string, path: string) => Match
     if (req.path === '/' || matchOperation(req.method, req.path)) return next();
     const other = req.path.endsWith('/') ? req.path.slice(0, -1) : `${req.path}/`;
     if (!matchOperation(req.method, other)) return next();
-    // As Starlette redirects: the absolute URL (from the Host header), no body.
-    const target = other + req.url.slice(req.path.length);
-    const host = req.get('host');
+    // Path and query only: a Location built from Host or X-Forwarded-Proto would let a forged header send the client elsewhere.
     res
       .status(307)
-      .location(host ? `${req.protocol}://${host}${target}` : target)
+      .location(other + req.url.slice(req.path.length))
       .end();
   };
 }

@@ -28,6 +28,7 @@ afterAll(async () => {
   await gateway?.close();
 });
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, checked with toEqual and toMatchObject
 type Json = Record<string, any>;
 
 async function api(method: string, route: string, body?: unknown, workspace: string | null = workspaceA) {
@@ -158,7 +159,7 @@ describe('create and read', () => {
     ]);
     const redirect = await api('GET', '/email-campaigns?q=news', undefined, workspace);
     expect(redirect.status).toBe(307);
-    expect(redirect.headers.get('location')).toBe(`${gatewayUrl}/email-campaigns/?q=news`);
+    expect(redirect.headers.get('location')).toBe('/email-campaigns/?q=news');
     expect(redirect.headers.get('content-length')).toBe('0');
   });
 
