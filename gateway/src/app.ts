@@ -1,7 +1,7 @@
 import path from 'node:path';
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { registry, type Logger, type Readiness } from '@mail/common';
+import type { Logger, Readiness } from '@mail/common';
 import type { ServiceClients } from './clients';
 import { authenticate, authorize } from './auth/access';
 import type { Authenticator } from './auth/principal';
@@ -25,7 +25,7 @@ export interface AppDependencies {
 }
 
 /**
- * The request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
+ * The public request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
  * check (401); OpenAPI validation (422); workspace and role check (403/404);
  * the route; errors in the contract's format.
  */
@@ -43,12 +43,10 @@ export function createApp(deps: AppDependencies): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Ready or not, nothing more: which dependency is down, and /metrics, are on the ops port (OPS_PORT).
   app.get('/readyz', async (_req, res) => {
-    const report = await deps.readiness.check();
-    res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not ready', ...report });
-  });
-  app.get('/metrics', async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
+    const { ready } = await deps.readiness.check();
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready' });
   });
   app.get('/openapi.json', (_req, res) => {
     res.json(deps.document);

@@ -26,6 +26,8 @@ export interface WebhookConfig {
 
 export interface GatewayConfig {
   port: number;
+  /** The side door for operators: /metrics and the detailed /readyz, kept off the public port. */
+  opsPort: number;
   production: boolean;
   logLevel: string;
   shutdownTimeoutMs: number;
@@ -67,6 +69,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   }
   return {
     port: env.int('PORT', 8080),
+    opsPort: env.int('OPS_PORT', 9100),
     production,
     logLevel: env.string('LOG_LEVEL', 'info'),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000),

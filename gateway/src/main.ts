@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, onShutdown } from '@mail/common';
+import { ConfigError, createLogger, onShutdown, startOpsServer } from '@mail/common';
 import { createApp } from './app';
 import { createJwtAuthenticator } from './auth/jwt';
 import { devAuthenticator } from './auth/principal';
@@ -39,10 +39,12 @@ async function main(): Promise<void> {
   const server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
+  const opsServer = await startOpsServer(config.opsPort, health.readiness);
 
   onShutdown(logger, config.shutdownTimeoutMs, [
     { name: 'mark not ready', run: async () => health.readiness.markDraining() },
     { name: 'drain HTTP', run: () => new Promise((resolve) => server.close(resolve)) },
+    { name: 'close ops server', run: () => new Promise((resolve) => opsServer.close(resolve)) },
     { name: 'close kafka producer', run: () => webhook.close() },
     { name: 'close gRPC clients', run: async () => (closeServiceClients(clients), health.close()) },
   ]);

@@ -20,7 +20,7 @@ import {
 jest.setTimeout(120_000);
 
 const key = signingKey('rsa-hardening', 'RS256');
-const ANY_WORKSPACE = crypto.randomUUID();
+const ANY_WORKSPACE: string = crypto.randomUUID();
 
 let services: IdentityService;
 let idp: IdentityProvider;
@@ -123,5 +123,26 @@ describe('email_verified', () => {
     const known = await call({ ...root, email_verified: 'false' }, 'GET', '/auth/me');
     expect(known.status).toBe(200);
     expect(known.body).toMatchObject({ email: 'root@example.com' });
+  });
+});
+
+describe('the ops port', () => {
+  it('serves /metrics and the detailed /readyz; the public port has no /metrics and says only ready or not', async () => {
+    expect((await fetch(`${gateway.url}/metrics`)).status).toBe(404);
+    // This gateway has no Kafka (the harness gives it none): not ready, and the public port does not say why.
+    const ready = await fetch(`${gateway.url}/readyz`);
+    expect([ready.status, await ready.json()]).toEqual([503, { status: 'not ready' }]);
+    const metrics = await fetch(`${gateway.opsUrl}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('http_request_duration_seconds');
+    const detailed = await fetch(`${gateway.opsUrl}/readyz`);
+    expect(detailed.status).toBe(503);
+    expect(((await detailed.json()) as { dependencies: Record<string, string> }).dependencies).toMatchObject({
+      identity: 'up',
+      campaign: 'up',
+      analytics: 'up',
+      postgres: 'up',
+      kafka: 'down',
+    });
   });
 });

@@ -378,11 +378,13 @@ describe('requests the gateway turns away', () => {
 });
 
 describe('/readyz', () => {
-  it('names the service that is down, and not Postgres, which the other services still reach', async () => {
+  it('names, on the ops port, the service that is down, and not Postgres, which the other services still reach', async () => {
     const unreachable = `127.0.0.1:${await freePort()}`;
     const partial = await startGateway({ ...gatewayEnv(), CAMPAIGN_GRPC_ADDR: unreachable });
     try {
-      const response = await fetch(`${partial.url}/readyz`);
+      const published = await fetch(`${partial.url}/readyz`);
+      expect([published.status, await published.json()]).toEqual([503, { status: 'not ready' }]);
+      const response = await fetch(`${partial.opsUrl}/readyz`);
       expect(response.status).toBe(503);
       expect(((await response.json()) as { dependencies: Record<string, string> }).dependencies).toMatchObject({
         identity: 'up',
