@@ -8,11 +8,13 @@ import type { Authenticator } from './auth/principal';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
 import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/lax-requests';
+import { bodyTimeout, type RequestTimeouts } from './limits/request-timeout';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
 import { memoizeValidatorRouteMatchers } from './openapi/route-matchers';
 import { routeModules } from './routes';
 import { dashboardRouter } from './routes/dashboard';
+import { WEBHOOK_PATH } from './webhook/router';
 
 export interface AppDependencies {
   document: OpenApiDocument;
@@ -22,6 +24,8 @@ export interface AppDependencies {
   logger: Logger;
   /** Routes that read their body raw (the signed webhook), mounted before JSON parsing. */
   rawBodyRoutes?: express.Router;
+  /** How long a body may take to arrive before the answer is 408; without them only Node's own limits apply. */
+  timeouts?: RequestTimeouts;
 }
 
 /**
@@ -39,6 +43,7 @@ export function createApp(deps: AppDependencies): Express {
   app.set('strict routing', true);
   const matchOperation = operationMatcher(deps.document);
   app.use(httpMetrics);
+  if (deps.timeouts) app.use(bodyTimeout(deps.timeouts, (req) => req.path === WEBHOOK_PATH));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

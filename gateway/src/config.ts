@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { ConfigError, EnvReader } from '@mail/common';
+import type { RequestTimeouts } from './limits/request-timeout';
 import { parseSendgridPublicKey } from './webhook/auth';
 
 export interface AuthConfig {
@@ -31,6 +32,7 @@ export interface GatewayConfig {
   production: boolean;
   logLevel: string;
   shutdownTimeoutMs: number;
+  timeouts: RequestTimeouts;
   auth: AuthConfig;
   webhook: WebhookConfig;
   services: { identity: string; campaign: string; brandGuide: string; analytics: string };
@@ -67,12 +69,20 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   if (webhook.basicAuth !== undefined && !webhook.basicAuth.includes(':')) {
     throw new ConfigError('WEBHOOK_BASIC_AUTH must look like user:password');
   }
+  const timeouts: RequestTimeouts = {
+    requestMs: env.int('REQUEST_TIMEOUT_MS', 30_000),
+    webhookMs: env.int('WEBHOOK_REQUEST_TIMEOUT_MS', 120_000),
+  };
+  if (timeouts.requestMs <= 0 || timeouts.webhookMs < timeouts.requestMs) {
+    throw new ConfigError('REQUEST_TIMEOUT_MS must be positive, and WEBHOOK_REQUEST_TIMEOUT_MS at least as long');
+  }
   return {
     port: env.int('PORT', 8080),
     opsPort: env.int('OPS_PORT', 9100),
     production,
     logLevel: env.string('LOG_LEVEL', 'info'),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000),
+    timeouts,
     auth,
     webhook,
     services: {

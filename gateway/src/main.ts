@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { ConfigError, createLogger, onShutdown, startOpsServer } from '@mail/common';
 import { createApp } from './app';
 import { createJwtAuthenticator } from './auth/jwt';
@@ -6,6 +7,7 @@ import { closeServiceClients, createServiceClients } from './clients';
 import { readGatewayConfig, type GatewayConfig } from './config';
 import { answerClientError } from './errors/client-error';
 import { gatewayReadiness } from './health';
+import { serverTimeoutOptions } from './limits/request-timeout';
 import { loadOpenApiDocument } from './openapi/document';
 import { createWebhook } from './webhook';
 
@@ -35,8 +37,11 @@ async function main(): Promise<void> {
     readiness: health.readiness,
     logger,
     rawBodyRoutes: webhook.router,
+    timeouts: config.timeouts,
   });
-  const server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
+  const server = http
+    .createServer(serverTimeoutOptions(config.timeouts), app)
+    .listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
   const opsServer = await startOpsServer(config.opsPort, health.readiness);

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
 import {
   AUDIENCE,
   ISSUER,
@@ -144,5 +145,107 @@ describe('the ops port', () => {
       postgres: 'up',
       kafka: 'down',
     });
+  });
+});
+
+/**
+ * Sends `head`, then `body` a byte every `everyMs`, on a fresh connection; resolves with what came back
+ * and when (ms after the start), once the gateway closed the connection or the body was all sent and answered.
+ */
+function trickle(url: string, head: string, body: string, everyMs: number): Promise<{ answer: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const { hostname, port } = new URL(url);
+    const socket = net.connect(Number(port), hostname);
+    const started = Date.now();
+    let answer = '';
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (sent < body.length && !socket.destroyed) socket.write(body[sent++]);
+    }, everyMs);
+    const done = () => {
+      clearInterval(timer);
+      socket.destroy();
+      resolve({ answer, ms: Date.now() - started });
+    };
+    socket.setTimeout(20_000, () => socket.destroy(new Error('no answer')));
+    socket.on('data', (chunk) => {
+      answer += chunk.toString('latin1');
+      if (/\r\n\r\n[\s\S]*\}$/.test(answer)) done();
+    });
+    socket.once('close', done);
+    socket.once('error', (error) => {
+      clearInterval(timer);
+      reject(error);
+    });
+    socket.write(head);
+  });
+}
+
+describe('request timeouts', () => {
+  let slow: GatewayProcess;
+
+  beforeAll(async () => {
+    slow = await startGateway({
+      AUTH_JWKS_URL: idp.jwksUrl,
+      AUTH_ISSUER: ISSUER,
+      AUTH_AUDIENCE: AUDIENCE,
+      ...services.gatewayEnv,
+      REQUEST_TIMEOUT_MS: '1000',
+      WEBHOOK_REQUEST_TIMEOUT_MS: '4000',
+    });
+  });
+
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  const token = () => idp.token(key, root);
+
+  it('cuts off a trickled body with 408 and closes the connection', async () => {
+    const body = JSON.stringify({ name: 'x'.repeat(100) });
+    const head = [
+      'POST /workspaces/ HTTP/1.1',
+      'Host: gateway',
+      `Authorization: Bearer ${token()}`,
+      `workspace_id: ${ANY_WORKSPACE}`,
+      'Content-Type: application/json',
+      `Content-Length: ${body.length}`,
+      '',
+      '',
+    ].join('\r\n');
+    const { answer, ms } = await trickle(slow.url, head, body, 100);
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"detail":"Request timeout"}');
+    expect(ms).toBeGreaterThanOrEqual(900);
+    expect(ms).toBeLessThan(3_000);
+  });
+
+  it('cuts off a trickled head with 408', async () => {
+    const { answer, ms } = await trickle(slow.url, 'GET /auth/me HTTP/1.1\r\n', 'X-Slow: ' + 'a'.repeat(100), 100);
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(answer).toContain('{"detail":"Request timeout"}');
+    expect(ms).toBeLessThan(3_500);
+  });
+
+  it('gives the webhook its longer time', async () => {
+    const body = '[{"email":"a@example.com","event":"open","timestamp":1,"sg_event_id":"x","category":"c"},';
+    const head = [
+      'POST /campaign-events/webhook HTTP/1.1',
+      'Host: gateway',
+      'Content-Type: application/json',
+      `Content-Length: ${body.length}`,
+      '',
+      '',
+    ].join('\r\n');
+    // About 2 s for the body: past REQUEST_TIMEOUT_MS, within WEBHOOK_REQUEST_TIMEOUT_MS. It is not JSON: 422, not 408.
+    const { answer, ms } = await trickle(slow.url, head, body, 2_000 / body.length);
+    expect(answer).toMatch(/^HTTP\/1\.1 422 /);
+    expect(ms).toBeGreaterThanOrEqual(1_500);
+  });
+
+  it('answers a request that arrived in time as usual', async () => {
+    const me = await fetch(`${slow.url}/auth/me`, { headers: { authorization: `Bearer ${token()}` } });
+    expect(me.status).toBe(200);
   });
 });
