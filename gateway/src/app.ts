@@ -8,6 +8,7 @@ import type { Authenticator } from './auth/principal';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
 import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/lax-requests';
+import { fairUse, type FairUseLimits } from './limits/fair-use';
 import { bodyTimeout, type RequestTimeouts } from './limits/request-timeout';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
@@ -26,12 +27,14 @@ export interface AppDependencies {
   rawBodyRoutes?: express.Router;
   /** How long a body may take to arrive before the answer is 408; without them only Node's own limits apply. */
   timeouts?: RequestTimeouts;
+  /** Each user's rate and each workspace's concurrent analytics reads (429 past them); without them, no limit. */
+  fairUse?: FairUseLimits;
 }
 
 /**
  * The public request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
  * check (401); OpenAPI validation (422); workspace and role check (403/404);
- * the route; errors in the contract's format.
+ * fair use (429); the route; errors in the contract's format.
  */
 export function createApp(deps: AppDependencies): Express {
   const app = express();
@@ -84,6 +87,7 @@ export function createApp(deps: AppDependencies): Express {
     }),
   );
   app.use(authorize);
+  if (deps.fairUse) app.use(fairUse(deps.fairUse));
 
   const router = express.Router({ caseSensitive: true, strict: true });
   for (const register of routeModules) register(router, { clients: deps.clients, logger: deps.logger });

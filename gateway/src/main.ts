@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     logger,
     rawBodyRoutes: webhook.router,
     timeouts: config.timeouts,
+    fairUse: config.fairUse,
   });
   const server = http
     .createServer(serverTimeoutOptions(config.timeouts), app)

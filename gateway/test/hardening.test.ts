@@ -249,3 +249,89 @@ describe('request timeouts', () => {
     expect(me.status).toBe(200);
   });
 });
+
+describe('fair use', () => {
+  let limited: GatewayProcess;
+  let workspaceA: string;
+  let workspaceB: string;
+  const viewerA = { sub: 'fair-a', email: 'fair-a@example.com' };
+  const viewerB = { sub: 'fair-b', email: 'fair-b@example.com' };
+
+  beforeAll(async () => {
+    limited = await startGateway({
+      AUTH_JWKS_URL: idp.jwksUrl,
+      AUTH_ISSUER: ISSUER,
+      AUTH_AUDIENCE: AUDIENCE,
+      ...services.gatewayEnv,
+      WORKSPACE_ANALYTICS_CONCURRENCY: '2',
+      USER_RATE_LIMIT_PER_SECOND: '5',
+      USER_RATE_LIMIT_BURST: '60',
+      WEBHOOK_PUBLISH_TIMEOUT_MS: '300',
+    });
+    [workspaceA, workspaceB] = [await createWorkspace('Fair A'), await createWorkspace('Fair B')];
+    for (const [workspace, viewer] of [
+      [workspaceA, viewerA],
+      [workspaceB, viewerB],
+    ] as const) {
+      expect(
+        (await call(root, 'POST', `/workspaces/${workspace}/members`, { email: viewer.email, role: 'viewer' }, workspace)).status,
+      ).toBe(201);
+    }
+  });
+
+  afterAll(async () => {
+    await limited?.stop();
+  });
+
+  /** Like call(), on the gateway with low limits. */
+  async function callLimited(claims: Record<string, unknown>, path: string, workspaceId: string): Promise<Answer> {
+    const response = await fetch(limited.url + path, {
+      headers: { authorization: `Bearer ${idp.token(key, claims)}`, workspace_id: workspaceId },
+    });
+    return { status: response.status, headers: response.headers, body: await response.json() };
+  }
+
+  it("answers a workspace's burst of analytics reads with 429 and Retry-After, while another workspace reads on", async () => {
+    const burst = Array.from({ length: 40 }, () =>
+      callLimited(viewerA, '/campaign-events/stats?interval=hour&date_from=2020-01-01', workspaceA),
+    );
+    const others: Answer[] = [];
+    for (let i = 0; i < 5; i++) others.push(await callLimited(viewerB, '/campaign-events/', workspaceB));
+    const answers = await Promise.all(burst);
+
+    expect(others.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200]);
+    const refused = answers.filter((answer) => answer.status === 429);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(answers.filter((answer) => answer.status !== 429).map((answer) => answer.status)).toEqual(
+      Array(answers.length - refused.length).fill(200),
+    );
+    for (const answer of refused) {
+      expect(answer.body).toEqual({ detail: 'Too many analytics reads running for this workspace, retry later' });
+      expect(answer.headers.get('retry-after')).toBe('1');
+    }
+    // The slots come back once the reads are answered.
+    expect((await callLimited(viewerA, '/campaign-events/', workspaceA)).status).toBe(200);
+  });
+
+  it('answers a user past their rate with 429 and Retry-After; other users are not slowed', async () => {
+    const flooder = { sub: 'fair-flooder', email: 'fair-flooder@example.com' };
+    const statuses: number[] = [];
+    let last: Answer | undefined;
+    for (let i = 0; i < 90; i++) {
+      last = await callLimited(flooder, '/auth/me', workspaceA);
+      statuses.push(last.status);
+    }
+    expect(statuses.slice(0, 55)).toEqual(Array(55).fill(200));
+    expect(statuses.at(-1)).toBe(429);
+    expect(last!.body).toEqual({ detail: 'Too many requests from this user, retry later' });
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await callLimited(viewerB, '/campaign-events/', workspaceB)).status).toBe(200);
+  });
+
+  it('answers 503 for a dependency that is down with Retry-After', async () => {
+    const event = { email: 'a@example.com', event: 'open', timestamp: 1, sg_event_id: 'retry-after-1', category: 'none' };
+    const response = await fetch(`${limited.url}/campaign-events/webhook`, { method: 'POST', body: JSON.stringify([event]) });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('5');
+  });
+});
