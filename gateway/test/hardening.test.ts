@@ -335,3 +335,32 @@ describe('fair use', () => {
     expect(response.headers.get('retry-after')).toBe('5');
   });
 });
+
+describe('provider categories', () => {
+  it('keeps a renamed or deleted campaign’s category with its workspace: another workspace gets 409 and no data', async () => {
+    const [a, b] = [await createWorkspace('Categories A'), await createWorkspace('Categories B')];
+    const taken = { status: 409, body: { detail: 'Another campaign already uses this provider_category_id' } };
+    const create = async (workspace: string, category: string) => {
+      const answer = await call(
+        root,
+        'POST',
+        '/email-campaigns/',
+        { workspace_id: workspace, name: 'C', provider_category_id: category },
+        workspace,
+      );
+      return { status: answer.status, body: answer.body as { id: string; detail?: string } };
+    };
+    const campaign = await create(b, 'released-old');
+    expect(campaign.status).toBe(201);
+    expect(await create(a, 'released-old')).toEqual(taken);
+    expect((await call(root, 'PUT', `/email-campaigns/${campaign.body.id}`, { provider_category_id: 'released-new' }, b)).status).toBe(200);
+    expect(await create(a, 'released-old')).toEqual(taken);
+    expect((await call(root, 'DELETE', `/email-campaigns/${campaign.body.id}`, undefined, b)).status).toBe(204);
+    expect(await create(a, 'released-new')).toEqual(taken);
+    const events = await call(root, 'GET', '/campaign-events/', undefined, a);
+    expect(events.body).toMatchObject({ items: [], total: 0 });
+    // Deleting the workspace releases them.
+    expect((await call(root, 'DELETE', `/workspaces/${b}`)).status).toBe(204);
+    expect((await create(a, 'released-old')).status).toBe(201);
+  });
+});
