@@ -169,19 +169,23 @@ const GATEWAY_MAIN = path.join(__dirname, '..', 'dist', 'main.js');
 
 export interface GatewayProcess {
   url: string;
+  /** The ops server: /metrics and the detailed /readyz. */
+  opsUrl: string;
   output(): string;
   stop(): Promise<void>;
 }
 
-/** Spawns the built gateway with `env` (plus a free PORT) and waits until /healthz answers. */
+/** Spawns the built gateway with `env` (plus a free PORT and OPS_PORT) and waits until /healthz answers. */
 export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
   const port = await freePort();
+  const opsPort = await freePort();
   const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-')), 'gateway.log');
   const log = fs.openSync(logFile, 'a');
   const child: ChildProcess = spawn(process.execPath, [GATEWAY_MAIN], {
     env: {
       PATH: process.env.PATH,
       PORT: String(port),
+      OPS_PORT: String(opsPort),
       LOG_LEVEL: 'warn',
       // No broker: the webhook is not under test and must not create topics on the shared Kafka.
       KAFKA_BROKERS: '127.0.0.1:1',
@@ -205,6 +209,7 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   }
   return {
     url,
+    opsUrl: `http://127.0.0.1:${opsPort}`,
     output,
     stop: async () => {
       if (child.exitCode !== null) return;

@@ -60,11 +60,18 @@ export function toHttpError(error: unknown): HttpError {
   return new HttpError(500, 'Internal Server Error');
 }
 
+/** A 503 means a dependency is down or busy: clients (and SendGrid) are told when to try again. */
+const RETRY_UNAVAILABLE_AFTER_S = '5';
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const httpError = toHttpError(error);
     if (httpError.status >= 500) logger.error({ err: error, method: req.method, path: req.path }, 'request failed');
     if (res.headersSent) return;
-    res.status(httpError.status).set(httpError.headers).json({ detail: httpError.detail });
+    const retry = httpError.status === 503 ? { 'Retry-After': RETRY_UNAVAILABLE_AFTER_S } : {};
+    res
+      .status(httpError.status)
+      .set({ ...retry, ...httpError.headers })
+      .json({ detail: httpError.detail });
   };
 }

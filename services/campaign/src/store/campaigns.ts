@@ -103,7 +103,7 @@ function run<Row extends object = Record<string, unknown>>(connection: PgConnect
   return connection.query<Row & Record<string, unknown>>({ ...named(sql), values: [...bindings] });
 }
 
-/** The unique index on provider_category_id is the only one a write can hit. */
+/** The unique index on provider_category_id, and the category's owner (category_owners), are all a write can hit. */
 function conflictOnDuplicate(error: unknown): never {
   if ((error as { code?: unknown }).code === '23505') {
     throw new ConflictError('Another campaign already uses this provider_category_id');
@@ -291,9 +291,16 @@ export async function deleteCampaign(db: Knex, workspaceId: string, id: string):
   if (deleted === 0) throw notFound();
 }
 
-/** Deletes every campaign of a workspace being deleted, and takes no new ones there; resolves to how many it deleted. */
+/**
+ * Deletes every campaign of a workspace being deleted, and takes no new ones
+ * there; releases its categories to other workspaces. Resolves to how many campaigns it deleted.
+ */
 export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<number> {
-  return closeWorkspace(db, workspaceId, (connection) => deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId }));
+  return closeWorkspace(db, workspaceId, async (connection) => {
+    const deleted = await deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId });
+    await run(connection, db.raw('DELETE FROM category_owners WHERE workspace_id = :workspaceId', { workspaceId }));
+    return deleted;
+  });
 }
 
 const RESOLVE_CATEGORIES = `SELECT provider_category_id AS "providerCategoryId", id AS "campaignId", workspace_id AS "workspaceId"
