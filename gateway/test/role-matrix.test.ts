@@ -211,7 +211,6 @@ beforeAll(async () => {
     CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
     BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
-    INGESTION_GRPC_ADDR: '127.0.0.1:1',
   });
   clickhouse = createClickHouse(database.url, database.database);
   userIds.platform = (await root('GET', '/auth/me', undefined, null)).id;
