@@ -20,6 +20,7 @@ import { closeServiceClients, createServiceClients } from '../../src/clients';
 import { readGatewayConfig } from '../../src/config';
 import { loadOpenApiDocument } from '../../src/openapi/document';
 import { gatewayTestEnv } from './env';
+import type { JsonObject } from './json';
 
 /**
  * The set-up of the gateway's end-to-end area tests: the real service
@@ -119,7 +120,7 @@ export async function startGatewayStack(options: GatewayStackOptions): Promise<G
 export interface JsonAnswer {
   status: number;
   /** The parsed body when the answer is JSON, else undefined. */
-  body: Record<string, any>;
+  body: JsonObject;
   headers: Headers;
 }
 
