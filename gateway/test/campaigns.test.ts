@@ -1,5 +1,6 @@
 import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from '../../services/common/test/select-statement-queries';
-import { requestJson, startGatewayStack, type GatewayStack, type JsonAnswer } from './support/stack';
+import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
+import type { JsonObject } from './support/json';
 
 /**
  * /email-campaigns/ end to end: the gateway's whole request pipeline
@@ -28,26 +29,23 @@ afterAll(async () => {
   await gateway?.close();
 });
 
-/** A JSON body, as requestJson answers it. */
-type Json = JsonAnswer['body'];
-
 async function api(method: string, route: string, body?: unknown, workspace: string | null = workspaceA) {
   return requestJson(gatewayUrl, method, route, body, workspace);
 }
 
-async function create(fields: Json = {}): Promise<Json> {
+async function create(fields: JsonObject = {}): Promise<JsonObject> {
   const answer = await api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Campaign', ...fields });
   expect(answer.status).toBe(201);
   return answer.body;
 }
 
-const put = (id: string, body: Json, workspace = workspaceA) => api('PUT', `/email-campaigns/${id}`, body, workspace);
+const put = (id: string, body: JsonObject, workspace = workspaceA) => api('PUT', `/email-campaigns/${id}`, body, workspace);
 
 const ID = expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 const TIMESTAMP = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
 /** Every field of the write shape set to something other than its default. */
-const FULL: Json = {
+const FULL: JsonObject = {
   name: 'Spring sale',
   description: 'Everything must go',
   is_active: false,
@@ -67,7 +65,7 @@ const FULL: Json = {
 /** The OpenAPI document's pattern for text that can end up in a mail header: no C0 control character, no DEL. */
 const HEADER_SAFE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
 
-function patternMismatch(loc: (string | number)[], input: string): Json {
+function patternMismatch(loc: (string | number)[], input: string): JsonObject {
   return {
     type: 'string_pattern_mismatch',
     loc,
@@ -77,7 +75,7 @@ function patternMismatch(loc: (string | number)[], input: string): Json {
   };
 }
 
-function valueError(loc: (string | number)[], input: unknown, message: string): Json {
+function valueError(loc: (string | number)[], input: unknown, message: string): JsonObject {
   return { type: 'value_error', loc, msg: `Value error, ${message}`, input, ctx: { error: {} } };
 }
 
@@ -160,16 +158,16 @@ describe('create and read', () => {
     const list = await api('GET', '/email-campaigns/?page=1&page_size=2', undefined, workspace);
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ total: 3, page: 1, page_size: 2 });
-    expect(list.body.items.map((c: Json) => c.name)).toEqual(['Promo', 'Daily NEWS']);
-    expect((await api('GET', '/email-campaigns/?page=2&page_size=2', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual([
-      'Weekly news',
-    ]);
+    expect(list.body.items.map((c: JsonObject) => c.name)).toEqual(['Promo', 'Daily NEWS']);
+    expect(
+      (await api('GET', '/email-campaigns/?page=2&page_size=2', undefined, workspace)).body.items.map((c: JsonObject) => c.name),
+    ).toEqual(['Weekly news']);
     const filtered = await api('GET', '/email-campaigns/?q=news&is_active=true', undefined, workspace);
     expect(filtered.body).toEqual({ items: [expect.objectContaining({ name: 'Weekly news' })], total: 1, page: 1, page_size: 50 });
     expect((await api('GET', '/email-campaigns/?q=NEWS', undefined, workspace)).body.total).toBe(2);
-    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual([
-      'Daily NEWS',
-    ]);
+    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: JsonObject) => c.name)).toEqual(
+      ['Daily NEWS'],
+    );
     const redirect = await api('GET', '/email-campaigns?q=news', undefined, workspace);
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe('/email-campaigns/?q=news');
@@ -300,7 +298,7 @@ describe('update', () => {
       { id: rewrite.id, template_id: 'rewritten', weight: 4, label: null, is_active: false },
       keep,
     ]);
-    expect(answer.body.variants.map((v: Json) => v.id)).not.toContain(drop.id);
+    expect(answer.body.variants.map((v: JsonObject) => v.id)).not.toContain(drop.id);
     expect((await api('GET', `/email-campaigns/${campaign.id}`)).body.variants).toEqual(answer.body.variants);
   });
 
@@ -403,11 +401,11 @@ describe('update', () => {
   it('never leaves the variants of two concurrent PUTs mixed', async () => {
     const campaign = await create({ delivery_mode: 'variants', variants: [{ template_id: 'seed' }] });
     const list = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ template_id: `${prefix}-${i}`, label: prefix }));
-    const origin = (variants: Json[]) => new Set(variants.map((v) => v.label));
+    const origin = (variants: JsonObject[]) => new Set(variants.map((v) => v.label));
     for (let pair = 0; pair < 20; pair++) {
       const answers = await Promise.all([put(campaign.id, { variants: list('a', 3) }), put(campaign.id, { variants: list('b', 2) })]);
       for (const answer of answers) expect(origin(answer.body.variants).size).toBe(1);
-      const stored = (await api('GET', `/email-campaigns/${campaign.id}`)).body.variants as Json[];
+      const stored = (await api('GET', `/email-campaigns/${campaign.id}`)).body.variants as JsonObject[];
       expect(origin(stored).size).toBe(1);
       expect(stored).toHaveLength(stored[0].label === 'a' ? 3 : 2);
     }
@@ -415,9 +413,9 @@ describe('update', () => {
 });
 
 describe('validation', () => {
-  const post = (fields: Json) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Valid', ...fields });
+  const post = (fields: JsonObject) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Valid', ...fields });
 
-  it.each<[string, Json, Json]>([
+  it.each<[string, JsonObject, JsonObject]>([
     [
       'an empty name',
       { name: '' },
@@ -732,7 +730,7 @@ describe('validation', () => {
   });
 
   it('accepts every legitimate SELECT', async () => {
-    const refused: Json[] = [];
+    const refused: JsonObject[] = [];
     for (const sql of LEGITIMATE_SELECTS) {
       const answer = await post({ mssql_query: sql });
       if (answer.status !== 201 || answer.body.mssql_query !== sql) refused.push({ sql, answer: answer.body });

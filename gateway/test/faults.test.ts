@@ -272,8 +272,9 @@ async function eventsOnKafka(records: number): Promise<{ events: number; copies:
 
 interface Fault {
   name: string;
-  crash(): Promise<void>;
-  restart(): Promise<void>;
+  /** Both may act at once (a signal) or resolve once done. */
+  crash(): Promise<void> | void;
+  restart(): Promise<void> | void;
   /** The dependency the gateway's /readyz must report down (503) while this fault lasts. */
   reportedDown?: string;
 }
@@ -300,11 +301,7 @@ it('keeps every acknowledged event exactly once and recovers while Kafka, ingest
   const faults: Fault[] = [
     { name: 'kafka', crash: () => servers.crash('kafka'), restart: () => servers.start('kafka') },
     // Stalled longer than the publish timeout: the send in flight completes after its calls got 503, so their retries are copies.
-    {
-      name: 'kafka-stall',
-      crash: () => Promise.resolve(servers.pause('kafka')),
-      restart: () => Promise.resolve(servers.resume('kafka')),
-    },
+    { name: 'kafka-stall', crash: () => servers.pause('kafka'), restart: () => servers.resume('kafka') },
     killProcess('ingestion'),
     {
       name: 'clickhouse',

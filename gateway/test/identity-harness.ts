@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestClickHouse, createTestPostgres, startStack } from '@mail/local';
+import { UNREACHABLE, unreachableServices } from './support/env';
 
 /**
  * Real servers for the gateway's identity tests: an identity provider that
@@ -175,7 +176,7 @@ export interface GatewayProcess {
   stop(): Promise<void>;
 }
 
-/** Spawns the built gateway with `env` (plus a free PORT and OPS_PORT) and waits until /healthz answers. */
+/** Spawns the built gateway with `env` (plus a free PORT and OPS_PORT; no broker, services unreachable unless given) and waits until /healthz answers. */
 export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
   const port = await freePort();
   const opsPort = await freePort();
@@ -188,7 +189,8 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
       OPS_PORT: String(opsPort),
       LOG_LEVEL: 'warn',
       // No broker: the webhook is not under test and must not create topics on the shared Kafka.
-      KAFKA_BROKERS: '127.0.0.1:1',
+      KAFKA_BROKERS: UNREACHABLE,
+      ...unreachableServices(),
       ...env,
     },
     stdio: ['ignore', log, log],
@@ -221,10 +223,12 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   };
 }
 
-/** Runs the built gateway to its exit and returns the exit code and what it printed. */
+/** Runs the built gateway to its exit (no broker, services unreachable unless given) and returns the exit code and what it printed. */
 export function runGatewayToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [GATEWAY_MAIN], { env: { PATH: process.env.PATH, ...env } });
+    const child = spawn(process.execPath, [GATEWAY_MAIN], {
+      env: { PATH: process.env.PATH, KAFKA_BROKERS: UNREACHABLE, ...unreachableServices(), ...env },
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

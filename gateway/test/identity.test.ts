@@ -12,6 +12,7 @@ import {
   type IdentityProvider,
   type IdentityService,
 } from './identity-harness';
+import type { Json } from './support/json';
 import { eventually } from './webhook-support';
 
 /**
@@ -58,8 +59,7 @@ type Caller = keyof typeof tokens;
 interface Answer {
   status: number;
   /** Parsed JSON, checked with toEqual/toMatchObject. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- read field by field in the assertions
-  body: any;
+  body: Json;
 }
 
 async function api(

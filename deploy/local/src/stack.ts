@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { infraEnv } from './testing/infra';
+import { infraVariables } from './testing/infra';
 
 /**
  * The process launcher: starts the services and the gateway from their built
@@ -157,6 +157,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   if (caller.OPS_PORT !== undefined) {
     throw new Error('OPS_PORT cannot be set for the whole stack: each process needs its own (use ports.<service>.ops, ports.gatewayOps)');
   }
+  const shared = sharedEnvironment(caller, stateDir);
 
   const scripts = new Map(wanted.map((name) => [name, path.resolve(options.scripts?.[name] ?? defaultScript(name))]));
   for (const [name, script] of scripts) {
@@ -181,7 +182,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   };
   await assertPortsFree(wanted, ports, caller);
 
-  const shared = sharedEnvironment(caller, stateDir);
   const plans = new Map<ProcessName, Plan>();
   for (const name of wanted) {
     const addressing: Record<string, string> =
@@ -374,21 +374,17 @@ function byService<T>(value: (service: ServiceName) => T): Record<ServiceName, T
 
 /**
  * What every process gets besides its addresses: this process's environment
- * without addressing variables, the infra defaults where nothing is set, and
- * the stack marker (fixed, it identifies our processes).
+ * without addressing variables, CLICKHOUSE_DATABASE=mail unless set, and the
+ * stack marker (fixed, it identifies our processes). The servers' addresses
+ * must be among them (infraVariables throws otherwise): a stack never falls
+ * back to the default ports, where another run's servers may listen.
  */
 function sharedEnvironment(caller: Record<string, string>, stateDir: string) {
   const inherited = setVariables(process.env);
   for (const variable of ADDRESSING_VARIABLES) delete inherited[variable];
   const visible = { ...inherited, ...caller };
-  const infra = infraEnv(visible);
-  const defaults: Record<string, string> = {
-    DATABASE_URL: infra.databaseUrl,
-    KAFKA_BROKERS: infra.kafkaBrokers.join(','),
-    CLICKHOUSE_URL: infra.clickhouseUrl,
-    CLICKHOUSE_DATABASE: 'mail',
-  };
-  for (const [key, value] of Object.entries(defaults)) if (visible[key] === undefined) inherited[key] = value;
+  infraVariables(visible);
+  if (visible.CLICKHOUSE_DATABASE === undefined) inherited.CLICKHOUSE_DATABASE = 'mail';
   return { inherited, fixed: { [STACK_MARKER_VARIABLE]: stateDir } };
 }
 
