@@ -19,6 +19,7 @@ const IDENTIFIER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A string literal; backslash and quote are escaped, control characters written as escapes. */
 export function str(value: string): SqlFragment {
   if (typeof value !== 'string') throw new UnsafeSqlValueError('not a string');
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what this escapes
   const escaped = value.replace(/[\\'\u0000-\u001f\u007f]/g, (char) => {
     switch (char) {
       case '\\':
