@@ -1,14 +1,14 @@
 import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService } from '@mail/common';
 import { createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { campaignV1, eventsV1 } from '@mail/proto';
-import { CategoryResolver } from './categories';
+import { CategoryResolver } from './grpc/categories';
 import { readConfig } from './config';
-import { startMaintenance } from './maintenance';
-import { startConsumer } from './consumer';
+import { startMaintenance } from './background/maintenance';
+import { startConsumer } from './pipeline/consumer';
 import { encodeRecord } from './domain/events';
-import { ingest } from './pipeline';
-import { UnmatchedRematcher } from './rematch';
-import { EventStore } from './store/events';
+import { storeEvents } from './pipeline/steps';
+import { UnmatchedRematcher } from './background/rematch';
+import { EventWriter } from './store/events';
 import { SuppressionStateStore } from './store/suppressions';
 import { UnmatchedEvents } from './store/unmatched';
 import { UnsettledDays } from './store/unsettled';
@@ -26,7 +26,7 @@ void runService({
     const config = readConfig(env);
     await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
     const clickhouse = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase);
-    const store = new EventStore(clickhouse);
+    const store = new EventWriter(clickhouse);
     const suppressions = new SuppressionStateStore(clickhouse);
 
     const categories = new CategoryResolver(
@@ -46,7 +46,7 @@ void runService({
     });
     await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
     const write = (events: eventsV1.EngagementEvent[]) =>
-      ingest(events, { resolve: (ids) => categories.resolve(ids), store, suppressions });
+      storeEvents(events, { resolve: (ids) => categories.resolve(ids), store, suppressions });
     const unsettled = new UnsettledDays(clickhouse);
     const consumer = await startConsumer(
       kafka,

@@ -5,9 +5,9 @@ import { chsql } from '@mail/event-store';
 import { createTestEventDatabase, infraEnv, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readConfig } from '../src/config';
-import { startConsumer } from '../src/consumer';
-import { ingest, type IngestDependencies } from '../src/pipeline';
-import { EventStore, type EngagementEventRow } from '../src/store/events';
+import { startConsumer } from '../src/pipeline/consumer';
+import { storeEvents, type StoreDependencies } from '../src/pipeline/steps';
+import { EventWriter, type EngagementEventRow } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
 import { EventsWriteError, UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
 import { engagementEvent, sleep } from './harness';
@@ -17,7 +17,7 @@ jest.setTimeout(90_000);
 const { sql, uuid } = chsql;
 
 /** The real store; its first events insert is written, then reported failed, as when ClickHouse dies before answering. */
-class LosesFirstAnswer extends EventStore {
+class LosesFirstAnswer extends EventWriter {
   failedDays?: WorkspaceDay[];
   override async insertEvents(rows: EngagementEventRow[]): Promise<void> {
     await super.insertEvents(rows);
@@ -38,7 +38,7 @@ beforeAll(async () => {
 
 afterAll(() => database.close());
 
-function dependencies(store: EventStore, workspaceId: string): IngestDependencies {
+function dependencies(store: EventWriter, workspaceId: string): StoreDependencies {
   const campaignId = crypto.randomUUID();
   return {
     resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }])),
@@ -81,14 +81,14 @@ it('reports the days of a failed events insert, and the days written', async () 
   const deps = dependencies(new LosesFirstAnswer(clickhouse), workspaceId);
   const events = opens(`pipeline-${uniqueSuffix()}`);
 
-  const failure = await ingest(events, deps).catch((error: unknown) => error);
+  const failure = await storeEvents(events, deps).catch((error: unknown) => error);
   expect(failure).toBeInstanceOf(EventsWriteError);
   expect((failure as EventsWriteError).days).toEqual([
     { workspaceId, day: '2026-10-01' },
     { workspaceId, day: '2026-10-02' },
   ]);
   // The retry finds the events stored and writes nothing: had the rollups missed them, only the mark would tell.
-  expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 3, written: [] });
+  expect(await storeEvents(events, deps)).toMatchObject({ inserted: 0, duplicates: 3, written: [] });
 });
 
 it('marks the days of a failed events insert unsettled before the consumer retries the batch', async () => {
@@ -121,7 +121,7 @@ it('marks the days of a failed events insert unsettled before the consumer retri
   const consumer = await startConsumer(
     kafka,
     config,
-    (events) => ingest(events, deps),
+    (events) => storeEvents(events, deps),
     async (days) => {
       marks.push(days.map((day) => day.day));
       await unsettled.mark(days);

@@ -1,8 +1,8 @@
 import { fromSendgridEvent, type Logger, type SendgridEventFields } from '@mail/common';
 import type { eventsV1 } from '@mail/proto';
-import type { CategoryMatch } from './categories';
-import { ingestionMetrics } from './metrics';
-import type { UnmatchedEvent, UnmatchedEvents } from './store/unmatched';
+import type { CategoryMatch } from '../grpc/categories';
+import { ingestionMetrics } from '../metrics';
+import type { UnmatchedEvent, UnmatchedEvents } from '../store/unmatched';
 
 type EngagementEvent = eventsV1.EngagementEvent;
 

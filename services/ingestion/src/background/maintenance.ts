@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { type Logger } from '@mail/common';
 import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays } from '@mail/event-store';
-import { ingestionMetrics } from './metrics';
+import { ingestionMetrics } from '../metrics';
 
 export interface MaintenanceSchedule {
   /** Before the first pass: not while the process is starting up. */

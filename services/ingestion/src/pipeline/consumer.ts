@@ -2,11 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
-import type { IngestionConfig } from './config';
-import { decodeRecord, type Poison } from './domain/events';
-import { ingestionMetrics as metrics } from './metrics';
-import type { IngestResult } from './pipeline';
-import { EventsWriteError, type WorkspaceDay } from './store/unsettled';
+import type { IngestionConfig } from '../config';
+import { decodeRecord, type Poison } from '../domain/events';
+import { ingestionMetrics as metrics } from '../metrics';
+import type { StoredEvents } from './steps';
+import { EventsWriteError, type WorkspaceDay } from '../store/unsettled';
 
 /**
  * kafkajs hands the partition batches of one fetch to eachBatch at once (one
@@ -38,7 +38,7 @@ export interface EventConsumer {
 
 /**
  * The consumer group on the events topic. Each batch is decoded (records that
- * cannot be decoded go to the dead-letter topic), written by `ingest`, and
+ * cannot be decoded go to the dead-letter topic), written by `storeEvents`, and
  * only then are its offsets committed. A failed write is retried, with
  * backoff and heartbeats, until it succeeds, the consumer stops, or the group
  * rebalances: offsets never move past an event that is not stored.
@@ -50,7 +50,7 @@ export interface EventConsumer {
 export async function startConsumer(
   kafka: Kafka,
   config: IngestionConfig,
-  ingest: (events: eventsV1.EngagementEvent[]) => Promise<IngestResult>,
+  storeEvents: (events: eventsV1.EngagementEvent[]) => Promise<StoredEvents>,
   markUnsettled: (days: WorkspaceDay[]) => Promise<void>,
   logger: Logger,
   /** kafkajs gave up on the consumer (it restarts it itself after retriable errors). */
@@ -116,7 +116,7 @@ export async function startConsumer(
     }
     const offsets = payloads.map(({ batch }) => ({ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }));
     let deadLettered = poison.length === 0;
-    let result: IngestResult | undefined;
+    let result: StoredEvents | undefined;
     const unsettled = new Map<string, WorkspaceDay>();
     const collect = (days: WorkspaceDay[]) => days.forEach((day) => unsettled.set(`${day.workspaceId} ${day.day}`, day));
     const markCollected = async () => {
@@ -139,7 +139,7 @@ export async function startConsumer(
             logger.warn({ partition, offset: message.offset, eventIndex, reason }, 'record dead-lettered');
           }
         }
-        const written = await ingest(events);
+        const written = await storeEvents(events);
         await payloads[0]
           .commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] })
           .catch((error: unknown) => {
