@@ -157,14 +157,14 @@ describe('compactClosedMonths on ClickHouse', () => {
     ];
     const rematchSweeps: Date[] = [];
     const startedAt = Date.now();
-    const maintenance = startMaintenance(
-      database.clickhouse,
-      database.database,
-      { firstAfterMs: 0, intervalMs: 60_000 },
-      () => false,
-      async (since) => rematchSweeps.push(since),
-      createLogger('test', 'silent'),
-    );
+    const maintenance = startMaintenance({
+      clickhouse: database.clickhouse,
+      database: database.database,
+      schedule: { firstAfterMs: 0, intervalMs: 60_000 },
+      mayRebuild: () => false,
+      rematchUnmatched: (since) => Promise.resolve(rematchSweeps.push(since)),
+      logger: createLogger('test', 'silent'),
+    });
     const deadline = Date.now() + 20_000;
     while ((await total(ingestionMetrics.daysSettled)) === settledBefore && Date.now() < deadline) await sleep(100);
     await maintenance.stop();

@@ -80,3 +80,22 @@ export function campaignOf(event: EngagementEvent, matches: Map<string, Category
   }
   return undefined;
 }
+
+/** The rows of a batch's events, by table. */
+export interface BatchRows {
+  events: EngagementEventRow[];
+  signals: SuppressionSignalRow[];
+  unmatched: UnmatchedEventRow[];
+}
+
+/** The rows of each event, gathered by table; `matches` maps category ids to their campaigns. */
+export function batchRows(events: readonly EngagementEvent[], matches: Map<string, CategoryMatch>, ingestedAt: number): BatchRows {
+  const rows: BatchRows = { events: [], signals: [], unmatched: [] };
+  for (const event of events) {
+    const written = toRows(event, campaignOf(event, matches), ingestedAt);
+    if (written.signal) rows.signals.push(written.signal);
+    if (written.event) rows.events.push(written.event);
+    if (written.unmatched) rows.unmatched.push(written.unmatched);
+  }
+  return rows;
+}

@@ -1,12 +1,12 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { EachBatchPayload, Kafka } from 'kafkajs';
 import { RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from '../config';
-import { decodeRecord, type Poison } from '../domain/events';
+import type { PoisonRecord } from '../domain/batch';
 import { ingestionMetrics as metrics } from '../metrics';
-import type { StoredEvents } from './steps';
-import { EventsWriteError, type WorkspaceDay } from '../store/unsettled';
+import type { WorkspaceDay } from '../store/unsettled';
+import { runBatch, type ConsumedBatch } from './runner';
+import type { StoreDependencies } from './steps';
 
 /**
  * kafkajs hands the partition batches of one fetch to eachBatch at once (one
@@ -14,11 +14,15 @@ import { EventsWriteError, type WorkspaceDay } from '../store/unsettled';
  * them returned; with room for every partition, one fetch is one batch.
  */
 const PARTITIONS_CONSUMED_CONCURRENTLY = 64;
-const MAX_RETRY_DELAY_MS = 3_000;
 
-interface PoisonRecord extends Poison {
-  message: KafkaMessage;
-  partition: number;
+export interface ConsumerOptions {
+  kafka: Kafka;
+  config: IngestionConfig;
+  store: StoreDependencies;
+  markUnsettled: (days: WorkspaceDay[]) => Promise<void>;
+  logger: Logger;
+  /** kafkajs gave up on the consumer (it restarts it itself after retriable errors). */
+  onFatalCrash: (error: Error) => void;
 }
 
 export interface EventConsumer {
@@ -37,25 +41,18 @@ export interface EventConsumer {
 }
 
 /**
- * The consumer group on the events topic. Each batch is decoded (records that
- * cannot be decoded go to the dead-letter topic), written by `storeEvents`, and
- * only then are its offsets committed. A failed write is retried, with
- * backoff and heartbeats, until it succeeds, the consumer stops, or the group
- * rebalances: offsets never move past an event that is not stored.
- * A write that failed, or whose offsets then failed to commit (another owner
- * may write the same events again), may leave the rollups of its days short
- * or doubled: those days are marked unsettled before the batch is retried or
- * handed over.
+ * The consumer group on the events topic. Each fetch is one batch, run
+ * through the pipeline's steps (runBatch); its offsets are committed only
+ * once its events are stored.
  */
-export async function startConsumer(
-  kafka: Kafka,
-  config: IngestionConfig,
-  storeEvents: (events: eventsV1.EngagementEvent[]) => Promise<StoredEvents>,
-  markUnsettled: (days: WorkspaceDay[]) => Promise<void>,
-  logger: Logger,
-  /** kafkajs gave up on the consumer (it restarts it itself after retriable errors). */
-  onFatalCrash: (error: Error) => void,
-): Promise<EventConsumer> {
+export async function startConsumer({
+  kafka,
+  config,
+  store,
+  markUnsettled,
+  logger,
+  onFatalCrash,
+}: ConsumerOptions): Promise<EventConsumer> {
   const consumer = kafka.consumer({
     groupId: config.consumerGroup,
     minBytes: config.minBatchBytes,
@@ -87,17 +84,10 @@ export async function startConsumer(
     await deadLetters.send({
       topic: config.deadLetterTopic,
       acks: -1,
-      messages: poison.map(({ message, partition, reason, value, eventIndex }) => ({
-        key: message.key,
+      messages: poison.map(({ key, partition, offset, reason, value, eventIndex }) => ({
+        key,
         value: Buffer.from(
-          eventsV1.DeadLetter.encode({
-            sourceTopic: config.eventsTopic,
-            partition,
-            offset: message.offset,
-            reason,
-            value,
-            eventIndex,
-          }).finish(),
+          eventsV1.DeadLetter.encode({ sourceTopic: config.eventsTopic, partition, offset, reason, value, eventIndex }).finish(),
         ),
       })),
     });
@@ -105,75 +95,33 @@ export async function startConsumer(
 
   const processBatches = async (payloads: EachBatchPayload[]): Promise<void> => {
     const stopTimer = metrics.batchDuration.startTimer();
-    const events: eventsV1.EngagementEvent[] = [];
-    const poison: PoisonRecord[] = [];
-    for (const { batch } of payloads) {
-      for (const message of batch.messages) {
-        const decoded = decodeRecord(message.value, message.headers?.[RECORD_SCHEMA_HEADER]?.toString());
-        for (const event of decoded.events) events.push(event);
-        for (const found of decoded.poison) poison.push({ ...found, message, partition: batch.partition });
-      }
-    }
+    const [first] = payloads;
     const offsets = payloads.map(({ batch }) => ({ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }));
-    let deadLettered = poison.length === 0;
-    let result: StoredEvents | undefined;
-    const unsettled = new Map<string, WorkspaceDay>();
-    const collect = (days: WorkspaceDay[]) => days.forEach((day) => unsettled.set(`${day.workspaceId} ${day.day}`, day));
-    const markCollected = async () => {
-      if (unsettled.size === 0) return;
-      await markUnsettled([...unsettled.values()]);
-      unsettled.clear();
+    const batch: ConsumedBatch = {
+      records: payloads.flatMap(({ batch: { partition, messages } }) =>
+        messages.map(({ offset, key, value, headers }) => ({
+          partition,
+          offset,
+          key: key ?? null,
+          value,
+          schema: headers?.[RECORD_SCHEMA_HEADER]?.toString(),
+        })),
+      ),
+      commitOffsets: () => first.commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] }),
+      isRunning: () => first.isRunning(),
+      heartbeat: () => first.heartbeat(),
     };
-    /** Before the next owner retries the batch; if ClickHouse is still down, there is nothing more to do. */
-    const handOver = () =>
-      markCollected().catch((error: unknown) =>
-        logger.error({ err: error, days: [...unsettled.values()] }, 'could not mark days unsettled; their rollups may be off'),
-      );
-    for (let failures = 0; !result; failures += 1) {
-      try {
-        await markCollected();
-        if (!deadLettered) {
-          await sendToDeadLetters(poison);
-          deadLettered = true;
-          for (const { partition, message, reason, eventIndex } of poison) {
-            logger.warn({ partition, offset: message.offset, eventIndex, reason }, 'record dead-lettered');
-          }
-        }
-        const written = await storeEvents(events);
-        await payloads[0]
-          .commitOffsetsIfNecessary({ topics: [{ topic: config.eventsTopic, partitions: offsets }] })
-          .catch((error: unknown) => {
-            collect(written.written);
-            throw error;
-          });
-        result = written;
-      } catch (error) {
-        if (error instanceof EventsWriteError) collect(error.days);
-        metrics.retries.inc();
-        if (!payloads[0].isRunning()) {
-          await handOver();
-          throw new Error('consumer stopping; the batch stays uncommitted for the next owner');
-        }
-        const delayMs = Math.min(100 * 2 ** failures, MAX_RETRY_DELAY_MS);
-        logger.warn({ err: error, events: events.length, retryInMs: delayMs }, 'batch failed, retrying it');
-        await sleep(delayMs);
-        // Throws while the group rebalances: the partitions' next owner then takes the batch over from the committed offsets.
-        await payloads[0].heartbeat().catch(async (heartbeatError: unknown) => {
-          await handOver();
-          throw heartbeatError;
-        });
-      }
+    const outcome = await runBatch(batch, { ...store, sendToDeadLetters, markUnsettled, logger });
+    for (const payload of payloads) {
+      payload.resolveOffset(payload.batch.lastOffset());
+      metrics.lag.set({ partition: String(payload.batch.partition) }, Number(payload.batch.offsetLag()));
     }
-    for (const { batch, resolveOffset } of payloads) {
-      resolveOffset(batch.lastOffset());
-      metrics.lag.set({ partition: String(batch.partition) }, Number(batch.offsetLag()));
-    }
-    metrics.consumed.inc(events.length + poison.length);
-    metrics.deadLettered.inc(poison.length);
-    metrics.inserted.inc(result.inserted);
-    metrics.duplicates.inc(result.duplicates);
-    metrics.unmatched.inc(result.unmatched);
-    metrics.signals.inc(result.signals);
+    metrics.consumed.inc(outcome.consumed);
+    metrics.deadLettered.inc(outcome.deadLettered);
+    metrics.inserted.inc(outcome.stored.inserted);
+    metrics.duplicates.inc(outcome.repeated + outcome.stored.duplicates);
+    metrics.unmatched.inc(outcome.stored.unmatched);
+    metrics.signals.inc(outcome.stored.signals);
     stopTimer();
   };
 
@@ -203,7 +151,7 @@ export async function startConsumer(
 
 /** Joins the eachBatch calls kafkajs makes for one fetch (all in the same tick) into one call of `process`. */
 class FetchCollector {
-  private waiting: { payload: EachBatchPayload; resolve(): void; reject(error: unknown): void }[] = [];
+  private waiting: { payload: EachBatchPayload; resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   constructor(private readonly process: (payloads: EachBatchPayload[]) => Promise<void>) {}
 

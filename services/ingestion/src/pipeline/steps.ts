@@ -1,61 +1,91 @@
 import type { eventsV1 } from '@mail/proto';
+import { batchRows, type BatchRows } from '../domain/rows';
+import { notStoredYet, type PoisonRecord } from '../domain/batch';
+import { ok, retry, type BatchResult, type EventResult } from '../domain/step-result';
 import type { CategoryMatch } from '../grpc/categories';
-import { eventKey } from '../domain/events';
-import { campaignOf, toRows } from '../domain/rows';
-import type { EngagementEventRow, EventWriter, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
+import type { EngagementEventRow, EventWriter, UnmatchedEventRow, SuppressionSignalRow } from '../store/events';
 import type { SuppressionStateStore } from '../store/suppressions';
-import { EventsWriteError, workspaceDays, type WorkspaceDay } from '../store/unsettled';
+import { workspaceDays, type WorkspaceDay } from '../store/unsettled';
 
 type EngagementEvent = eventsV1.EngagementEvent;
 
-export interface StoredEvents {
-  inserted: number;
-  /** Repeated within the batch, or already stored. */
-  duplicates: number;
-  unmatched: number;
-  signals: number;
-  /** The (workspace, day) pairs of the events written. */
-  written: WorkspaceDay[];
-}
-
+/** What the steps that store events use. */
 export interface StoreDependencies {
+  /** The campaign of each category that names one (the campaign service, cached). */
   resolve(categoryIds: Iterable<string>): Promise<Map<string, CategoryMatch>>;
-  store: EventWriter;
+  writer: EventWriter;
   suppressions: SuppressionStateStore;
 }
 
-/**
- * Writes one batch of decoded events. The order makes a retry of the whole
- * batch, or its redelivery after a crash, safe: suppression signals first
- * (collapsed by their table's key if written twice) and the state of their
- * addresses recomputed from them (the same rows again), then only the events
- * engagement_events does not hold yet, then the unmatched ones (collapsed by
- * their key). A throw leaves the batch to be retried; nothing is skipped.
- */
-export async function storeEvents(events: EngagementEvent[], deps: StoreDependencies): Promise<StoredEvents> {
-  const unique = [...new Map(events.map((event) => [eventKey(event), event])).values()];
-  let duplicates = events.length - unique.length;
-  const matches = await deps.resolve(unique.flatMap((event) => event.categories));
-  const ingestedAt = Math.floor(Date.now() / 1000);
+/** The work's value, or a retry of the batch (owing `unsettledDays` a mark) if it throws. */
+const attempt = <T>(work: () => Promise<T>, unsettledDays?: WorkspaceDay[]): Promise<BatchResult<T>> =>
+  work().then(ok, (error: unknown) => retry(error, unsettledDays));
 
-  const signals: SuppressionSignalRow[] = [];
-  const rows: EngagementEventRow[] = [];
-  const unmatched: UnmatchedEventRow[] = [];
-  for (const event of unique) {
-    const written = toRows(event, campaignOf(event, matches), ingestedAt);
-    if (written.signal) signals.push(written.signal);
-    if (written.event) rows.push(written.event);
-    if (written.unmatched) unmatched.push(written.unmatched);
-  }
+/** Marks the days a failed attempt owes, before anything else is tried: a retry must not hide what the failure left off. */
+export function markUnsettled(days: WorkspaceDay[], mark: (days: WorkspaceDay[]) => Promise<void>): Promise<BatchResult<void>> {
+  if (days.length === 0) return Promise.resolve(ok(undefined));
+  return attempt(() => mark(days), days);
+}
 
-  await deps.store.insertSignals(signals);
-  await deps.suppressions.refresh(signals);
-  const stored = await deps.store.storedEventIds(rows);
-  const fresh = rows.filter((row) => !stored.has(row.id));
-  duplicates += rows.length - fresh.length;
-  await deps.store.insertEvents(fresh).catch((error: unknown) => {
-    throw new EventsWriteError(workspaceDays(fresh), error);
+/** Sends the batch's poison to the dead-letter topic. */
+export function sendToDeadLetters(poison: PoisonRecord[], send: (poison: PoisonRecord[]) => Promise<void>): Promise<BatchResult<number>> {
+  if (poison.length === 0) return Promise.resolve(ok(0));
+  return attempt(async () => {
+    await send(poison);
+    return poison.length;
   });
-  await deps.store.insertUnmatched(unmatched);
-  return { inserted: fresh.length, duplicates, unmatched: unmatched.length, signals: signals.length, written: workspaceDays(fresh) };
+}
+
+/** The rows each event becomes, by the campaign its categories name. */
+export function resolveCampaigns(events: EngagementEvent[], deps: StoreDependencies): Promise<BatchResult<BatchRows>> {
+  return attempt(async () => {
+    const matches = await deps.resolve(events.flatMap((event) => event.categories));
+    return batchRows(events, matches, Math.floor(Date.now() / 1000));
+  });
+}
+
+/**
+ * Stores the suppression signals (collapsed by their table's key if written
+ * twice), then recomputes the state of their addresses from everything
+ * stored for them (the same rows again on a retry).
+ */
+export function suppress(signals: SuppressionSignalRow[], deps: StoreDependencies): Promise<BatchResult<void>> {
+  return attempt(async () => {
+    await deps.writer.insertSignals(signals);
+    await deps.suppressions.refresh(signals);
+  });
+}
+
+/** Drops the events engagement_events holds already. */
+export function deduplicate(rows: EngagementEventRow[], deps: StoreDependencies): Promise<BatchResult<EventResult<EngagementEventRow>[]>> {
+  return attempt(async () => notStoredYet(rows, await deps.writer.storedEventIds(rows)));
+}
+
+/**
+ * Inserts the events, then the unmatched ones (collapsed by their key if
+ * written twice); answers the (workspace, day) pairs of the events. An
+ * events insert that failed may have been committed without the rollups its
+ * views feed, and the retry would skip those events as stored: their days
+ * are owed a mark.
+ */
+export async function store(
+  fresh: EngagementEventRow[],
+  unmatched: UnmatchedEventRow[],
+  deps: StoreDependencies,
+): Promise<BatchResult<WorkspaceDay[]>> {
+  const days = workspaceDays(fresh);
+  const inserted = await attempt(() => deps.writer.insertEvents(fresh), days);
+  if (inserted.kind === 'retry') return inserted;
+  const insertedUnmatched = await attempt(() => deps.writer.insertUnmatched(unmatched));
+  if (insertedUnmatched.kind === 'retry') return insertedUnmatched;
+  return ok(days);
+}
+
+/**
+ * Commits the batch's offsets, everything being stored. If that fails,
+ * another owner of the partitions may write the events again, doubling
+ * their rollups: the days written are owed a mark.
+ */
+export function commit(written: WorkspaceDay[], commitOffsets: () => Promise<void>): Promise<BatchResult<void>> {
+  return attempt(commitOffsets, written);
 }
