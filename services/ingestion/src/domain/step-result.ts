@@ -33,9 +33,9 @@ export interface Retry {
 /** What a step made of one event (ok, drop, dead-letter) or of the whole batch (ok, retry). */
 export type StepResult<T> = Ok<T> | Drop | DeadLetter | Retry;
 /** A step on one event: it cannot fail, only sort the event out. */
-export type EventResult<T> = Ok<T> | Drop | DeadLetter;
+export type EventResult<T> = Exclude<StepResult<T>, Retry>;
 /** A step on the whole batch: its I/O succeeded, or the batch is retried. */
-export type BatchResult<T> = Ok<T> | Retry;
+export type BatchResult<T> = Extract<StepResult<T>, Ok<T> | Retry>;
 
 export const ok = <T>(value: T): Ok<T> => ({ kind: 'ok', value });
 export const drop = (reason: Drop['reason']): Drop => ({ kind: 'drop', reason });
@@ -56,6 +56,7 @@ export function deadLettered<T>(results: readonly EventResult<T>[]): PoisonRecor
   return poison;
 }
 
+/** How many events a step dropped. */
 export function dropped<T>(results: readonly EventResult<T>[]): number {
   let count = 0;
   for (const result of results) if (result.kind === 'drop') count += 1;
