@@ -65,6 +65,14 @@ export interface BatchDependencies extends StoreDependencies {
   logger: Logger;
 }
 
+/** A batch being run: what each attempt at it works with. */
+interface BatchRun {
+  batch: ConsumedBatch;
+  deps: BatchDependencies;
+  /** Decoded, each provider event once. */
+  events: EngagementEvent[];
+}
+
 export interface BatchOutcome {
   /** Events read, repeated and poison ones included. */
   consumed: number;
@@ -85,21 +93,17 @@ export async function runBatch(batch: ConsumedBatch, deps: BatchDependencies): P
   const poison = deadLettered(decoded);
   const repeated = dropped(decoded);
 
-  await untilDone(() => sendToDeadLetters(poison, deps.sendToDeadLetters), batch, deps, events.length);
+  const run: BatchRun = { batch, deps, events };
+  await untilDone(run, () => sendToDeadLetters(poison, deps.sendToDeadLetters));
   for (const { partition, offset, reason, eventIndex } of poison) {
     deps.logger.warn({ partition, offset, eventIndex, reason }, 'record dead-lettered');
   }
-  const stored = await untilDone((owed) => storeAndCommit(events, owed, batch, deps), batch, deps, events.length);
+  const stored = await untilDone(run, (owed) => storeAndCommit(run, owed));
   return { consumed: events.length + repeated + poison.length, repeated, deadLettered: poison.length, stored };
 }
 
 /** One attempt at storing the events and committing the batch, after marking the days the previous attempt owes. */
-async function storeAndCommit(
-  events: EngagementEvent[],
-  owed: WorkspaceDay[],
-  batch: ConsumedBatch,
-  deps: BatchDependencies,
-): Promise<BatchResult<StoredEvents>> {
+async function storeAndCommit({ batch, deps, events }: BatchRun, owed: WorkspaceDay[]): Promise<BatchResult<StoredEvents>> {
   const marked = await markUnsettled(owed, deps.markUnsettled);
   if (marked.kind === 'retry') return marked;
   const stored = await storeEvents(events, deps);
@@ -115,12 +119,7 @@ async function storeAndCommit(
  * consumer stops or the group rebalances: the partitions' next owner takes
  * the batch over from the committed offsets, once the owed days are marked.
  */
-async function untilDone<T>(
-  step: (owed: WorkspaceDay[]) => Promise<BatchResult<T>>,
-  batch: ConsumedBatch,
-  deps: BatchDependencies,
-  events: number,
-): Promise<T> {
+async function untilDone<T>({ batch, deps, events }: BatchRun, step: (owed: WorkspaceDay[]) => Promise<BatchResult<T>>): Promise<T> {
   let owed: WorkspaceDay[] = [];
   for (let failures = 0; ; failures += 1) {
     const result = await step(owed);
@@ -132,7 +131,7 @@ async function untilDone<T>(
       throw new Error('consumer stopping; the batch stays uncommitted for the next owner');
     }
     const delayMs = Math.min(100 * 2 ** failures, MAX_RETRY_DELAY_MS);
-    deps.logger.warn({ err: result.error, events, retryInMs: delayMs }, 'batch failed, retrying it');
+    deps.logger.warn({ err: result.error, events: events.length, retryInMs: delayMs }, 'batch failed, retrying it');
     await sleep(delayMs);
     await batch.heartbeat().catch(async (error: unknown) => {
       await handOver(owed, deps);
