@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import {
-  EventStore,
+  EventWriter,
   lookupRanges,
   toTabSeparated,
   tsvCell,
@@ -32,11 +32,11 @@ const HOSTILE = [
 ];
 
 let database: TestEventDatabase;
-let store: EventStore;
+let store: EventWriter;
 
 beforeAll(async () => {
   database = await createTestEventDatabase('ingestion_store');
-  store = new EventStore(database.clickhouse);
+  store = new EventWriter(database.clickhouse);
 });
 
 afterAll(async () => {
@@ -74,7 +74,7 @@ describe('toTabSeparated', () => {
   });
 });
 
-describe('EventStore inserts (TabSeparated)', () => {
+describe('EventWriter inserts (TabSeparated)', () => {
   it('stores hostile strings in every string column exactly as given', async () => {
     const workspaceId = crypto.randomUUID();
     const events: EngagementEventRow[] = HOSTILE.map((text, i) => ({

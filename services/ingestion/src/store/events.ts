@@ -138,11 +138,12 @@ export function toTabSeparated<Row extends Record<Column, Cell>, Column extends 
 }
 
 /**
- * What the ingestion pipeline reads and writes in ClickHouse. Rows go in as
+ * What the pipeline writes to ClickHouse (suppression signals, events,
+ * unmatched events), and the check for events stored already. Rows go in as
  * TabSeparated: the server parses it at a fraction of JSONEachRow's cost,
  * and this side builds it without a JSON document per row.
  */
-export class EventStore {
+export class EventWriter {
   constructor(private readonly clickhouse: ClickHouseClient) {}
 
   insertSignals(rows: SuppressionSignalRow[]): Promise<void> {
