@@ -24,6 +24,8 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/bootstrap.sh"
 npx buf lint proto
 # ts-jest only transpiles (fast); the tests' types are checked here, once.
 npx tsc -p tsconfig.test.json
+# ESLint (type-aware) and Prettier: a warning fails the run.
+npm run --silent lint
 load_infra_env
 # Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.
 node deploy/local/dist/prune-topics.js
