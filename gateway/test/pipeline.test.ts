@@ -155,7 +155,7 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   expect(response).toMatchObject({ status: 202, body: { accepted: batch.length } });
   const deadline = Date.now() + 5_000;
 
-  // What the API lists: the six engagement events, none of the dropped types, no spam report, not the stray.
+  // What the API lists without a type: the six engagement events, no delivery event, no spam report, not the stray.
   const listed = await listedEvents(workspaceId, `campaign_id=${campaignId}`, 6, deadline);
   expect(Date.now()).toBeLessThanOrEqual(deadline);
   const apiById = new Map<string, any>(listed.items.map((item: any) => [item.provider_event_id.slice(p.length + 1), item]));
@@ -182,7 +182,9 @@ it('makes a SendGrid batch with every event type queryable through the API withi
      FROM events ${where} ORDER BY provider_event_id`,
   );
   const byId = new Map(stored.map((row) => [row.provider_event_id!.slice(p.length + 1), row]));
-  expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
+  expect([...byId.keys()].sort()).toEqual(
+    ['processed', 'delivered', 'deferred', 'dropped', 'spam', 'click', 'group-unsub', 'hard', 'open', 'soft', 'unsub'].sort(),
+  );
   for (const row of stored)
     expect(row).toMatchObject({ campaign_id: campaignId, workspace_id: workspaceId, email: 'recipient@example.com' });
   expect(byId.get('open')).toMatchObject({
@@ -198,6 +200,9 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   expect(byId.get('soft')).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 4.7.0 try later' });
   expect(byId.get('unsub')).toMatchObject({ event_type: 'unsubscribe' });
   expect(byId.get('group-unsub')).toMatchObject({ event_type: 'unsubscribe' });
+  expect(byId.get('delivered')).toMatchObject({ event_type: 'delivered', bounce_type: 'none', reason: '250 OK' });
+  for (const type of ['processed', 'deferred', 'dropped']) expect(byId.get(type)).toMatchObject({ event_type: type });
+  expect(byId.get('spam')).toMatchObject({ event_type: 'spamreport' });
 
   const signals = await rows<{ reason: string }>(`SELECT reason FROM suppression_signals ${where}`);
   expect(signals.map((signal) => signal.reason).sort()).toEqual([
