@@ -175,7 +175,7 @@ it('sends records it cannot decode to the dead-letter topic and carries on', asy
   const letters: eventsV1.DeadLetter[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic: ingestion.deadLetterTopic, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void letters.push(eventsV1.DeadLetter.decode(message.value!)) });
+  await consumer.run({ eachMessage: ({ message }) => Promise.resolve(void letters.push(eventsV1.DeadLetter.decode(message.value!))) });
   try {
     for (let waited = 0; letters.length < 2 && waited < 20_000; waited += 100) await sleep(100);
   } finally {
@@ -214,7 +214,7 @@ it('stores the events of batch records and dead-letters a poison event of a batc
   const letters: eventsV1.DeadLetter[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic: ingestion.deadLetterTopic, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void letters.push(eventsV1.DeadLetter.decode(message.value!)) });
+  await consumer.run({ eachMessage: ({ message }) => Promise.resolve(void letters.push(eventsV1.DeadLetter.decode(message.value!))) });
   const encoded = Buffer.from(eventsV1.EngagementEvent.encode(missingId).finish());
   const mine = (): eventsV1.DeadLetter[] =>
     letters.filter((letter) => letter.eventIndex !== undefined && Buffer.from(letter.value).equals(encoded));

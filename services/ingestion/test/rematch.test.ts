@@ -4,9 +4,9 @@ import { call, createClient, createLogger, fromSendgridEvent, type SendgridEvent
 import { workspaceErasure } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
-import { CategoryResolver } from '../src/categories';
+import { CategoryResolver } from '../src/grpc/categories';
 import { encodeRecord } from '../src/domain/events';
-import { UnmatchedRematcher } from '../src/rematch';
+import { UnmatchedRematcher } from '../src/background/rematch';
 import { UnmatchedEvents } from '../src/store/unmatched';
 import { startIngestion, type Ingestion } from './harness';
 
