@@ -21,9 +21,10 @@
  * MIN_RUNS, then until SCENARIO_BUDGET_MS); the figures also go to
  * bench/results/query-analytics-<time>.json.
  *
- * Run (infra up, `npx tsc -b services/analytics deploy/local`):
+ * Run (`npx tsc -b services/analytics deploy/local`, the servers' addresses exported):
+ *   eval "$(bash deploy/local/infra.sh up)"
  *   npx tsc -p bench/query-analytics.tsconfig.json && node bench/dist/query-analytics.js
- * Settings: CLICKHOUSE_URL (default the infra's), BENCH_DATABASE (bench_analytics),
+ * Settings: CLICKHOUSE_URL (from infra.sh), BENCH_DATABASE (bench_analytics),
  * BENCH_EVENTS (10000000), BENCH_RUNS (timed runs per scenario, 40), BENCH_REGENERATE=1.
  */
 import fs from 'node:fs';
