@@ -34,6 +34,10 @@ import { performance } from 'node:perf_hooks';
 import { createClient as createClickHouseClient } from '@clickhouse/client';
 import { call, createClient } from '@mail/common';
 import {
+  BOUNCE_CLASS_ENUM,
+  BOUNCE_TYPE_ENUM,
+  EVENT_TYPE_ENUM,
+  NO_VARIANT,
   backfillSuppressionState,
   chsql,
   compactClosedMonths,
@@ -44,7 +48,7 @@ import {
 import { infraEnv, startStack } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 
-const { dateTime, int, sql, uuid } = chsql;
+const { dateTime, int, sql, str, uuid } = chsql;
 
 const CLICKHOUSE_URL = infraEnv().clickhouseUrl;
 const DATABASE = process.env.BENCH_DATABASE ?? 'bench_analytics';
@@ -81,8 +85,11 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
   return sql`
     SELECT generateUUIDv4(), ${workspace},
       toUUID(concat('0c0c0c0c-0000-4000-8000-', substring(toString(1000000000000 + cityHash64(number, ${int(seed)}, 1) % ${int(CAMPAIGNS)}), 2, 12))) AS campaign,
-      CAST(multiIf(r < 620, 'open', r < 920, 'click', r < 980, 'bounce', 'unsubscribe') AS Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4)),
-      CAST(multiIf(r >= 920 AND r < 940, 'hard', r >= 940 AND r < 980, 'soft', 'none') AS Enum8('none' = 0, 'hard' = 1, 'soft' = 2)),
+      toUUID(${str(NO_VARIANT)}),
+      CAST(multiIf(r < 620, 'open', r < 920, 'click', r < 980, 'bounce', 'unsubscribe') AS ${EVENT_TYPE_ENUM}),
+      CAST(multiIf(r >= 920 AND r < 940, 'hard', r >= 940 AND r < 980, 'soft', 'none') AS ${BOUNCE_TYPE_ENUM}),
+      CAST(multiIf(r >= 920 AND r < 940, 'invalid_address', r >= 940 AND r < 980, 'mailbox_unavailable', 'none') AS ${BOUNCE_CLASS_ENUM}),
+      toUInt8(0),
       concat('user', toString(cityHash64(number, ${int(seed)}, 2) % ${int(ADDRESSES)}), '@example.com'),
       toDateTime(toUInt32(${dateTime(START)}) + intDiv(number * ${span}, ${int(count)}), 'UTC') AS occurred,
       occurred + 2,
@@ -101,7 +108,7 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
  * Bumped when the schema, the generated data or the server's storage settings
  * (deploy/clickhouse) change: a data set of another version is generated again.
  */
-const DATA_SET_VERSION = 5;
+const DATA_SET_VERSION = 6;
 
 /** Days a crash left copies on, as days before END. */
 const CRASH_DAYS_AGO = [3, 20, 200];
@@ -126,7 +133,7 @@ async function ensureData(): Promise<void> {
   const admin = createClickHouseClient({ url: CLICKHOUSE_URL, database: 'default' });
   const count = async () => {
     const result = await client.query({
-      query: sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(WORKSPACE)}`.text,
+      query: sql`SELECT count() AS n FROM events WHERE workspace_id = ${uuid(WORKSPACE)}`.text,
       format: 'JSONEachRow',
     });
     return Number((await result.json<{ n: string }>())[0].n);
@@ -148,21 +155,18 @@ async function ensureData(): Promise<void> {
   // The suite's own database: dropped whole, so tables of an older schema go too.
   await admin.command({ query: sql`DROP DATABASE IF EXISTS ${chsql.identifier(DATABASE)}`.text });
   await ensureEventSchema(CLICKHOUSE_URL, DATABASE);
-  await command('big workspace', sql`INSERT INTO engagement_events ${generatedEvents(uuid(WORKSPACE), EVENTS, 1)}`);
+  await command('big workspace', sql`INSERT INTO events ${generatedEvents(uuid(WORKSPACE), EVENTS, 1)}`);
   for (let index = 0; index < 20; index++) {
     const noise = uuid(`0b0b0b0b-0000-4000-8000-${String(index + 2).padStart(12, '0')}`);
-    await command(
-      `other workspace ${index + 1}`,
-      sql`INSERT INTO engagement_events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`,
-    );
+    await command(`other workspace ${index + 1}`, sql`INSERT INTO events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`);
   }
   const crashDays = chsql.list(CRASH_DAYS_AGO.map((days) => sql`toDate(${dateTime(new Date(END.getTime() - days * DAY_MS))})`));
   await command(
     `copies left by a crash on ${CRASH_DAYS_AGO.length} days (10 % of their events)`,
-    sql`INSERT INTO engagement_events
-      SELECT generateUUIDv4(), workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at, url, reason,
-        user_agent, ip, provider, provider_event_id, provider_message_id, raw, now() + 1
-      FROM engagement_events
+    sql`INSERT INTO events
+      SELECT generateUUIDv4(), workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open, email,
+        occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, raw, now() + 1
+      FROM events
       WHERE workspace_id = ${uuid(WORKSPACE)} AND toDate(occurred_at) IN (${crashDays}) AND cityHash64(provider_event_id) % 10 = 0`,
   );
   await command(
@@ -176,7 +180,7 @@ async function ensureData(): Promise<void> {
         CAST(multiIf(bounce_type = 'hard', 'hard_bounce', bounce_type = 'soft', 'soft_bounce', 'unsubscribe')
           AS Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4)),
         occurred_at, provider_event_id, ingested_at
-      FROM engagement_events WHERE event_type IN ('bounce', 'unsubscribe')`,
+      FROM events WHERE event_type IN ('bounce', 'unsubscribe')`,
   );
   await backfillSuppressionState(client);
   await client.command({ query: 'CREATE TABLE bench_data_set (version UInt32, events UInt64) ENGINE = TinyLog' });
@@ -212,14 +216,14 @@ async function settleParts(): Promise<void> {
   const compacted = await compactClosedMonths(client, DATABASE);
   const parts = await client.query({
     query:
-      sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'engagement_events' AND active`
+      sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'events' AND active`
         .text,
     format: 'JSONEachRow',
   });
   const [{ parts: count, level }] = await parts.json<{ parts: string; level: number }>();
   console.log(
     `merges done and ${compacted.length} partitions compacted after ${((performance.now() - started) / 1000).toFixed(0)} s: ` +
-      `${count} active parts of engagement_events (max level ${level})`,
+      `${count} active parts of events (max level ${level})`,
   );
   await client.close();
 }
@@ -357,15 +361,15 @@ async function compareShapes(): Promise<Result[]> {
     ['events per day, all time: rollup', sql`SELECT day, countMerge(events) FROM event_rollup_daily WHERE ${where} GROUP BY day`],
     [
       'events per day, all time: exact over the rows',
-      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM engagement_events WHERE ${where} GROUP BY d`,
+      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events WHERE ${where} GROUP BY d`,
     ],
     [
       'one address per day: events_by_address',
       sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events_by_address WHERE ${where} AND ${email} GROUP BY d`,
     ],
     [
-      'one address per day: engagement_events',
-      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM engagement_events WHERE ${where} AND ${email} GROUP BY d`,
+      'one address per day: events',
+      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events WHERE ${where} AND ${email} GROUP BY d`,
     ],
     [
       'distinct openers per campaign, all time: rollup address sets (used)',
@@ -373,7 +377,7 @@ async function compareShapes(): Promise<Result[]> {
     ],
     [
       'distinct openers per campaign, all time: rows',
-      sql`SELECT campaign_id, uniqExact(cityHash64(email)) FROM engagement_events WHERE ${where} AND event_type = 'open' GROUP BY campaign_id`,
+      sql`SELECT campaign_id, uniqExact(cityHash64(email)) FROM events WHERE ${where} AND event_type = 'open' GROUP BY campaign_id`,
     ],
   ];
   const results: Result[] = [];

@@ -24,7 +24,9 @@ function dependencies(workspaceId: string, journal: string[]): BatchDependencies
   const unsettled = new UnsettledDays(database.clickhouse);
   return {
     resolve: (ids) =>
-      Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId }]))),
+      Promise.resolve(
+        new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId, variantIds: [] }])),
+      ),
     writer: new EventWriter(database.clickhouse),
     suppressions: new SuppressionStateStore(database.clickhouse),
     sendToDeadLetters: (poison: PoisonRecord[]) => {
@@ -63,7 +65,7 @@ it('dead-letters the poison, stores the events, then commits', async () => {
       { partition: 0, offset: '9', key: null, value: Buffer.from('garbage'), schema: undefined },
     ],
     commitOffsets: async () => {
-      const stored = await database.rows(sql`SELECT id FROM engagement_events WHERE workspace_id = ${uuid(workspaceId)}`.text);
+      const stored = await database.rows(sql`SELECT id FROM events WHERE workspace_id = ${uuid(workspaceId)}`.text);
       journal.push(`committed after ${stored.length} stored`);
     },
     isRunning: () => true,

@@ -39,7 +39,7 @@ let down: StoreDependencies;
 const workspaceId = crypto.randomUUID();
 const campaignId = crypto.randomUUID();
 const matchAll = (ids: Iterable<string>): Promise<Map<string, CategoryMatch>> =>
-  Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }])));
+  Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId, variantIds: [] }])));
 
 beforeAll(async () => {
   database = await createTestEventDatabase('ingestion_steps');
@@ -172,6 +172,7 @@ describe('resolveCampaigns', () => {
     expect(rows.value.events.map((row) => [row.provider_event_id, row.event_type, row.campaign_id])).toEqual([
       ['open', 'open', campaignId],
       ['bounce', 'bounce', campaignId],
+      ['spam', 'spamreport', campaignId],
     ]);
     expect(rows.value.signals.map((row) => [row.provider_event_id, row.reason])).toEqual([
       ['bounce', 'hard_bounce'],
@@ -237,9 +238,7 @@ describe('deduplicate and store', () => {
         { kind: 'ok', value: fresh },
       ],
     });
-    const ids = await database.rows<{ id: string }>(
-      sql`SELECT id FROM engagement_events WHERE provider_event_id LIKE ${chsql.str(`${p}-%`)}`.text,
-    );
+    const ids = await database.rows<{ id: string }>(sql`SELECT id FROM events WHERE provider_event_id LIKE ${chsql.str(`${p}-%`)}`.text);
     expect(ids).toEqual([{ id: eventId(engagementEvent({ providerEventId: `${p}-stored` })) }]);
   });
 

@@ -89,7 +89,8 @@ describe('a batch that fails between storing its signals and refreshing the stat
       const workspaceId = crypto.randomUUID();
       const campaignId = crypto.randomUUID();
       const deps: StoreDependencies = {
-        resolve: (ids) => Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }]))),
+        resolve: (ids) =>
+          Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId, variantIds: [] }]))),
         writer: new EventWriter(clickhouse),
         suppressions: new FailingOnce(clickhouse),
       };
@@ -117,7 +118,9 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
       const workspaceId = crypto.randomUUID();
       const deps: StoreDependencies = {
         resolve: (ids) =>
-          Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId }]))),
+          Promise.resolve(
+            new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId, variantIds: [] }])),
+          ),
         writer: new EventWriter(clickhouse),
         suppressions: new SuppressionStateStore(clickhouse),
       };
@@ -135,7 +138,7 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
       expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 30_000 } });
       const count = async (query: string) =>
         Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
-      expect(await count('SELECT count() AS n FROM engagement_events')).toBe(30_000);
+      expect(await count('SELECT count() AS n FROM events')).toBe(30_000);
       expect(await count(`SELECT count() AS n FROM suppression_state FINAL WHERE reason = 'hard_bounce'`)).toBe(30_000);
     } finally {
       await database.close();

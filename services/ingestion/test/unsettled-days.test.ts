@@ -42,7 +42,8 @@ afterAll(() => database.close());
 function dependencies(writer: EventWriter, workspaceId: string): StoreDependencies {
   const campaignId = crypto.randomUUID();
   return {
-    resolve: (ids) => Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }]))),
+    resolve: (ids) =>
+      Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId, variantIds: [] }]))),
     writer,
     suppressions: new SuppressionStateStore(clickhouse),
   };
@@ -142,7 +143,7 @@ it('marks the days of a failed events insert unsettled before the consumer retri
         value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()),
       })),
     });
-    const stored = sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(workspaceId)}`.text;
+    const stored = sql`SELECT count() AS n FROM events WHERE workspace_id = ${uuid(workspaceId)}`.text;
     for (let waited = 0; marks.length === 0 || (await countOf(stored)) < 3; waited += 200) {
       if (waited > 30_000) throw new Error('the batch was not retried');
       await sleep(200);

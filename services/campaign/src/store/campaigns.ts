@@ -256,8 +256,9 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
     });
     const { rows } = await run<Campaign>(connection, statement).catch(conflictOnDuplicate);
     const campaign = rows[0];
-    if (campaign.providerCategoryId !== current.providerCategoryId) {
-      // Queued in the transaction: subscribers hear of the change once it is committed.
+    if (campaign.providerCategoryId !== current.providerCategoryId || variants !== undefined) {
+      // Queued in the transaction: subscribers hear of the change (of the category, or of the variants it resolves
+      // to) once it is committed.
       const categories = [current.providerCategoryId, campaign.providerCategoryId].filter((category) => category !== null);
       await run(connection, db.raw(NOTIFY_CATEGORIES, { channel: CATEGORY_CHANNEL, categories }));
     }
@@ -303,8 +304,11 @@ export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<
   });
 }
 
-const RESOLVE_CATEGORIES = `SELECT provider_category_id AS "providerCategoryId", id AS "campaignId", workspace_id AS "workspaceId"
-  FROM campaigns WHERE provider_category_id = ANY (:providerCategoryIds::text[])`;
+const RESOLVE_CATEGORIES = `SELECT c.provider_category_id AS "providerCategoryId", c.id AS "campaignId", c.workspace_id AS "workspaceId",
+    coalesce(array_agg(v.id::text) FILTER (WHERE v.id IS NOT NULL), '{}') AS "variantIds"
+  FROM campaigns c LEFT JOIN campaign_variants v ON v.campaign_id = c.id
+  WHERE c.provider_category_id = ANY (:providerCategoryIds::text[])
+  GROUP BY c.id`;
 
 /** Across all workspaces: category ids are globally unique. */
 export async function resolveCategories(db: Knex, providerCategoryIds: string[]): Promise<CategoryMatch[]> {

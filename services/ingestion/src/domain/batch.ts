@@ -45,7 +45,7 @@ export function decode(records: readonly ConsumedRecord[]): EventResult<Engageme
   return results;
 }
 
-/** The rule of the deduplicate step: an event engagement_events holds already is dropped. */
+/** The rule of the deduplicate step: an event the events table holds already is dropped. */
 export function notStoredYet(rows: readonly EngagementEventRow[], storedIds: ReadonlySet<string>): EventResult<EngagementEventRow>[] {
   return rows.map((row) => (storedIds.has(row.id) ? drop('stored already') : ok(row)));
 }

@@ -1,7 +1,8 @@
+import { NO_VARIANT } from '@mail/event-store';
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from '../grpc/categories';
 import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
-import { eventId, signalReason, storedBounceType, storedType, unmatchedTypeName } from './events';
+import { eventId, signalReason, storedBounceClass, storedBounceType, storedType } from './events';
 
 type EngagementEvent = eventsV1.EngagementEvent;
 
@@ -25,7 +26,7 @@ export function toRows(event: EngagementEvent, match: CategoryMatch | undefined,
       unmatched: {
         provider_event_id: event.providerEventId,
         provider: event.provider,
-        event_type: unmatchedTypeName(event),
+        event_type: storedType(event),
         email: event.email,
         categories: event.categories,
         occurred_at: seconds(event.occurredAt),
@@ -47,29 +48,39 @@ export function toRows(event: EngagementEvent, match: CategoryMatch | undefined,
       ingested_at: ingestedAt,
     };
   }
-  const eventType = storedType(event);
-  if (eventType) {
-    rows.event = {
-      id: eventId(event),
-      workspace_id: match.workspaceId,
-      campaign_id: match.campaignId,
-      event_type: eventType,
-      bounce_type: storedBounceType(event),
-      email: event.email,
-      occurred_at: seconds(event.occurredAt),
-      received_at: seconds(event.receivedAt),
-      url: event.url ?? null,
-      reason: event.reason ?? null,
-      user_agent: event.userAgent ?? null,
-      ip: event.ip ?? null,
-      provider: event.provider,
-      provider_event_id: event.providerEventId,
-      provider_message_id: event.providerMessageId ?? null,
-      raw: event.rawJson,
-      ingested_at: ingestedAt,
-    };
-  }
+  rows.event = {
+    id: eventId(event),
+    workspace_id: match.workspaceId,
+    campaign_id: match.campaignId,
+    variant_id: variantOf(event, match),
+    event_type: storedType(event),
+    bounce_type: storedBounceType(event),
+    bounce_class: storedBounceClass(event),
+    machine_open: event.machineOpen ? 1 : 0,
+    email: event.email,
+    occurred_at: seconds(event.occurredAt),
+    received_at: seconds(event.receivedAt),
+    url: event.url ?? null,
+    reason: event.reason ?? null,
+    user_agent: event.userAgent ?? null,
+    ip: event.ip ?? null,
+    provider: event.provider,
+    provider_event_id: event.providerEventId,
+    provider_message_id: event.providerMessageId ?? null,
+    raw: event.rawJson,
+    ingested_at: ingestedAt,
+  };
   return rows;
+}
+
+/**
+ * The variant the event's variant_id names, if it is one of its campaign's
+ * (in any letter case); an id of no variant of the campaign (unknown,
+ * malformed, another campaign's) attributes the event to none, and stays in raw.
+ */
+export function variantOf(event: EngagementEvent, match: CategoryMatch): string {
+  const variantId = event.variantId?.toLowerCase();
+  return variantId !== undefined && match.variantIds.includes(variantId) ? variantId : NO_VARIANT;
 }
 
 /** The campaign of an event: the first of its categories that names one (SendGrid keeps the order they were given in). */

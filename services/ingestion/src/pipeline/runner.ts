@@ -25,7 +25,7 @@ export interface StoredEvents {
  * Stores decoded events, each provider event once. The order makes a retry
  * of the whole batch, or its redelivery after a crash, safe: suppression
  * signals first and the state of their addresses recomputed from them, then
- * only the events engagement_events does not hold yet, then the unmatched
+ * only the events the events table does not hold yet, then the unmatched
  * ones. A retry leaves the batch to be attempted again; nothing is skipped.
  */
 export async function storeEvents(events: EngagementEvent[], deps: StoreDependencies): Promise<BatchResult<StoredEvents>> {

@@ -56,7 +56,7 @@ export function suppress(signals: SuppressionSignalRow[], deps: StoreDependencie
   });
 }
 
-/** Drops the events engagement_events holds already. */
+/** Drops the events the events table holds already. */
 export function deduplicate(rows: EngagementEventRow[], deps: StoreDependencies): Promise<BatchResult<EventResult<EngagementEventRow>[]>> {
   return attempt(async () => notStoredYet(rows, await deps.writer.storedEventIds(rows)));
 }

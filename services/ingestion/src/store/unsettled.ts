@@ -22,7 +22,7 @@ export function workspaceDays(rows: { workspace_id: string; occurred_at: number 
   );
 }
 
-/** Records days whose rollups may disagree with engagement_events; readers count those days from the events. */
+/** Records days whose rollups may disagree with the events table; readers count those days from the events. */
 export class UnsettledDays {
   constructor(private readonly clickhouse: ClickHouseClient) {}
 
