@@ -21,8 +21,10 @@ export interface Ingestion {
   deadLetterTopic: string;
   clickhouse: ClickHouseClient;
   kafka: Kafka;
-  /** A campaign in a fresh workspace whose provider_category_id is `category`. */
-  createCampaign(category: string): Promise<{ id: string; workspaceId: string }>;
+  /** A campaign whose provider_category_id is `category`, in `workspaceId` or a fresh workspace. */
+  createCampaign(category: string, workspaceId?: string): Promise<{ id: string; workspaceId: string }>;
+  /** Closes a workspace in the campaign service, as its deletion does: its campaigns go, its categories are released. */
+  closeWorkspace(workspaceId: string): Promise<void>;
   setCategory(campaign: { id: string; workspaceId: string }, category: string | null): Promise<void>;
   /** Records keyed by e-mail, one event each, as written before batching; raw buffers are sent as they are. */
   produce(records: (eventsV1.EngagementEvent | Buffer)[]): Promise<void>;
@@ -102,13 +104,15 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
     deadLetterTopic,
     clickhouse,
     kafka,
-    createCampaign: async (category) => {
-      const workspaceId = crypto.randomUUID();
+    createCampaign: async (category, workspaceId = crypto.randomUUID()) => {
       const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
         workspaceId,
         campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `campaign for ${category}`, providerCategoryId: category }),
       });
       return { id: campaign!.id, workspaceId };
+    },
+    closeWorkspace: async (workspaceId) => {
+      await call(campaigns.closeWorkspace.bind(campaigns), { workspaceId });
     },
     setCategory: async ({ id, workspaceId }, category) => {
       await call(campaigns.updateCampaign.bind(campaigns), {

@@ -98,10 +98,10 @@ it('matches an event once, to the first campaign that took its category', async 
   const first = await ingestion.createCampaign(category);
   await ingestion.waitForCount(countWhere('events', p, `AND campaign_id = toUUID('${first.id}')`), 1);
 
-  // The category moves to a campaign of another workspace while a second event waits unmatched.
+  // The category moves to another campaign of the workspace (it stays bound to it) while a second event waits unmatched.
   await ingestion.setCategory(first, null);
   await deliverUnmatched(p, 2, [sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]);
-  const second = await ingestion.createCampaign(category);
+  const second = await ingestion.createCampaign(category, first.workspaceId);
 
   // One sweep reads both unmatched events: the second goes to the new campaign, the first stays with the old one.
   await ingestion.waitForCount(countWhere('events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
@@ -111,7 +111,10 @@ it('matches an event once, to the first campaign that took its category', async 
   );
   expect(rows).toEqual([
     { provider_event_id: `${p}-first`, workspace_id: first.workspaceId },
-    { provider_event_id: `${p}-second`, workspace_id: second.workspaceId },
+    { provider_event_id: `${p}-second`, workspace_id: first.workspaceId },
+  ]);
+  expect(await ingestion.rows(`SELECT campaign_id FROM events WHERE provider_event_id = '${p}-first'`)).toEqual([
+    { campaign_id: first.id },
   ]);
 });
 
@@ -122,8 +125,8 @@ it('does not bring back an event erased with the workspace it was re-matched to'
   const first = await ingestion.createCampaign(category);
   await ingestion.waitForCount(countWhere('events', p), 1);
 
-  // The workspace is deleted (its campaign's category with it) and its events erased.
-  await ingestion.setCategory(first, null);
+  // The workspace is deleted: its campaign goes, its category is released, and its events are erased.
+  await ingestion.closeWorkspace(first.workspaceId);
   const [{ database }] = await ingestion.rows<{ database: string }>('SELECT currentDatabase() AS database');
   for (const statement of workspaceErasure(database, first.workspaceId)) await ingestion.clickhouse.command({ query: statement.text });
   await ingestion.waitForCount(countWhere('events', p), 0);
