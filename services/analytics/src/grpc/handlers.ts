@@ -1,4 +1,5 @@
 import { unary, type Logger } from '@mail/common';
+import type { StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
@@ -9,12 +10,17 @@ import { readStats } from '../store/stats';
 import { liftSuppression, listSuppressions } from '../store/suppressions';
 import { eraseWorkspace } from '../store/workspaces';
 
-const EVENT_TYPES = {
+const EVENT_TYPES: Record<StoredEventType, eventsV1.EventType> = {
   open: eventsV1.EventType.EVENT_TYPE_OPEN,
   click: eventsV1.EventType.EVENT_TYPE_CLICK,
   bounce: eventsV1.EventType.EVENT_TYPE_BOUNCE,
   unsubscribe: eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE,
-} as const;
+  processed: eventsV1.EventType.EVENT_TYPE_PROCESSED,
+  delivered: eventsV1.EventType.EVENT_TYPE_DELIVERED,
+  deferred: eventsV1.EventType.EVENT_TYPE_DEFERRED,
+  dropped: eventsV1.EventType.EVENT_TYPE_DROPPED,
+  spamreport: eventsV1.EventType.EVENT_TYPE_SPAM_REPORT,
+};
 
 const BOUNCE_TYPES = {
   none: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
