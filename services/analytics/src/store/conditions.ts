@@ -1,7 +1,7 @@
-import { EVENT_TYPES, chsql } from '@mail/event-store';
+import { ENGAGEMENT_EVENT_TYPES, EVENT_TYPES, chsql } from '@mail/event-store';
 import type { EventFilter } from '../domain/filter';
 
-const { dateTime, join, oneOf, raw, sql, str, uuid } = chsql;
+const { dateTime, join, list, oneOf, raw, sql, str, uuid } = chsql;
 
 /**
  * Events counted once per provider event id, where rows are read one by one
@@ -25,13 +25,20 @@ export function timeConditions(column: chsql.SqlFragment, from?: Date, before?: 
   ];
 }
 
+/** The filter's event type; without one, the engagement types (delivery events are read only when asked for). */
+export function eventTypeCondition(filter: EventFilter): chsql.SqlFragment {
+  return filter.eventType
+    ? sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`
+    : sql`event_type IN (${list(ENGAGEMENT_EVENT_TYPES.map(str))})`;
+}
+
 /** WHERE conditions of an event filter; the workspace comes first, as in the sort key. */
 export function eventConditions(filter: EventFilter): chsql.SqlFragment {
   const conditions = [
     sql`workspace_id = ${uuid(filter.workspaceId)}`,
     ...timeConditions(raw.trusted('occurred_at'), filter.from, filter.before),
+    eventTypeCondition(filter),
   ];
-  if (filter.eventType) conditions.push(sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`);
   if (filter.campaignId) conditions.push(sql`campaign_id = ${uuid(filter.campaignId)}`);
   if (filter.email !== undefined) conditions.push(sql`email = ${str(filter.email)}`);
   return join(conditions, ' AND ');

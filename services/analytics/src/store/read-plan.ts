@@ -1,11 +1,11 @@
-import { EVENT_TYPES, chsql } from '@mail/event-store';
+import { chsql } from '@mail/event-store';
 import { DAY_MS, splitDays, type TimeRange } from '../domain/day-split';
 import type { EventFilter } from '../domain/filter';
 import { RecentValues } from '../domain/recent';
 import type { EventStore } from './connection';
-import { eventConditions, wholeSecondAtOrAfter } from './conditions';
+import { eventConditions, eventTypeCondition, wholeSecondAtOrAfter } from './conditions';
 
-const { dateTime, join, list, oneOf, raw, sql, uuid } = chsql;
+const { dateTime, join, list, raw, sql, uuid } = chsql;
 
 /** A table rows are read from, and which of its rows. */
 export interface RowSource {
@@ -91,7 +91,7 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
     rows,
     uncovered,
     rollups: {
-      events: join([...days, ...(filter.eventType ? [sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`] : [])], ' AND '),
+      events: join([...days, eventTypeCondition(filter)], ' AND '),
       links: filter.eventType === undefined || filter.eventType === 'click' ? join(days, ' AND ') : undefined,
     },
   };
