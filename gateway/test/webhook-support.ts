@@ -125,11 +125,12 @@ export async function readTopic(brokers: string[], topic: string): Promise<Topic
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
-    eachMessage: async ({ partition, message }) => {
+    eachMessage: ({ partition, message }) => {
       kafkaRecords += 1;
       for (const bytes of eventsV1.EngagementEventBatch.decode(message.value!).events) {
         records.push({ partition, offset: BigInt(message.offset), event: eventsV1.EngagementEvent.decode(bytes) });
       }
+      return Promise.resolve();
     },
   });
   return {
