@@ -154,7 +154,7 @@ async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T)
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)} ${lastError ? String(lastError) : ''}`);
+  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)} ${lastError instanceof Error ? lastError.message : ''}`);
 }
 
 beforeAll(async () => {
@@ -301,11 +301,11 @@ test('the dashboard shows the API numbers for the chosen workspace and dates, an
   await page.goto(`${stack.urls.gateway}/dashboard`);
   await page.waitForSelector('main[data-status="ready"]', { timeout: 10_000 });
   // A string: it runs in the page, whose DOM types this Node-typed file does not have.
-  const timing = (await page.evaluate(`(() => {
+  const timing = await page.evaluate<{ domContentLoaded: number; load: number; firstView: number }>(`(() => {
     const navigation = performance.getEntriesByType('navigation')[0];
     const firstView = performance.getEntriesByName('dashboard-first-view')[0];
     return { domContentLoaded: navigation.domContentLoadedEventEnd, load: navigation.loadEventEnd, firstView: firstView.startTime };
-  })()`)) as { domContentLoaded: number; load: number; firstView: number };
+  })()`);
   expect(await page.textContent('[data-testid="user"]')).toContain('dev@example.com');
 
   // The default range is the last 7 days (UTC), per day.

@@ -7,8 +7,8 @@ import { createLogger, Readiness } from '@mail/common';
 import { createApp } from '../src/app';
 import { devAuthenticator } from '../src/auth/principal';
 import { createServiceClients } from '../src/clients';
-import { pythonJsonError } from '../src/errors/python-json';
-import { parseUuid } from '../src/errors/pydantic-types';
+import { pythonJsonError } from '../src/pydantic/python-json';
+import { parseUuid } from '../src/pydantic/scalars';
 import { loadOpenApiDocument } from '../src/openapi/document';
 
 /**

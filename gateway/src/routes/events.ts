@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
-import { parseDateOrDateTime } from '../errors/pydantic-types';
+import { parseDateOrDateTime } from '../pydantic/scalars';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 import { pageRequest, type Json } from './http';
@@ -29,8 +29,8 @@ function dateRange(query: Json): { occurredFrom?: Date; occurredBefore?: Date } 
   const read = (name: 'date_from' | 'date_to') => {
     const value = query[name];
     if (value === undefined) return undefined;
-    const instant = parseDateOrDateTime(String(value));
-    if ('error' in instant) throw new Error(`${name} reached the route unvalidated`);
+    const instant = typeof value === 'string' ? parseDateOrDateTime(value) : undefined;
+    if (instant === undefined || 'error' in instant) throw new Error(`${name} reached the route unvalidated`);
     return instant;
   };
   const [start, end] = [read('date_from'), read('date_to')];

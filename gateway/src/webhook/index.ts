@@ -13,9 +13,9 @@ import { ensureTopicsInBackground } from './topics';
 export interface Webhook {
   router: Router;
   /** Readiness of Kafka for the webhook: topics created and the broker answering. */
-  checkKafka(): Promise<void>;
+  checkKafka: () => Promise<void>;
   /** After HTTP drained. */
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /** Every provider's webhook, each with the credential the configuration gives it (or none). */

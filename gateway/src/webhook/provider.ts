@@ -2,8 +2,8 @@ import type { Request } from 'express';
 import { valueError, type Violation } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { unprocessable } from '../errors/http-error';
-import { readableJsonText } from '../errors/json-body';
-import { jsonSyntaxViolations } from '../errors/violations';
+import { readableJsonText } from '../pydantic/json-body';
+import { jsonSyntaxViolations } from '../pydantic/violations';
 import { MAX_TIMESTAMP } from './events';
 
 export type ProviderName = 'sendgrid' | 'mailgun' | 'ses' | 'postmark';
