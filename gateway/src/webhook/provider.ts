@@ -6,7 +6,8 @@ import { readableJsonText } from '../pydantic/json-body';
 import { jsonSyntaxViolations } from '../pydantic/violations';
 import { MAX_TIMESTAMP } from './events';
 
-export type ProviderName = 'sendgrid' | 'mailgun' | 'ses' | 'postmark';
+export const PROVIDER_NAMES = ['sendgrid', 'mailgun', 'ses', 'postmark'] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
 /** Where a normalized event came from in the body: the 422 about an event too large for Kafka points there. */
 export interface EventSource {

@@ -2,7 +2,7 @@ import express, { type Request, type RequestHandler, type Router } from 'express
 import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, notFound, unprocessable } from '../errors/http-error';
 import { encodeEvents } from './events';
-import type { Reception, WebhookProvider } from './provider';
+import { PROVIDER_NAMES, type Reception, type WebhookProvider } from './provider';
 import { MAX_EVENT_BYTES, PublishError, eventBytes, type EventPublisher, type KeyedEvent } from './publisher';
 
 /** SendGrid's route; every provider also has its own below it (`/campaign-events/webhook/<provider>`). */
@@ -23,6 +23,11 @@ export interface WebhookOptions {
   requireCredentials: boolean;
   publisher: EventPublisher;
 }
+
+const WEBHOOK_PATHS = new Set([WEBHOOK_PATH, ...PROVIDER_NAMES.map((name) => `${WEBHOOK_PATH}/${name}`)]);
+
+/** Whether a request path is one of the provider webhooks (their bodies may take longer to arrive). */
+export const isWebhookPath = (path: string): boolean => WEBHOOK_PATHS.has(path);
 
 /** The paths a provider answers on: SendGrid keeps the original one. */
 export const providerPaths = (provider: WebhookProvider): string[] =>
