@@ -148,6 +148,16 @@ async function storedCount(providerEventId: string): Promise<number> {
   return Number((await result.json<{ n: string }>())[0].n);
 }
 
+/** The stored events whose provider_event_id is LIKE `pattern`, by that id. */
+async function storedRows(pattern: string): Promise<Map<string, Record<string, unknown>>> {
+  const result = await clickhouse.query({
+    query: `SELECT provider_event_id, event_type, bounce_type, bounce_class, machine_open FROM events WHERE provider_event_id LIKE '${pattern}'`,
+    format: 'JSONEachRow',
+  });
+  const rows = await result.json<Record<string, unknown> & { provider_event_id: string }>();
+  return new Map(rows.map((row) => [row.provider_event_id, row]));
+}
+
 type Mapped = [eventsV1.EventType, eventsV1.BounceType, eventsV1.BounceClass];
 const kept = (eventType: eventsV1.EventType): Mapped => [
   eventType,
@@ -243,6 +253,17 @@ describe('Mailgun', () => {
     const items = await listed(workspaceId, campaignId, 11);
     for (const item of items) expect(item).toMatchObject({ provider: 'mailgun', campaign_id: campaignId, email: 'reader@example.com' });
     expect(await storedCount(`${prefix}-clicked:${day}`)).toBe(1);
+    // Stored as normalized: the class of each bounce, the machine open.
+    const stored = await storedRows(`${prefix}-%`);
+    expect(stored.get(`${prefix}-unknown-user:${day}`)).toMatchObject({
+      event_type: 'bounce',
+      bounce_type: 'hard',
+      bounce_class: 'invalid_address',
+    });
+    expect(stored.get(`${prefix}-blocked:${day}`)).toMatchObject({ bounce_class: 'reputation' });
+    expect(stored.get(`${prefix}-rate:${day}`)).toMatchObject({ event_type: 'deferred', bounce_class: 'none' });
+    expect(stored.get(`${prefix}-opened-bot:${day}`)).toMatchObject({ event_type: 'open', machine_open: 1 });
+    expect(stored.get(`${prefix}-opened:${day}`)).toMatchObject({ event_type: 'open', machine_open: 0 });
     const stats = await json('GET', `/campaign-events/stats?campaign_id=${campaignId}`, workspaceId);
     expect(stats.body.totals).toMatchObject({ clicks: 2, unique_clicks: 1, hard_bounces: 6, soft_bounces: 0, unsubscribes: 1 });
   });
