@@ -52,7 +52,9 @@ it('keeps a renamed or deleted category bound to its workspace: another gets 409
 
   // The owner uses its categories again, on a new campaign or an old one.
   const again = await create(WORKSPACE_B, 'sticky-new');
-  expect(await lookup('sticky-new')).toEqual([{ providerCategoryId: 'sticky-new', campaignId: again.id, workspaceId: WORKSPACE_B }]);
+  expect(await lookup('sticky-new')).toEqual([
+    { providerCategoryId: 'sticky-new', campaignId: again.id, workspaceId: WORKSPACE_B, variantIds: [] },
+  ]);
   await rename(WORKSPACE_B, again.id, 'sticky-old');
   expect((await service.rpc('getCampaign', { workspaceId: WORKSPACE_B, id: again.id })).campaign!.providerCategoryId).toBe('sticky-old');
   // A rename to null releases nothing either.
