@@ -18,6 +18,9 @@ export interface BenchStack {
   readonly suffix: string;
   /** Signs webhook calls; the gateway verifies them with the public half. */
   readonly webhookKey: crypto.KeyObject;
+  /** Mailgun's signing key and Postmark's Basic credentials, as the gateway is configured. */
+  readonly mailgunSigningKey: string;
+  readonly postmarkBasicAuth: string;
   /** Stops the processes, drops the databases, removes the state folder. */
   close(): Promise<void>;
 }
@@ -26,6 +29,8 @@ export async function startBenchStack(): Promise<BenchStack> {
   const suffix = uniqueSuffix();
   const [postgres, clickhouse] = await Promise.all([createTestPostgres('bench'), createTestClickHouse('bench')]);
   const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const mailgunSigningKey = crypto.randomBytes(16).toString('hex');
+  const postmarkBasicAuth = `postmark:${crypto.randomBytes(16).toString('hex')}`;
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   const dropAll = async (): Promise<void> => {
     await Promise.all([postgres.drop(), clickhouse.drop()]);
@@ -47,6 +52,8 @@ export async function startBenchStack(): Promise<BenchStack> {
         KAFKA_DLQ_TOPIC: `engagement-events-dlq-bench-${suffix}`,
         KAFKA_CONSUMER_GROUP: `ingestion-bench-${suffix}`,
         SENDGRID_WEBHOOK_PUBLIC_KEY: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+        MAILGUN_WEBHOOK_SIGNING_KEY: mailgunSigningKey,
+        POSTMARK_WEBHOOK_BASIC_AUTH: postmarkBasicAuth,
         // The whole load comes from one (dev) user and workspace: measured is the platform, not the fair-use limits.
         USER_RATE_LIMIT_PER_SECOND: '1000000',
         USER_RATE_LIMIT_BURST: '1000000',
@@ -63,6 +70,8 @@ export async function startBenchStack(): Promise<BenchStack> {
     clickhouse,
     suffix,
     webhookKey: privateKey,
+    mailgunSigningKey,
+    postmarkBasicAuth,
     close: async () => {
       await stack.stopAll();
       await dropAll();

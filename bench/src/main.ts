@@ -3,15 +3,16 @@
  * private databases and topics, every benchmark, one table.
  *
  *   pipeline  webhook → Kafka → ClickHouse events/s, its Kafka ceiling, webhook latency at half rate
+ *   pipeline-mailgun, pipeline-ses, pipeline-postmark   the same path through each other provider's route, one row each
  *   campaign  create/update latency at 300 req/s through the gateway, and the direct Postgres insert
  *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
  *
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
  * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
  * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
- * Settings: BENCH_ONLY (comma list of pipeline, campaign, query; default all),
+ * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query; default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
- * (bench_suite_analytics), BENCH_PIPELINE_EVENTS (200000), BENCH_CONCURRENCY (16),
+ * (bench_suite_analytics), BENCH_PIPELINE_EVENTS (200000), BENCH_PROVIDER_EVENTS (20000), BENCH_CONCURRENCY (16),
  * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10), BENCH_WARM_UP_SECONDS (10),
  * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait).
  * Linux only (CPU and memory figures come from /proc).
@@ -26,6 +27,7 @@ import { campaignSettings, runCampaignBench, type CampaignResult } from './campa
 import { log } from './measure';
 import { MemorySampler } from './memory';
 import { runPipelineBench, pipelineSettings, type PipelineResult } from './pipeline-bench';
+import { PROVIDERS, providerSettings, runProviderBench, type ProviderResult } from './provider-bench';
 import { infraServerPids, postgresPrivateMb, statusMb, waitUntilIdle } from './proc';
 import { querySettings, runQueryBench, type QueryResult } from './query-bench';
 import {
@@ -36,11 +38,12 @@ import {
   markdownTable,
   memoryRows,
   pipelineRows,
+  providerRows,
   queryRows,
   type Row,
 } from './report';
 
-const BENCHMARKS = ['pipeline', 'campaign', 'query'] as const;
+const BENCHMARKS = ['pipeline', 'pipeline-mailgun', 'pipeline-ses', 'pipeline-postmark', 'campaign', 'query'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
 
@@ -95,6 +98,7 @@ async function main(): Promise<void> {
   memory.start();
 
   let pipeline: PipelineResult | undefined;
+  const providers: ProviderResult[] = [];
   let campaign: CampaignResult | undefined;
   let query: QueryResult | undefined;
   // A benchmark that fails is reported as such; the others still count.
@@ -110,19 +114,27 @@ async function main(): Promise<void> {
     }
   };
   try {
-    if (benchmarks.has('pipeline') || benchmarks.has('campaign')) {
+    const providerBenchmarks = PROVIDERS.filter((provider) => benchmarks.has(`pipeline-${provider}`));
+    if (benchmarks.has('pipeline') || benchmarks.has('campaign') || providerBenchmarks.length > 0) {
       const bench = await startBenchStack();
       for (const name of PROCESS_NAMES) memory.trackPid(name, () => bench.stack.pid(name));
       try {
         pipeline = await attempt('pipeline', () => runPipelineBench(bench, pipelineSettings()));
-        if (pipeline) await waitUntilSettled('campaign');
+        // After SendGrid's, so its figure is measured as it always was.
+        for (const provider of providerBenchmarks) {
+          const name = `pipeline-${provider}` as const;
+          if (pipeline || providers.length > 0) await waitUntilSettled(name);
+          const result = await attempt(name, () => runProviderBench(bench, provider, providerSettings()));
+          if (result) providers.push(result);
+        }
+        if (pipeline || providers.length > 0) await waitUntilSettled('campaign');
         campaign = await attempt('campaign', () => runCampaignBench(bench, campaignSettings()));
       } finally {
         memory.sample();
         await bench.close();
       }
     }
-    if (pipeline || campaign) await waitUntilSettled('query');
+    if (pipeline || providers.length > 0 || campaign) await waitUntilSettled('query');
     query = await attempt('query', () => runQueryBench(memory, querySettings()));
   } finally {
     memory.stop();
@@ -130,6 +142,7 @@ async function main(): Promise<void> {
 
   const rows: Row[] = [
     ...(pipeline ? pipelineRows(pipeline, machine.cpus) : []),
+    ...providers.flatMap(providerRows),
     ...(campaign ? campaignRows(campaign, machine.cpus) : []),
     ...(query ? queryRows(query) : []),
     ...Object.entries(failures).map(([name, error]): Row => ({
@@ -162,6 +175,7 @@ async function main(): Promise<void> {
     loadAverageAtEnd: os.loadavg(),
     targets: TARGETS,
     pipeline,
+    providers,
     campaign,
     query,
     failures,

@@ -7,6 +7,7 @@ import os from 'node:os';
 import type { CampaignResult, PhaseResult } from './campaign-bench';
 import type { MemoryFigure } from './memory';
 import type { PipelineResult } from './pipeline-bench';
+import type { ProviderResult } from './provider-bench';
 import type { QueryResult, QueryScenario } from './query-bench';
 
 export const TARGETS = {
@@ -114,6 +115,19 @@ export function pipelineRows(result: PipelineResult, cpus: number): Row[] {
       target: '',
       verdict: '',
       note: latency.failed > 0 ? `${latency.failed} of ${latency.calls} calls failed` : '',
+    },
+  ];
+}
+
+/** One row per other provider: its route end to end, one event per call (not comparable with SendGrid's calls of 100). */
+export function providerRows(result: ProviderResult): Row[] {
+  return [
+    {
+      measure: `Webhook → Kafka → ClickHouse through /webhook/${result.provider}, events/s end to end (${number(result.settings.events)} events, one per call, ${result.settings.concurrency} at a time)`,
+      result: `${number(result.eventsPerSecond)}/s (webhook accepted ${number(result.webhookAcceptedEventsPerSecond)}/s; 202 p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)})`,
+      target: '',
+      verdict: '',
+      note: result.provider === 'ses' ? 'SNS signatures not verified (no certificate host in the bench)' : '',
     },
   ];
 }

@@ -52,7 +52,14 @@ const GATEWAY_PORT = 8080;
 const AUTOSCALED: readonly ProcessName[] = ['gateway', 'ingestion', 'analytics'];
 /** The Secret every overlay references and nobody commits; the keys the processes may take from it. */
 const SECRET_NAME = 'mail-secrets';
-const SECRET_KEYS = ['DATABASE_URL', 'CLICKHOUSE_URL', 'WEBHOOK_BASIC_AUTH', 'SENDGRID_WEBHOOK_PUBLIC_KEY'];
+const SECRET_KEYS = [
+  'DATABASE_URL',
+  'CLICKHOUSE_URL',
+  'WEBHOOK_BASIC_AUTH',
+  'SENDGRID_WEBHOOK_PUBLIC_KEY',
+  'MAILGUN_WEBHOOK_SIGNING_KEY',
+  'POSTMARK_WEBHOOK_BASIC_AUTH',
+];
 /** Read by a process only in a one-shot Job, never set on its Deployment or in compose. */
 const JOB_ONLY_VARIABLES: Record<string, string> = { MIGRATE_ONLY: 'db-migrate' };
 /** Who may reach each service's gRPC port (NetworkPolicy). */

@@ -14,7 +14,7 @@ import { isJsonBody, verifyJsonBody } from './pydantic/json-body';
 import { pydanticValidation } from './pydantic/validation';
 import { routeModules } from './routes';
 import { dashboardRouter } from './routes/dashboard';
-import { WEBHOOK_PATH } from './webhook/router';
+import { isWebhookPath } from './webhook/router';
 
 export interface AppDependencies {
   document: OpenApiDocument;
@@ -45,7 +45,7 @@ export function createApp(deps: AppDependencies): Express {
   app.set('strict routing', true);
   const matchOperation = operationMatcher(deps.document);
   app.use(httpMetrics);
-  if (deps.timeouts) app.use(bodyTimeout(deps.timeouts, (req) => req.path === WEBHOOK_PATH));
+  if (deps.timeouts) app.use(bodyTimeout(deps.timeouts, (req) => isWebhookPath(req.path)));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

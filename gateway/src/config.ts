@@ -15,8 +15,18 @@ export interface AuthConfig {
 export interface WebhookConfig {
   /** SendGrid's signed event webhook key, parsed from SENDGRID_WEBHOOK_PUBLIC_KEY (base64 DER or PEM, P-256). */
   sendgridPublicKey?: KeyObject;
-  /** `user:password` for HTTP Basic on the webhook. */
+  /** `user:password` for HTTP Basic on SendGrid's webhook. */
   basicAuth?: string;
+  /** Mailgun's HTTP webhook signing key (MAILGUN_WEBHOOK_SIGNING_KEY). */
+  mailgunSigningKey?: string;
+  /** The SNS topics SES publishes to (SES_SNS_TOPIC_ARNS); empty when SES is not configured. */
+  sesTopicArns: string[];
+  /** Hosts SNS signing certificates and subscription URLs may come from (SES_SNS_CERT_HOST_PATTERN). */
+  sesCertHostPattern: RegExp;
+  /** `user:password` for HTTP Basic on Postmark's webhook (POSTMARK_WEBHOOK_BASIC_AUTH). */
+  postmarkBasicAuth?: string;
+  /** Production: a provider without its credential is not served. */
+  requireCredentials: boolean;
   kafkaBrokers: string[];
   eventsTopic: string;
   /** Used when the gateway creates the events topic. */
@@ -40,6 +50,22 @@ export interface GatewayConfig {
   services: { identity: string; campaign: string; brandGuide: string; analytics: string };
 }
 
+/** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
+export const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
+
+function basicCredentials(name: string, value: string | undefined): string | undefined {
+  if (value !== undefined && !value.includes(':')) throw new ConfigError(`${name} must look like user:password`);
+  return value;
+}
+
+function hostPattern(source: string): RegExp {
+  try {
+    return new RegExp(source);
+  } catch {
+    throw new ConfigError(`SES_SNS_CERT_HOST_PATTERN is not a regular expression: ${source}`);
+  }
+}
+
 /** Reads and checks the gateway's configuration; refuses unsafe production setups. */
 export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   const production = env.string('NODE_ENV', 'development') === 'production';
@@ -58,18 +84,29 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   const publicKey = env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY');
   const webhook: WebhookConfig = {
     sendgridPublicKey: publicKey === undefined ? undefined : parseSendgridPublicKey(publicKey),
-    basicAuth: env.optionalString('WEBHOOK_BASIC_AUTH'),
+    basicAuth: basicCredentials('WEBHOOK_BASIC_AUTH', env.optionalString('WEBHOOK_BASIC_AUTH')),
+    mailgunSigningKey: env.optionalString('MAILGUN_WEBHOOK_SIGNING_KEY'),
+    sesTopicArns: env.list('SES_SNS_TOPIC_ARNS', []),
+    sesCertHostPattern: hostPattern(env.string('SES_SNS_CERT_HOST_PATTERN', DEFAULT_SNS_CERT_HOST_PATTERN)),
+    postmarkBasicAuth: basicCredentials('POSTMARK_WEBHOOK_BASIC_AUTH', env.optionalString('POSTMARK_WEBHOOK_BASIC_AUTH')),
+    requireCredentials: production,
     kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
     topicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
     topicReplicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
     publishTimeoutMs: env.int('WEBHOOK_PUBLISH_TIMEOUT_MS', 10_000),
   };
-  if (production && !webhook.sendgridPublicKey && !webhook.basicAuth) {
-    throw new ConfigError('In production SENDGRID_WEBHOOK_PUBLIC_KEY or WEBHOOK_BASIC_AUTH must be set');
-  }
-  if (webhook.basicAuth !== undefined && !webhook.basicAuth.includes(':')) {
-    throw new ConfigError('WEBHOOK_BASIC_AUTH must look like user:password');
+  const credentialed = [
+    webhook.sendgridPublicKey ?? webhook.basicAuth,
+    webhook.mailgunSigningKey,
+    webhook.sesTopicArns[0],
+    webhook.postmarkBasicAuth,
+  ];
+  if (production && credentialed.every((credential) => credential === undefined)) {
+    throw new ConfigError(
+      'In production at least one webhook provider needs its credential: SENDGRID_WEBHOOK_PUBLIC_KEY or WEBHOOK_BASIC_AUTH, ' +
+        'MAILGUN_WEBHOOK_SIGNING_KEY, SES_SNS_TOPIC_ARNS or POSTMARK_WEBHOOK_BASIC_AUTH',
+    );
   }
   const timeouts: RequestTimeouts = {
     requestMs: env.int('REQUEST_TIMEOUT_MS', 30_000),

@@ -375,7 +375,7 @@ describe('documentation', () => {
     };
     const operation = document.paths['/campaign-events/webhook'].post;
     expect(operation).toMatchObject({ 'x-required-role': 'public', security: [] });
-    expect(Object.keys(operation.responses as object).sort()).toEqual(['202', '400', '401', '413', '422', '503']);
+    expect(Object.keys(operation.responses as object).sort()).toEqual(['202', '400', '401', '404', '413', '422', '503']);
   });
 });
 

@@ -1,8 +1,13 @@
 import type { Router } from 'express';
 import { createKafka, type Logger } from '@mail/common';
 import type { WebhookConfig } from '../config';
+import type { WebhookProvider } from './provider';
+import { mailgunProvider } from './providers/mailgun';
+import { postmarkProvider } from './providers/postmark';
+import { sendgridProvider } from './providers/sendgrid';
+import { sesProvider } from './providers/ses';
 import { EventPublisher } from './publisher';
-import { webhookRouter } from './router';
+import { providerPaths, webhookRouter } from './router';
 import { ensureTopicsInBackground } from './topics';
 
 export interface Webhook {
@@ -13,7 +18,17 @@ export interface Webhook {
   close: () => Promise<void>;
 }
 
-/** The provider webhook and its Kafka side: topic set-up, the producer, the readiness check. */
+/** Every provider's webhook, each with the credential the configuration gives it (or none). */
+export function webhookProviders(config: WebhookConfig, logger: Logger): WebhookProvider[] {
+  return [
+    sendgridProvider({ publicKey: config.sendgridPublicKey, basicAuth: config.basicAuth }),
+    mailgunProvider(config.mailgunSigningKey),
+    sesProvider({ topicArns: config.sesTopicArns, certHostPattern: config.sesCertHostPattern, logger }),
+    postmarkProvider(config.postmarkBasicAuth),
+  ];
+}
+
+/** The provider webhooks and their Kafka side: topic set-up, the producer, the readiness check. */
 export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
   const kafka = createKafka('gateway', config.kafkaBrokers, logger);
   const admin = kafka.admin();
@@ -24,8 +39,15 @@ export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
   );
   const publisher = new EventPublisher(kafka, admin, config.eventsTopic, config.publishTimeoutMs, logger);
   publisher.connect().catch((error: unknown) => logger.warn({ err: error }, 'kafka producer not connected yet'));
+  const providers = webhookProviders(config, logger);
+  for (const provider of providers.filter((candidate) => !candidate.verifies)) {
+    const paths = providerPaths(provider);
+    if (config.requireCredentials)
+      logger.info({ provider: provider.name, paths }, 'webhook provider without its credential: disabled (404)');
+    else logger.warn({ provider: provider.name, paths }, 'webhook provider without its credential: UNVERIFIED posts are accepted');
+  }
   return {
-    router: webhookRouter({ sendgridPublicKey: config.sendgridPublicKey, basicAuth: config.basicAuth, publisher }),
+    router: webhookRouter({ providers, requireCredentials: config.requireCredentials, publisher }),
     checkKafka: async () => {
       if (!topics.ready()) throw new Error('kafka topics not created yet');
       await admin.describeCluster();

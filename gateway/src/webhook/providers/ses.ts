@@ -1,0 +1,312 @@
+import { valueError, type Logger } from '@mail/common';
+import { eventsV1 } from '@mail/proto';
+import { HttpError, unprocessable } from '../../errors/http-error';
+import { smtpBounceClass } from '../bounce-class';
+import {
+  FieldReader,
+  bodyObject,
+  isObject,
+  normalizedEvent,
+  optionalText,
+  parseJsonBody,
+  strings,
+  type EventFields,
+  type JsonObject,
+  type Loc,
+  type Reception,
+  type WebhookProvider,
+} from '../provider';
+import { SnsVerifier, allowedSnsUrl, httpsGet } from './sns';
+
+const { EventType, BounceType, BounceClass } = eventsV1;
+
+export interface SesOptions {
+  /** The SNS topics whose messages are taken; none: SES is not configured (requests are not verified). */
+  topicArns: string[];
+  /** Hosts SNS certificates and subscription URLs may come from. */
+  certHostPattern: RegExp;
+  logger: Logger;
+}
+
+/** SES bounceSubType → class; General and Undetermined are classified from the recipient's SMTP status when there is one. */
+const BOUNCE_SUBTYPES: ReadonlyMap<string, eventsV1.BounceClass> = new Map([
+  ['NoEmail', BounceClass.BOUNCE_CLASS_INVALID_ADDRESS],
+  ['Suppressed', BounceClass.BOUNCE_CLASS_INVALID_ADDRESS],
+  ['OnAccountSuppressionList', BounceClass.BOUNCE_CLASS_INVALID_ADDRESS],
+  ['MailboxFull', BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE],
+  ['MessageTooLarge', BounceClass.BOUNCE_CLASS_CONTENT],
+  ['ContentRejected', BounceClass.BOUNCE_CLASS_CONTENT],
+  ['AttachmentRejected', BounceClass.BOUNCE_CLASS_CONTENT],
+]);
+
+const MESSAGE_LOC: Loc = ['body', 'Message'];
+const MAIL_LOC: Loc = [...MESSAGE_LOC, 'mail'];
+
+/** One recipient's event of an SES event, before the fields every event shares. */
+type RecipientEvent = Omit<EventFields, 'provider' | 'providerEventId' | 'receivedAt' | 'raw' | 'occurredAt'>;
+
+interface SesEventReader {
+  /** The event's own object (`bounce` for a Bounce), whose `timestamp` is the event's time; Send and Reject use the mail's. */
+  detail?: string;
+  recipients(detail: JsonObject, mail: JsonObject, fields: FieldReader, loc: Loc): RecipientEvent[];
+}
+
+const eventOf =
+  (eventType: eventsV1.EventType, extra: Partial<RecipientEvent> = {}) =>
+  (email: string) => ({ eventType, email, ...extra });
+
+/** The list `key` of `container`, or a violation. */
+function listAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): unknown[] {
+  const list = container[key];
+  if (Array.isArray(list)) return list;
+  fields.violations.push(
+    list === undefined
+      ? { type: 'missing', loc: [...loc, key], msg: 'Field required', input: container }
+      : { type: 'list_type', loc: [...loc, key], msg: 'Input should be a valid list', input: list },
+  );
+  return [];
+}
+
+/** The addresses of a list of addresses (the mail's destination, a delivery's recipients). */
+function addressesAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): string[] {
+  return listAt(container, key, fields, loc).flatMap((item, i) => {
+    if (typeof item === 'string' && item !== '') return [item];
+    fields.violations.push({ type: 'string_type', loc: [...loc, key, i], msg: 'Input should be a valid string', input: item });
+    return [];
+  });
+}
+
+type Recipient = JsonObject & { emailAddress: string };
+
+/** The recipients of a list of recipient objects (bounced, complained, delayed), each with its `emailAddress`. */
+function recipientsAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): Recipient[] {
+  return listAt(container, key, fields, loc).flatMap((item, i): Recipient[] => {
+    if (!isObject(item)) {
+      const msg = 'Input should be a valid dictionary or object to extract fields from';
+      fields.violations.push({ type: 'model_attributes_type', loc: [...loc, key, i], msg, input: item });
+      return [];
+    }
+    return fields.text(item, 'emailAddress', [...loc, key, i]) === undefined ? [] : [item as Recipient];
+  });
+}
+
+const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEventReader>([
+  [
+    'Send',
+    { recipients: (_d, mail, fields) => addressesAt(mail, 'destination', fields, MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_PROCESSED)) },
+  ],
+  [
+    'Reject',
+    {
+      recipients: (detail, mail, fields) =>
+        addressesAt(mail, 'destination', fields, MAIL_LOC).map(
+          eventOf(EventType.EVENT_TYPE_DROPPED, { reason: optionalText(detail.reason) }),
+        ),
+    },
+  ],
+  [
+    'Delivery',
+    {
+      detail: 'delivery',
+      recipients: (detail, _mail, fields, loc) =>
+        addressesAt(detail, 'recipients', fields, loc).map(eventOf(EventType.EVENT_TYPE_DELIVERED)),
+    },
+  ],
+  [
+    'Bounce',
+    {
+      detail: 'bounce',
+      recipients: (detail, _mail, fields, loc) => {
+        const bounceType = detail.bounceType === 'Permanent' ? BounceType.BOUNCE_TYPE_HARD : BounceType.BOUNCE_TYPE_SOFT;
+        const subtype = BOUNCE_SUBTYPES.get(String(detail.bounceSubType));
+        return recipientsAt(detail, 'bouncedRecipients', fields, loc).map((recipient) => {
+          const reason = optionalText(recipient.diagnosticCode) ?? optionalText(recipient.status);
+          return {
+            eventType: EventType.EVENT_TYPE_BOUNCE,
+            bounceType,
+            bounceClass: subtype ?? smtpBounceClass(undefined, reason, optionalText(recipient.status)),
+            email: recipient.emailAddress,
+            reason,
+          };
+        });
+      },
+    },
+  ],
+  [
+    'Complaint',
+    {
+      detail: 'complaint',
+      recipients: (detail, _mail, fields, loc) =>
+        recipientsAt(detail, 'complainedRecipients', fields, loc).map((recipient) => ({
+          eventType: EventType.EVENT_TYPE_SPAM_REPORT,
+          email: recipient.emailAddress,
+        })),
+    },
+  ],
+  [
+    'DeliveryDelay',
+    {
+      detail: 'deliveryDelay',
+      recipients: (detail, _mail, fields, loc) =>
+        recipientsAt(detail, 'delayedRecipients', fields, loc).map((recipient) => ({
+          eventType: EventType.EVENT_TYPE_DEFERRED,
+          email: recipient.emailAddress,
+          reason: optionalText(recipient.diagnosticCode) ?? optionalText(detail.delayType),
+        })),
+    },
+  ],
+  [
+    'Open',
+    {
+      detail: 'open',
+      recipients: (detail, mail, fields) =>
+        addressesAt(mail, 'destination', fields, MAIL_LOC).map(
+          eventOf(EventType.EVENT_TYPE_OPEN, { userAgent: optionalText(detail.userAgent), ip: optionalText(detail.ipAddress) }),
+        ),
+    },
+  ],
+  [
+    'Click',
+    {
+      detail: 'click',
+      recipients: (detail, mail, fields) =>
+        addressesAt(mail, 'destination', fields, MAIL_LOC).map(
+          eventOf(EventType.EVENT_TYPE_CLICK, {
+            url: optionalText(detail.link),
+            userAgent: optionalText(detail.userAgent),
+            ip: optionalText(detail.ipAddress),
+          }),
+        ),
+    },
+  ],
+  [
+    'Subscription',
+    {
+      detail: 'subscription',
+      // Only a change that stops mail: opting out of everything, or of a topic.
+      recipients: (detail, mail, fields) => {
+        const preferences = isObject(detail.newTopicPreferences) ? detail.newTopicPreferences : {};
+        const topics = Array.isArray(preferences.topicSubscriptionStatus) ? preferences.topicSubscriptionStatus : [];
+        const optedOut =
+          preferences.unsubscribeAll === true || topics.some((topic) => isObject(topic) && topic.subscriptionStatus === 'OptOut');
+        return optedOut ? addressesAt(mail, 'destination', fields, MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_UNSUBSCRIBE)) : [];
+      },
+    },
+  ],
+]);
+
+/**
+ * Amazon SES event publishing (or notifications) through an SNS topic
+ * subscribed over HTTPS: each SNS message is verified (signature,
+ * certificate host, topic), subscriptions are confirmed, and a
+ * notification's SES event becomes one event per recipient it names.
+ */
+export function sesProvider({ topicArns, certHostPattern, logger }: SesOptions): WebhookProvider {
+  const topics = new Set(topicArns);
+  const verifier = new SnsVerifier(certHostPattern);
+  const verifies = topics.size > 0;
+  return {
+    name: 'ses',
+    verifies,
+    challenge: {},
+    receive: async (_req, raw, receivedAt): Promise<Reception> => {
+      const message = bodyObject(parseJsonBody(raw));
+      const fields = new FieldReader();
+      const type = fields.text(message, 'Type', ['body']);
+      const messageId = fields.text(message, 'MessageId', ['body']);
+      const topicArn = fields.text(message, 'TopicArn', ['body']);
+      fields.check();
+      if (verifies) {
+        // Checked first: a message of another topic makes us fetch nothing.
+        if (!topics.has(topicArn!)) throw new HttpError(401, 'SNS topic not accepted here');
+        const failure = await verifier.failure(message);
+        if (failure) throw new HttpError(401, failure);
+      }
+      switch (type) {
+        case 'SubscriptionConfirmation':
+          return confirmSubscription(message, certHostPattern, logger);
+        case 'UnsubscribeConfirmation':
+          logger.warn({ topicArn }, 'SNS reports that the SES topic subscription was removed: its events stop arriving');
+          return { kind: 'answer', status: 200, body: { accepted: 0 } };
+        case 'Notification':
+          return notification(message, messageId!, receivedAt);
+        default:
+          throw unprocessable([
+            valueError(['body', 'Type'], type, 'expected Notification, SubscriptionConfirmation or UnsubscribeConfirmation'),
+          ]);
+      }
+    },
+  };
+}
+
+async function confirmSubscription(message: JsonObject, certHostPattern: RegExp, logger: Logger): Promise<Reception> {
+  const url = allowedSnsUrl(message.SubscribeURL, certHostPattern);
+  if (!url) throw new HttpError(401, 'SubscribeURL is not https on an allowed SNS host');
+  try {
+    await httpsGet(url);
+  } catch (error) {
+    logger.warn({ err: error, topicArn: message.TopicArn }, 'confirming the SNS subscription failed');
+    throw new HttpError(503, 'The SNS subscription could not be confirmed, retry later');
+  }
+  logger.info({ topicArn: message.TopicArn }, 'confirmed the SNS subscription of the SES topic');
+  return { kind: 'answer', status: 200, body: { accepted: 0 } };
+}
+
+function notification(message: JsonObject, messageId: string, receivedAt: Date): Reception {
+  const fields = new FieldReader();
+  const text = fields.text(message, 'Message', ['body']);
+  fields.check();
+  let sesEvent: unknown;
+  try {
+    sesEvent = JSON.parse(text!);
+  } catch {
+    throw unprocessable([valueError(MESSAGE_LOC, text, 'Message is not JSON')]);
+  }
+  if (!isObject(sesEvent)) {
+    throw unprocessable([
+      {
+        type: 'model_attributes_type',
+        loc: MESSAGE_LOC,
+        msg: 'Input should be a valid dictionary or object to extract fields from',
+        input: sesEvent,
+      },
+    ]);
+  }
+  const events = toEvents(sesEvent, messageId, receivedAt);
+  return {
+    kind: 'events',
+    accepted: Math.max(events.length, 1),
+    events,
+    sourceOf: () => ({ loc: MESSAGE_LOC, input: sesEvent }),
+  };
+}
+
+/** One event per recipient the SES event names; none for a type that is accepted but not kept. */
+function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): eventsV1.EngagementEvent[] {
+  const fields = new FieldReader();
+  // Event publishing says eventType; the older SES notifications say notificationType.
+  const name = fields.text(sesEvent, Object.hasOwn(sesEvent, 'eventType') ? 'eventType' : 'notificationType', MESSAGE_LOC, 0);
+  fields.check();
+  const reader = EVENT_READERS.get(name!);
+  if (!reader) return [];
+  const mail = fields.object(sesEvent, 'mail', MESSAGE_LOC);
+  const detailLoc = [...MESSAGE_LOC, reader.detail ?? 'mail'];
+  const detail = reader.detail ? fields.object(sesEvent, reader.detail, MESSAGE_LOC) : mail;
+  fields.check();
+  const occurredAt = fields.dateTime(detail!, 'timestamp', detailLoc);
+  const recipients = reader.recipients(detail!, mail!, fields, detailLoc);
+  fields.check();
+  const tags = isObject(mail!.tags) ? mail!.tags : {};
+  const shared = {
+    provider: 'ses',
+    providerMessageId: optionalText(mail!.messageId),
+    occurredAt: occurredAt!,
+    receivedAt,
+    categories: strings(tags.category),
+    variantId: strings(tags.variant_id)[0],
+    raw: sesEvent,
+  };
+  return recipients.map((recipient) =>
+    normalizedEvent({ ...shared, ...recipient, providerEventId: `${messageId}:${recipient.email.trim().toLowerCase()}` }),
+  );
+}
