@@ -1,5 +1,6 @@
 import { createClickHouse } from './client';
-import { identifier, raw, sql, type SqlFragment } from './sql';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { identifier, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1 } from './migration';
 import { ensureEventRollups } from './rollups';
 import { ensureSuppressionState } from './suppression';
@@ -88,7 +89,8 @@ const eventsTable = (db: SqlFragment): SqlFragment =>
 const tables = (db: SqlFragment): SqlFragment[] => [
   eventsTable(db),
 
-  // Events whose category names no campaign: kept, never lost, for later inspection.
+  // Events whose category names no campaign: kept, never lost, and re-matched from encoded_event once a campaign takes
+  // their category (see ADDED_COLUMNS).
   sql`CREATE TABLE IF NOT EXISTS ${db}.unmatched_events (
     provider_event_id String,
     provider String,
@@ -98,7 +100,8 @@ const tables = (db: SqlFragment): SqlFragment[] => [
     occurred_at DateTime('UTC'),
     received_at DateTime('UTC'),
     raw String,
-    ingested_at DateTime('UTC')
+    ingested_at DateTime('UTC'),
+    encoded_event String
   ) ENGINE = ReplacingMergeTree(ingested_at)
   PARTITION BY toYYYYMM(received_at)
   ORDER BY (provider_event_id)`,
@@ -134,7 +137,45 @@ const tables = (db: SqlFragment): SqlFragment[] => [
 ];
 
 /**
- * Creates the database and tables if missing, takes a v1 store over
+ * Columns added to tables after the tables were first released: each is also
+ * in its table's CREATE TABLE, last, so that a table created before it has
+ * the same columns in the same order once it is added.
+ */
+const ADDED_COLUMNS: { table: string; column: string; type: SqlFragment }[] = [
+  // The event as ingestion received it: base64 of its encoded events.v1.EngagementEvent without raw_json (the raw
+  // column holds it), whatever its provider. '' in rows stored before the column existed.
+  { table: 'unmatched_events', column: 'encoded_event', type: raw.trusted('String') },
+];
+
+async function columnExists(client: ClickHouseClient, db: SqlFragment, table: string, column: string): Promise<boolean> {
+  const result = await client.query({
+    query: sql`SELECT count() AS n FROM system.columns
+      WHERE database = ${str(db.text)} AND table = ${str(table)} AND name = ${str(column)}`.text,
+    format: 'JSONEachRow',
+  });
+  const [row] = await result.json<{ n: string }>();
+  return Number(row.n) > 0;
+}
+
+/**
+ * Adds the ADDED_COLUMNS a table lacks. ClickHouse 18.16 has no ADD COLUMN IF
+ * NOT EXISTS: the column is looked up first, and an ADD that fails because
+ * another replica added it meanwhile is fine.
+ */
+async function addMissingColumns(client: ClickHouseClient, db: SqlFragment): Promise<void> {
+  for (const { table, column, type } of ADDED_COLUMNS) {
+    if (await columnExists(client, db, table, column)) continue;
+    try {
+      await client.command({ query: sql`ALTER TABLE ${db}.${identifier(table)} ADD COLUMN ${identifier(column)} ${type}`.text });
+    } catch (error) {
+      if (!(await columnExists(client, db, table, column))) throw error;
+    }
+  }
+}
+
+/**
+ * Creates the database and tables if missing, adds the columns newer than
+ * their tables (addMissingColumns), takes a v1 store over
  * (migrateFromV1), then creates the derived tables (filled from the stored
  * events) and suppression_state (filled from the signals already stored);
  * safe to run from every replica at start-up.
@@ -147,6 +188,7 @@ export async function ensureEventSchema(url: string, database: string): Promise<
     const db = identifier(database);
     await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
     for (const statement of tables(db)) await client.command({ query: statement.text });
+    await addMissingColumns(client, db);
     await migrateFromV1(client, db);
     await ensureEventRollups(client, db);
   } finally {
