@@ -134,12 +134,13 @@ describe('EventWriter inserts (TabSeparated)', () => {
       email: HOSTILE[i],
       raw: HOSTILE.join('|'),
       ingested_at: 1_763_719_400,
+      encoded_event: Buffer.from(HOSTILE.join('|')).toString('base64'),
       ...fields,
     }));
     await store.insertUnmatched(unmatched);
     const storedUnmatched = await rows<UnmatchedEventRow>(
       `SELECT provider_event_id, provider, event_type, email, categories, toUnixTimestamp(occurred_at) AS occurred_at,
-        toUnixTimestamp(received_at) AS received_at, raw, toUnixTimestamp(ingested_at) AS ingested_at
+        toUnixTimestamp(received_at) AS received_at, raw, toUnixTimestamp(ingested_at) AS ingested_at, encoded_event
       FROM unmatched_events WHERE provider_event_id LIKE '${prefix}%' ORDER BY provider_event_id`,
     );
     expect(

@@ -51,8 +51,8 @@ export async function rematchUnmatched(deps: RematchDependencies, scope: Rematch
       after = page[page.length - 1].provider_event_id;
       const events = page.flatMap((row) => {
         const event = fromUnmatched(row);
-        if (!event)
-          deps.logger.warn({ providerEventId: row.provider_event_id }, 'unmatched event without SendGrid JSON cannot be re-matched');
+        // Every row holds its event, or (stored before rows held it) SendGrid's JSON: this one is damaged.
+        if (!event) deps.logger.error({ providerEventId: row.provider_event_id }, 'unmatched event is unreadable; it stays unmatched');
         return event ? [event] : [];
       });
       const times = page.map((row) => row.occurred_at);

@@ -3,6 +3,7 @@ import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from '../grpc/categories';
 import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
 import { eventId, signalReason, storedBounceClass, storedBounceType, storedType } from './events';
+import { encodeUnmatched } from './unmatched';
 
 type EngagementEvent = eventsV1.EngagementEvent;
 
@@ -33,6 +34,7 @@ export function toRows(event: EngagementEvent, match: CategoryMatch | undefined,
         received_at: seconds(event.receivedAt),
         raw: event.rawJson,
         ingested_at: ingestedAt,
+        encoded_event: encodeUnmatched(event),
       },
     };
   }

@@ -1,6 +1,17 @@
 import { fromSendgridEvent, type SendgridEventFields } from '@mail/common';
-import type { eventsV1 } from '@mail/proto';
+import { eventsV1 } from '@mail/proto';
 import type { UnmatchedEvent } from '../store/unmatched';
+
+type EngagementEvent = eventsV1.EngagementEvent;
+
+/**
+ * What an unmatched event keeps of itself for re-matching, whatever its
+ * provider: base64 of the encoded event without raw_json, which the row's
+ * raw column holds already.
+ */
+export function encodeUnmatched(event: EngagementEvent): string {
+  return Buffer.from(eventsV1.EngagementEvent.encode({ ...event, rawJson: '' }).finish()).toString('base64');
+}
 
 const isSendgridEvent = (value: unknown): value is SendgridEventFields =>
   typeof value === 'object' &&
@@ -9,8 +20,20 @@ const isSendgridEvent = (value: unknown): value is SendgridEventFields =>
   typeof (value as SendgridEventFields).email === 'string' &&
   typeof (value as SendgridEventFields).event === 'string';
 
-/** The event the webhook made of the row's SendGrid JSON, or undefined for a row that holds none. */
-export function fromUnmatched(row: UnmatchedEvent): eventsV1.EngagementEvent | undefined {
+/**
+ * The event an unmatched row was stored from: decoded from its encoded_event,
+ * or, in a row stored before rows kept it, made again of its SendGrid JSON as
+ * the webhook made it (SendGrid was the only provider of the releases that
+ * stored such rows). Undefined for a damaged row.
+ */
+export function fromUnmatched(row: UnmatchedEvent): EngagementEvent | undefined {
+  if (row.encoded_event !== '') {
+    try {
+      return { ...eventsV1.EngagementEvent.decode(Buffer.from(row.encoded_event, 'base64')), rawJson: row.raw };
+    } catch {
+      return undefined;
+    }
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(row.raw);

@@ -44,6 +44,8 @@ export interface UnmatchedEventRow {
   received_at: number;
   raw: string;
   ingested_at: number;
+  /** The event, for re-matching: see encodeUnmatched. */
+  encoded_event: string;
 }
 
 export interface SuppressionSignalRow {
@@ -89,6 +91,7 @@ const UNMATCHED_COLUMNS = [
   'received_at',
   'raw',
   'ingested_at',
+  'encoded_event',
 ] as const satisfies readonly (keyof UnmatchedEventRow)[];
 const SIGNAL_COLUMNS = [
   'workspace_id',

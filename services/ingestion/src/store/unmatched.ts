@@ -13,6 +13,8 @@ export interface UnmatchedEvent {
   occurred_at: number;
   received_at: number;
   raw: string;
+  /** '' in rows stored before unmatched events kept their encoded event. */
+  encoded_event: string;
 }
 
 /** What re-matching reads of the events that named no campaign when they arrived, and what it records. unmatched_events itself is never changed. */
@@ -47,7 +49,7 @@ export class UnmatchedEvents {
     if (categories.length === 0) return [];
     const recent = options.since ? sql`AND ingested_at >= ${dateTime(options.since)}` : sql``;
     const query = sql`SELECT provider, provider_event_id, toUnixTimestamp(occurred_at) AS occurred_at,
-        toUnixTimestamp(received_at) AS received_at, raw
+        toUnixTimestamp(received_at) AS received_at, raw, encoded_event
       FROM ${identifier('unmatched_events')} FINAL
       WHERE hasAny(categories, [${list(categories.map(str))}]) AND provider_event_id > ${str(options.after)} AND ${NOT_REMATCHED} ${recent}
       ORDER BY provider_event_id
