@@ -21,8 +21,11 @@ export interface Ingestion {
   deadLetterTopic: string;
   clickhouse: ClickHouseClient;
   kafka: Kafka;
-  /** A campaign whose provider_category_id is `category`, in `workspaceId` or a fresh workspace. */
-  createCampaign(category: string, workspaceId?: string): Promise<{ id: string; workspaceId: string }>;
+  /**
+   * A campaign whose provider_category_id is `category`, in `workspaceId` or a fresh workspace, with a variant for
+   * each of `variantTemplates`; its variant ids in their order.
+   */
+  createCampaign(category: string, workspaceId?: string, variantTemplates?: string[]): Promise<CreatedCampaign>;
   /** Closes a workspace in the campaign service, as its deletion does: its campaigns go, its categories are released. */
   closeWorkspace(workspaceId: string): Promise<void>;
   setCategory(campaign: { id: string; workspaceId: string }, category: string | null): Promise<void>;
@@ -41,6 +44,12 @@ export interface Ingestion {
   /** Polls a count query until it equals `expected`; fails with the last count after timeoutMs. */
   waitForCount(query: string, expected: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface CreatedCampaign {
+  id: string;
+  workspaceId: string;
+  variantIds: string[];
 }
 
 export interface IngestionOptions {
@@ -104,12 +113,17 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
     deadLetterTopic,
     clickhouse,
     kafka,
-    createCampaign: async (category, workspaceId = crypto.randomUUID()) => {
+    createCampaign: async (category, workspaceId = crypto.randomUUID(), variantTemplates) => {
       const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
         workspaceId,
-        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `campaign for ${category}`, providerCategoryId: category }),
+        campaign: campaignV1.CampaignInput.fromPartial({
+          workspaceId,
+          name: `campaign for ${category}`,
+          providerCategoryId: category,
+          ...(variantTemplates && { variants: { variants: variantTemplates.map((templateId) => ({ templateId, weight: 1 })) } }),
+        }),
       });
-      return { id: campaign!.id, workspaceId };
+      return { id: campaign!.id, workspaceId, variantIds: campaign!.variants?.variants.map((variant) => variant.id) ?? [] };
     },
     closeWorkspace: async (workspaceId) => {
       await call(campaigns.closeWorkspace.bind(campaigns), { workspaceId });

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Partitioners } from 'kafkajs';
 import { call, createClient, createLogger, fromSendgridEvent, type SendgridEventFields } from '@mail/common';
-import { workspaceErasure } from '@mail/event-store';
+import { NO_VARIANT, workspaceErasure } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
-import { campaignV1 } from '@mail/proto';
+import { campaignV1, eventsV1 } from '@mail/proto';
 import { CategoryResolver } from '../src/grpc/categories';
 import { encodeRecord } from '../src/domain/events';
 import { UnmatchedRematcher } from '../src/background/rematch';
@@ -11,6 +11,8 @@ import { UnmatchedEvents } from '../src/store/unmatched';
 import { startIngestion, type Ingestion } from './harness';
 
 jest.setTimeout(120_000);
+
+const { EventType, BounceType, BounceClass } = eventsV1;
 
 let ingestion: Ingestion;
 
@@ -34,7 +36,7 @@ const countWhere = (table: string, prefix: string, extra = ''): string =>
   `SELECT count() AS n FROM ${table} FINAL WHERE provider_event_id LIKE '${prefix}%' ${extra}`;
 
 /** Publishes events as the webhook does, and waits until unmatched_events holds `total` events of the prefix. */
-async function deliverUnmatched(prefix: string, total: number, events: ReturnType<typeof sendgrid>[]): Promise<void> {
+async function deliverUnmatched(prefix: string, total: number, events: eventsV1.EngagementEvent[]): Promise<void> {
   await ingestion.produceBatches([events]);
   await ingestion.waitForCount(countWhere('unmatched_events', prefix), total);
 }
@@ -88,6 +90,223 @@ it('stores unmatched events once a campaign takes their category, as they would 
   // unmatched_events records what arrived without a campaign; it is not rewritten.
   expect(await ingestion.count(countWhere('unmatched_events', p))).toBe(6);
   expect(await ingestion.metric('ingestion_events_rematched_total')).toBeGreaterThanOrEqual(6);
+});
+
+/** An event as the Mailgun, SES or Postmark webhook publishes it (normalized as their providers' modules do). */
+function normalized(fields: Partial<eventsV1.EngagementEvent> & { provider: string; providerEventId: string; raw: object }) {
+  const { raw, ...event } = fields;
+  return eventsV1.EngagementEvent.fromPartial({
+    email: 'late@example.com',
+    occurredAt: new Date(TIMESTAMP * 1000),
+    receivedAt: new Date('2026-11-18T09:31:00Z'),
+    rawJson: JSON.stringify(raw),
+    ...event,
+  });
+}
+
+it('stores the events of every provider once a campaign takes their category, with what their normalization gave them', async () => {
+  const p = `providers-${uniqueSuffix()}`;
+  const category = `cat-${p}`;
+  // The campaign and its variant exist before the events; it takes their category after them.
+  const campaign = await ingestion.createCampaign(`cat-${p}-before`, undefined, ['tpl-a']);
+  expect(campaign.variantIds).toHaveLength(1);
+  const [variant] = campaign.variantIds;
+  const mailgun = (name: string, fields: Partial<eventsV1.EngagementEvent>) =>
+    normalized({
+      provider: 'mailgun',
+      providerEventId: `${p}-mg-${name}:2026-11-18`,
+      categories: ['newsletter', category],
+      variantId: variant,
+      providerMessageId: `${name}@mg.example.com`,
+      raw: { id: `${p}-mg-${name}`, event: name, tags: ['newsletter', category] },
+      ...fields,
+    });
+  const ses = (name: string, fields: Partial<eventsV1.EngagementEvent>) =>
+    normalized({
+      provider: 'ses',
+      providerEventId: `${p}-ses-${name}:late@example.com`,
+      categories: [category],
+      variantId: variant,
+      providerMessageId: `${p}-ses-${name}`,
+      raw: { eventType: name, mail: { tags: { category: [category] } } },
+      ...fields,
+    });
+  const postmark = (name: string, fields: Partial<eventsV1.EngagementEvent>) =>
+    normalized({
+      provider: 'postmark',
+      providerEventId: `${p}-pm-${name}`,
+      categories: [category],
+      raw: { RecordType: name, Tag: category },
+      ...fields,
+    });
+  const events = [
+    mailgun('opened', { eventType: EventType.EVENT_TYPE_OPEN, machineOpen: true, userAgent: 'Mozilla/5.0' }),
+    mailgun('failed', {
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_HARD,
+      bounceClass: BounceClass.BOUNCE_CLASS_INVALID_ADDRESS,
+      reason: '550 5.1.1 The email account does not exist',
+    }),
+    ses('Click', { eventType: EventType.EVENT_TYPE_CLICK, url: 'https://example.com/offer', ip: '203.0.113.8' }),
+    ses('Bounce', {
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_SOFT,
+      bounceClass: BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE,
+      reason: 'smtp; 452 4.2.2 mailbox full',
+    }),
+    ses('DeliveryDelay', { eventType: EventType.EVENT_TYPE_DEFERRED }),
+    postmark('Open', { eventType: EventType.EVENT_TYPE_OPEN, variantId: variant.toUpperCase() }),
+    postmark('SpamComplaint', { eventType: EventType.EVENT_TYPE_SPAM_REPORT }),
+    postmark('Bounce', {
+      providerEventId: `${p}-pm-4242`,
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_HARD,
+      bounceClass: BounceClass.BOUNCE_CLASS_CONTENT,
+    }),
+  ];
+  await deliverUnmatched(p, events.length, events);
+  // Kept under the type names unmatched events always had, with their provider.
+  expect(
+    await ingestion.rows(
+      `SELECT provider_event_id, provider, event_type FROM unmatched_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+    ),
+  ).toEqual([
+    { provider_event_id: `${p}-mg-failed:2026-11-18`, provider: 'mailgun', event_type: 'bounce' },
+    { provider_event_id: `${p}-mg-opened:2026-11-18`, provider: 'mailgun', event_type: 'open' },
+    { provider_event_id: `${p}-pm-4242`, provider: 'postmark', event_type: 'bounce' },
+    { provider_event_id: `${p}-pm-Open`, provider: 'postmark', event_type: 'open' },
+    { provider_event_id: `${p}-pm-SpamComplaint`, provider: 'postmark', event_type: 'spamreport' },
+    { provider_event_id: `${p}-ses-Bounce:late@example.com`, provider: 'ses', event_type: 'bounce' },
+    { provider_event_id: `${p}-ses-Click:late@example.com`, provider: 'ses', event_type: 'click' },
+    { provider_event_id: `${p}-ses-DeliveryDelay:late@example.com`, provider: 'ses', event_type: 'deferred' },
+  ]);
+
+  await ingestion.setCategory(campaign, category);
+  await ingestion.waitForCount(countWhere('events', p), events.length);
+  await ingestion.waitForCount(countWhere('suppression_signals', p), 4);
+  await ingestion.waitUntilCaughtUp();
+  // Each once (no FINAL), as its provider's normalization gave it.
+  const stored = await ingestion.rows<Record<string, unknown>>(
+    `SELECT provider_event_id, provider, campaign_id, event_type, bounce_type, bounce_class, machine_open, variant_id, email,
+       url, reason, user_agent, ip, provider_message_id, raw
+     FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+  );
+  const common = {
+    campaign_id: campaign.id,
+    bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
+    variant_id: variant,
+    email: 'late@example.com',
+    url: null,
+    reason: null,
+    user_agent: null,
+    ip: null,
+  };
+  const byId = new Map(events.map((event) => [event.providerEventId, event]));
+  expect(stored).toEqual(
+    [
+      {
+        ...common,
+        provider_event_id: `${p}-mg-failed:2026-11-18`,
+        provider: 'mailgun',
+        event_type: 'bounce',
+        bounce_type: 'hard',
+        bounce_class: 'invalid_address',
+        reason: '550 5.1.1 The email account does not exist',
+      },
+      {
+        ...common,
+        provider_event_id: `${p}-mg-opened:2026-11-18`,
+        provider: 'mailgun',
+        event_type: 'open',
+        machine_open: 1,
+        user_agent: 'Mozilla/5.0',
+      },
+      {
+        ...common,
+        provider_event_id: `${p}-pm-4242`,
+        provider: 'postmark',
+        event_type: 'bounce',
+        bounce_type: 'hard',
+        bounce_class: 'content',
+        variant_id: NO_VARIANT,
+      },
+      { ...common, provider_event_id: `${p}-pm-Open`, provider: 'postmark', event_type: 'open' },
+      { ...common, provider_event_id: `${p}-pm-SpamComplaint`, provider: 'postmark', event_type: 'spamreport', variant_id: NO_VARIANT },
+      {
+        ...common,
+        provider_event_id: `${p}-ses-Bounce:late@example.com`,
+        provider: 'ses',
+        event_type: 'bounce',
+        bounce_type: 'soft',
+        bounce_class: 'mailbox_unavailable',
+        reason: 'smtp; 452 4.2.2 mailbox full',
+      },
+      {
+        ...common,
+        provider_event_id: `${p}-ses-Click:late@example.com`,
+        provider: 'ses',
+        event_type: 'click',
+        url: 'https://example.com/offer',
+        ip: '203.0.113.8',
+      },
+      { ...common, provider_event_id: `${p}-ses-DeliveryDelay:late@example.com`, provider: 'ses', event_type: 'deferred' },
+    ].map((row) => ({
+      ...row,
+      provider_message_id: byId.get(row.provider_event_id)!.providerMessageId ?? null,
+      raw: byId.get(row.provider_event_id)!.rawJson,
+    })),
+  );
+  const signals = await ingestion.rows<{ reason: string }>(
+    `SELECT reason FROM suppression_signals WHERE provider_event_id LIKE '${p}%' ORDER BY reason`,
+  );
+  expect(signals.map((row) => row.reason)).toEqual(['hard_bounce', 'hard_bounce', 'soft_bounce', 'spam_report']);
+});
+
+it('re-matches an unmatched event stored before unmatched events kept their encoding, from its SendGrid JSON', async () => {
+  const p = `old-row-${uniqueSuffix()}`;
+  const category = `cat-${p}`;
+  const old = sendgrid({ sg_event_id: `${p}-click`, event: 'click', category, url: 'https://example.com/old', useragent: 'Mozilla/5.0' });
+  // As ingestion wrote it then: no encoded_event, which the column's default leaves ''.
+  await ingestion.clickhouse.insert({
+    table: 'unmatched_events',
+    values: [
+      {
+        provider_event_id: old.providerEventId,
+        provider: 'sendgrid',
+        event_type: 'click',
+        email: old.email,
+        categories: old.categories,
+        occurred_at: TIMESTAMP,
+        received_at: TIMESTAMP + 60,
+        raw: old.rawJson,
+        ingested_at: TIMESTAMP + 61,
+      },
+    ],
+    format: 'JSONEachRow',
+  });
+  expect(await ingestion.rows(`SELECT encoded_event FROM unmatched_events WHERE provider_event_id = '${p}-click'`)).toEqual([
+    { encoded_event: '' },
+  ]);
+
+  const campaign = await ingestion.createCampaign(category);
+  await ingestion.waitForCount(countWhere('events', p), 1);
+  expect(
+    await ingestion.rows(
+      `SELECT provider, campaign_id, event_type, url, user_agent, provider_message_id, raw FROM events WHERE provider_event_id = '${p}-click'`,
+    ),
+  ).toEqual([
+    {
+      provider: 'sendgrid',
+      campaign_id: campaign.id,
+      event_type: 'click',
+      url: 'https://example.com/old',
+      user_agent: 'Mozilla/5.0',
+      provider_message_id: 'msg-late',
+      raw: old.rawJson,
+    },
+  ]);
 });
 
 it('matches an event once, to the first campaign that took its category', async () => {
