@@ -725,6 +725,137 @@ describe('Postmark', () => {
   });
 });
 
+describe('Events that arrive before their campaign', () => {
+  type StoredEvent = { provider: string; event_type: string; bounce_type: string; bounce_class: string; machine_open: number };
+
+  /**
+   * Waits until the `count` events of `category` are kept as unmatched, gives the category to a new campaign, and
+   * expects its events (sorted by type, bounce class, machine open) stored for it once each, as normalized.
+   */
+  async function storedOnceTaken(category: string, expected: StoredEvent[]): Promise<void> {
+    const count = async (query: string): Promise<number> =>
+      Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+    await eventually(async () => {
+      const kept = await count(`SELECT count() AS n FROM unmatched_events FINAL WHERE has(categories, '${category}')`);
+      if (kept < expected.length) throw new Error(`${kept} unmatched events of ${category}`);
+    }, 20_000);
+    const { campaignId } = await campaignFor(category);
+    const ofCampaign = `campaign_id = toUUID('${campaignId}')`;
+    await eventually(async () => {
+      const stored = await count(`SELECT count() AS n FROM events WHERE ${ofCampaign}`);
+      if (stored < expected.length) throw new Error(`${stored} events of ${category} stored`);
+    }, 20_000);
+    const result = await clickhouse.query({
+      query: `SELECT provider, event_type, bounce_type, bounce_class, machine_open FROM events WHERE ${ofCampaign}
+        ORDER BY toString(event_type), toString(bounce_class), machine_open`,
+      format: 'JSONEachRow',
+    });
+    // Without FINAL: a row for each time it was stored.
+    expect(await result.json()).toEqual(expected);
+  }
+
+  const kept = (provider: string, event_type: string, machine_open = 0): StoredEvent => ({
+    provider,
+    event_type,
+    bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open,
+  });
+  const bounced = (provider: string, bounce_type: string, bounce_class: string): StoredEvent => ({
+    provider,
+    event_type: 'bounce',
+    bounce_type,
+    bounce_class,
+    machine_open: 0,
+  });
+
+  it('stores Mailgun events once a campaign takes their category', async () => {
+    const category = `late-mailgun-${run}`;
+    const data = (name: string, event: string, fields: Record<string, unknown> = {}) => ({
+      id: `late-mg-${run}-${name}`,
+      event,
+      timestamp: 1_763_719_200,
+      recipient: 'reader@example.com',
+      tags: [category],
+      ...fields,
+    });
+    for (const eventData of [
+      data('bot', 'opened', { 'client-info': { bot: 'apple' } }),
+      data('human', 'opened', { 'client-info': { 'user-agent': 'Mozilla/5.0' } }),
+      data('bounce', 'failed', {
+        severity: 'permanent',
+        reason: 'generic',
+        'delivery-status': { code: 550, message: '5.1.1 no such user' },
+      }),
+      data('rate', 'failed', { severity: 'temporary', reason: 'generic', 'delivery-status': { code: 421, message: '4.7.0 Try later' } }),
+    ]) {
+      expect((await postTo(webhook('mailgun'), mailgunBody(MAILGUN_KEY, eventData))).status).toBe(202);
+    }
+    await storedOnceTaken(category, [
+      bounced('mailgun', 'hard', 'invalid_address'),
+      kept('mailgun', 'deferred'),
+      kept('mailgun', 'open'),
+      kept('mailgun', 'open', 1),
+    ]);
+  });
+
+  it('stores SES events once a campaign takes their category', async () => {
+    const category = `late-ses-${run}`;
+    const at = '2025-11-21T10:05:00.000Z';
+    const mail = { timestamp: at, messageId: `late-ses-${run}`, destination: ['reader@example.com'], tags: { category: [category] } };
+    for (const sesEvent of [
+      { eventType: 'Open', mail, open: { timestamp: at, userAgent: 'Mozilla/5.0', ipAddress: '203.0.113.8' } },
+      { eventType: 'Delivery', mail, delivery: { timestamp: at, recipients: ['reader@example.com'], smtpResponse: '250 ok' } },
+      {
+        eventType: 'Bounce',
+        mail,
+        bounce: {
+          bounceType: 'Transient',
+          bounceSubType: 'MailboxFull',
+          timestamp: at,
+          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
+        },
+      },
+    ]) {
+      const message = signedSnsMessage({ Type: 'Notification', TopicArn: TOPIC_ARN, Message: JSON.stringify(sesEvent) }, tls.signingKey, {
+        certUrl: `https://localhost:${certificates.port}/cert.pem`,
+      });
+      const response = await postTo(webhook('ses'), JSON.stringify(message), { 'content-type': 'text/plain; charset=UTF-8' });
+      expect(response.status).toBe(202);
+    }
+    await storedOnceTaken(category, [bounced('ses', 'soft', 'mailbox_unavailable'), kept('ses', 'delivered'), kept('ses', 'open')]);
+  });
+
+  it('stores Postmark events once a campaign takes their category', async () => {
+    const category = `late-postmark-${run}`;
+    const shared = { MessageID: `late-pm-${run}`, MessageStream: 'outbound', Tag: category };
+    const id = 5_000_000_000 + Math.floor(Math.random() * 1_000_000) * 10;
+    const bounce = (offset: number, type: string, recordType = 'Bounce') => ({
+      RecordType: recordType,
+      ID: id + offset,
+      Type: type,
+      Email: 'reader@example.com',
+      BouncedAt: '2025-11-21T10:00:00Z',
+      Details: type,
+      ...shared,
+    });
+    for (const record of [
+      { RecordType: 'Open', Recipient: 'reader@example.com', ReceivedAt: '2025-11-21T10:01:00Z', FirstOpen: true, ...shared },
+      bounce(1, 'HardBounce'),
+      bounce(2, 'Blocked'),
+      bounce(3, 'SpamComplaint', 'SpamComplaint'),
+    ]) {
+      expect((await postTo(webhook('postmark'), JSON.stringify(record), basicHeader(POSTMARK))).status).toBe(202);
+    }
+    await storedOnceTaken(category, [
+      bounced('postmark', 'hard', 'invalid_address'),
+      bounced('postmark', 'soft', 'reputation'),
+      kept('postmark', 'open'),
+      kept('postmark', 'spamreport'),
+    ]);
+  });
+});
+
 describe('SendGrid under its own name', () => {
   it('takes the same signed batch at /campaign-events/webhook/sendgrid', async () => {
     const category = `sendgrid-${run}`;
