@@ -1,5 +1,5 @@
-import { createClickHouse } from './client';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { createClickHouse } from './client';
 import { identifier, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1 } from './migration';
 import { ensureEventRollups } from './rollups';

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { NO_VARIANT } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
 import { toRows, variantOf } from '../src/domain/rows';
+import { fromUnmatched } from '../src/domain/unmatched';
 import type { CategoryMatch } from '../src/grpc/categories';
 import { engagementEvent } from './harness';
 
@@ -73,6 +74,46 @@ describe('toRows', () => {
     const rows = toRows(bounce, match, 1);
     expect(rows.event).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', bounce_class: 'reputation' });
     expect(rows.signal).toBeUndefined();
+  });
+
+  it('keeps an unmatched event of any provider whole: read back, it is the event', () => {
+    const event = engagementEvent({
+      providerEventId: 'pm-1',
+      provider: 'postmark',
+      eventType: EventType.EVENT_TYPE_BOUNCE,
+      bounceType: BounceType.BOUNCE_TYPE_SOFT,
+      bounceClass: BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE,
+      categories: ['cat', 'other'],
+      variantId: variantA,
+      reason: 'mailbox full',
+      rawJson: JSON.stringify({ RecordType: 'Bounce', ID: 1 }),
+      receivedAt: new Date('2026-11-20T10:00:05Z'),
+    });
+    const row = toRows(event, undefined, 1).unmatched!;
+    expect(row.raw).toBe(event.rawJson);
+    // raw_json is stored once, in raw.
+    expect(row.encoded_event.length).toBeLessThan(Buffer.from(eventsV1.EngagementEvent.encode(event).finish()).toString('base64').length);
+    expect(fromUnmatched({ ...row, occurred_at: 0, received_at: 0 })).toEqual(event);
+  });
+
+  it('reads a row stored before unmatched rows kept their event from its SendGrid JSON, and no other', () => {
+    const sendgrid = { sg_event_id: 'sg-1', email: 'Reader@Example.com', event: 'open', timestamp: 1_763_719_200, category: 'cat' };
+    const row = {
+      provider: 'sendgrid',
+      provider_event_id: 'sg-1',
+      occurred_at: 1_763_719_200,
+      received_at: 1_763_719_260,
+      raw: JSON.stringify(sendgrid),
+      encoded_event: '',
+    };
+    expect(fromUnmatched(row)).toMatchObject({
+      provider: 'sendgrid',
+      providerEventId: 'sg-1',
+      email: 'reader@example.com',
+      categories: ['cat'],
+    });
+    expect(fromUnmatched({ ...row, provider: 'mailgun' })).toBeUndefined();
+    expect(fromUnmatched({ ...row, raw: '{"sg_event_id":"sg-1"}' })).toBeUndefined();
   });
 
   it('keeps an unmatched delivery event under its stored type name', () => {
