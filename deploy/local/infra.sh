@@ -13,7 +13,8 @@
 #   infra.sh up     [COMPONENT...]  install what is missing, start what is not
 #                                   running, wait until each server answers,
 #                                   then print `export VAR=...` lines on stdout
-#   infra.sh down   [COMPONENT...]  stop what this state folder started
+#   infra.sh down   [COMPONENT...]  stop what this state folder started (by
+#                                   default the servers and jaeger)
 #   infra.sh status [COMPONENT...]  one line each; exit 0 if all run, else 3
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
 #   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
@@ -964,7 +965,11 @@ main() {
   trap restore_service_starts EXIT
   trap 'exit 130' INT TERM HUP
   case $cmd in
-    up | down | status | env) parse_components "$@" ;;
+    up | status | env) parse_components "$@" ;;
+    # A plain `down` also stops the Jaeger that `npm test` or `npm run bench` started.
+    down)
+      if (($#)); then parse_components "$@"; else parse_components "${ALL_COMPONENTS[@]}" jaeger; fi
+      ;;
     kafka-cli) ;;
     help | -h | --help)
       usage

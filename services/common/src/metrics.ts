@@ -12,7 +12,7 @@ export const grpcRequestDuration = new client.Histogram({
   registers: [registry],
 });
 
-/** The process's readiness as its last check found it (every /readyz, gRPC health check and /metrics scrape checks). */
+/** The process's readiness as its last check found it (each /readyz and gRPC health check: the probes', every few seconds). */
 export const readinessMetrics = {
   ready: new client.Gauge({
     name: 'readiness_ready',

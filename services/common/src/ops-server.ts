@@ -21,8 +21,6 @@ export async function startOpsServer(port: number, readiness: Readiness): Promis
           return send(report.ready ? 200 : 503, JSON.stringify({ status: report.ready ? 'ready' : 'not ready', ...report }));
         }
         case '/metrics':
-          // Fresh readiness gauges on each scrape, whether or not probes call /readyz.
-          await readiness.check();
           return send(200, await registry.metrics(), registry.contentType);
         default:
           return send(404, JSON.stringify({ detail: 'Not Found' }));
