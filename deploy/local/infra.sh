@@ -750,7 +750,8 @@ tools_paths() {
 # Builds PACKAGE of MODULE@VERSION into OUT once, into a temporary folder
 # renamed at the end. Not `go install MODULE/PACKAGE@VERSION`: Jaeger's go.mod
 # has a replace directive, which go install refuses; so the module is
-# downloaded and built as the main module (its own go.sum pins everything).
+# downloaded and built as the main module (its own go.sum pins everything;
+# GOWORK=off: Prometheus's go.work names folders its module zip leaves out).
 go_build_tool() {
   local name=$1 module=$2 package=$3 out=$4 t0 src tmp
   [[ -x $out ]] && return 0
@@ -764,7 +765,7 @@ go_build_tool() {
   tmp=$(mktemp -d "$TOOLS_HOME/.build.XXXXXX")
   cp -r -- "$src" "$tmp/src"
   chmod -R u+w -- "$tmp/src"
-  (cd "$tmp/src" && GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$tmp/out/$(basename "$out")" "$package") ||
+  (cd "$tmp/src" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$tmp/out/$(basename "$out")" "$package") ||
     {
       rm -rf -- "$tmp"
       die "$name: go build failed"
