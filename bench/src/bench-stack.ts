@@ -25,7 +25,8 @@ export interface BenchStack {
   close(): Promise<void>;
 }
 
-export async function startBenchStack(): Promise<BenchStack> {
+/** `env` is added to the processes' environment (tracing-bench.ts turns tracing on with it). */
+export async function startBenchStack(env: Readonly<Record<string, string>> = {}): Promise<BenchStack> {
   const suffix = uniqueSuffix();
   const [postgres, clickhouse] = await Promise.all([createTestPostgres('bench'), createTestClickHouse('bench')]);
   const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
@@ -58,6 +59,7 @@ export async function startBenchStack(): Promise<BenchStack> {
         USER_RATE_LIMIT_PER_SECOND: '1000000',
         USER_RATE_LIMIT_BURST: '1000000',
         WORKSPACE_ANALYTICS_CONCURRENCY: '1000000',
+        ...env,
       },
     });
   } catch (error) {

@@ -6,15 +6,17 @@
  *   pipeline-mailgun, pipeline-ses, pipeline-postmark   the same path through each other provider's route, one row each
  *   campaign  create/update latency at 300 req/s through the gateway, and the direct Postgres insert
  *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
+ *   tracing   the pipeline's events/s with tracing off, then with 10 % of traces exported to Jaeger
  *
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
  * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
  * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
- * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query; default all),
+ * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query, tracing;
+ * default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
  * (bench_suite_analytics), BENCH_PIPELINE_EVENTS (200000), BENCH_PROVIDER_EVENTS (20000), BENCH_CONCURRENCY (16),
  * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10), BENCH_WARM_UP_SECONDS (10),
- * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait).
+ * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait), BENCH_TRACING_EVENTS (100000).
  * Linux only (CPU and memory figures come from /proc).
  */
 import fs from 'node:fs';
@@ -40,10 +42,12 @@ import {
   pipelineRows,
   providerRows,
   queryRows,
+  tracingRows,
   type Row,
 } from './report';
+import { runTracingBench, type TracingResult } from './tracing-bench';
 
-const BENCHMARKS = ['pipeline', 'pipeline-mailgun', 'pipeline-ses', 'pipeline-postmark', 'campaign', 'query'] as const;
+const BENCHMARKS = ['pipeline', 'pipeline-mailgun', 'pipeline-ses', 'pipeline-postmark', 'campaign', 'query', 'tracing'] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
 
@@ -101,6 +105,7 @@ async function main(): Promise<void> {
   const providers: ProviderResult[] = [];
   let campaign: CampaignResult | undefined;
   let query: QueryResult | undefined;
+  let tracing: TracingResult | undefined;
   // A benchmark that fails is reported as such; the others still count.
   const failures: Partial<Record<Benchmark, string>> = {};
   const attempt = async <T>(name: Benchmark, run: () => Promise<T>): Promise<T | undefined> => {
@@ -136,6 +141,8 @@ async function main(): Promise<void> {
     }
     if (pipeline || providers.length > 0 || campaign) await waitUntilSettled('query');
     query = await attempt('query', () => runQueryBench(memory, querySettings()));
+    if (benchmarks.has('tracing') && (pipeline || campaign || query)) await waitUntilSettled('tracing');
+    tracing = await attempt('tracing', () => runTracingBench());
   } finally {
     memory.stop();
   }
@@ -145,6 +152,7 @@ async function main(): Promise<void> {
     ...providers.flatMap(providerRows),
     ...(campaign ? campaignRows(campaign, machine.cpus) : []),
     ...(query ? queryRows(query) : []),
+    ...(tracing ? tracingRows(tracing) : []),
     ...Object.entries(failures).map(([name, error]): Row => ({
       measure: `${name} benchmark`,
       result: 'not measured',
@@ -178,6 +186,7 @@ async function main(): Promise<void> {
     providers,
     campaign,
     query,
+    tracing,
     failures,
     memoryMb: memory.results(),
     benchClientPeakMb: statusMb(process.pid, 'VmHWM'),

@@ -9,6 +9,7 @@ import type { MemoryFigure } from './memory';
 import type { PipelineResult } from './pipeline-bench';
 import type { ProviderResult } from './provider-bench';
 import type { QueryResult, QueryScenario } from './query-bench';
+import type { TracingResult } from './tracing-bench';
 
 export const TARGETS = {
   endToEndEventsPerSecond: 30_000,
@@ -240,4 +241,34 @@ export function markdownTable(rows: readonly Row[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => `| ${c.map((cell, i) => cell.padEnd(widths[i])).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.map(line)].join('\n');
+}
+
+/** The pipeline with tracing off against 10 % of traces exported: events/s, CPU per event, webhook p99. */
+export function tracingRows({ off, sampled }: TracingResult): Row[] {
+  const change = (from: number, to: number) => `${to >= from ? '+' : ''}${(((to - from) / from) * 100).toFixed(1)} %`;
+  const cpu = (result: TracingResult['off']) => cpuBreakdown(result.cpuMicrosecondsPerEvent, 'µs CPU per event', ['bench client']);
+  const [offCpu, sampledCpu] = [cpu(off), cpu(sampled)];
+  return [
+    {
+      measure: `Pipeline events/s, tracing off (default; ${number(off.endToEnd.events)} events)`,
+      result: `${number(off.endToEnd.eventsPerSecond)}/s`,
+      target: '',
+      verdict: '',
+      note: offCpu.text,
+    },
+    {
+      measure: 'Pipeline events/s, 10 % of traces exported to the local Jaeger (parentbased_traceidratio 0.1)',
+      result: `${number(sampled.endToEnd.eventsPerSecond)}/s (${change(off.endToEnd.eventsPerSecond, sampled.endToEnd.eventsPerSecond)})`,
+      target: '',
+      verdict: '',
+      note: `${sampledCpu.text} (${change(offCpu.total, sampledCpu.total)} CPU per event)`,
+    },
+    {
+      measure: 'Webhook 202 p99 at half the maximum rate, tracing off / 10 % exported',
+      result: `${ms(off.latencyAtHalfRate.p99Ms)} / ${ms(sampled.latencyAtHalfRate.p99Ms)}`,
+      target: '',
+      verdict: '',
+      note: '',
+    },
+  ];
 }

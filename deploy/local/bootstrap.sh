@@ -31,12 +31,12 @@ fi
 printf '[bootstrap] building (npm run build)\n' >&2
 npm run --silent build >&2
 
-# Starts the servers (deploy/local/infra.sh up) and exports
+# Starts the servers (deploy/local/infra.sh up [COMPONENT...]) and exports
 # their addresses, except variables the caller already set: the caller's
 # environment wins.
 load_infra_env() {
   local exports line name
-  exports=$(bash "$REPO_ROOT/deploy/local/infra.sh" up)
+  exports=$(bash "$REPO_ROOT/deploy/local/infra.sh" up "$@")
   while IFS= read -r line; do
     [[ $line =~ ^export\ ([A-Za-z_][A-Za-z0-9_]*)= ]] || continue
     name=${BASH_REMATCH[1]}

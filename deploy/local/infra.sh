@@ -3,23 +3,32 @@
 # PostgreSQL 15, Apache Kafka (one KRaft node) and ClickHouse, bound to
 # 127.0.0.1, with everything they write (data, logs, PID files, config copies)
 # under one state folder, so several state folders with different ports can
-# run side by side and a clean clone needs nothing but this script.
+# run side by side and a clean clone needs nothing but this script. Two more
+# components are built from their Go modules on first use (the Go module
+# proxy; Go 1.26 or newer) into <state folder>/tools, and are only brought up
+# when named: jaeger, the trace backend (Jaeger v2: OTLP/HTTP in, query API
+# and UI out, traces in memory; deploy/local/jaeger.yaml), and promtool,
+# Prometheus's rule checker (installed, not run).
 #
 #   infra.sh up     [COMPONENT...]  install what is missing, start what is not
 #                                   running, wait until each server answers,
 #                                   then print `export VAR=...` lines on stdout
-#   infra.sh down   [COMPONENT...]  stop what this state folder started
+#   infra.sh down   [COMPONENT...]  stop what this state folder started (by
+#                                   default the servers and jaeger)
 #   infra.sh status [COMPONENT...]  one line each; exit 0 if all run, else 3
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
 #   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
 #       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
 #              --bootstrap-server 127.0.0.1:59092
 #
-# COMPONENT is postgres, kafka or clickhouse (default: all three).
-# Settings (environment): STATE_DIR (default <repo>/.state), PG_PORT=55432,
-# KAFKA_PORT=59092, KAFKA_CONTROLLER_PORT=59093, CLICKHOUSE_HTTP_PORT=58123,
-# CLICKHOUSE_TCP_PORT=59000, KAFKA_HEAP=-Xmx512m, READY_TIMEOUT=90 (s),
-# STOP_TIMEOUT=30 (s).
+# COMPONENT is postgres, kafka, clickhouse, jaeger or promtool (default: the
+# first three). Settings (environment): STATE_DIR (default <repo>/.state),
+# PG_PORT=55432, KAFKA_PORT=59092, KAFKA_CONTROLLER_PORT=59093,
+# CLICKHOUSE_HTTP_PORT=58123, CLICKHOUSE_TCP_PORT=59000, JAEGER_OTLP_PORT=54318
+# (OTLP/HTTP), JAEGER_QUERY_PORT=56686 (query API and UI),
+# JAEGER_QUERY_GRPC_PORT=56685, JAEGER_HEALTH_PORT=53133, KAFKA_HEAP=-Xmx512m,
+# READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
+# JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path).
 #
 # Progress and errors go to stderr and only the export lines to stdout, so
 #   eval "$(deploy/local/infra.sh up)"
@@ -35,12 +44,21 @@ KAFKA_PORT=${KAFKA_PORT:-59092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-59093}
 CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-58123}
 CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-59000}
+JAEGER_OTLP_PORT=${JAEGER_OTLP_PORT:-54318}
+JAEGER_QUERY_PORT=${JAEGER_QUERY_PORT:-56686}
+JAEGER_QUERY_GRPC_PORT=${JAEGER_QUERY_GRPC_PORT:-56685}
+JAEGER_HEALTH_PORT=${JAEGER_HEALTH_PORT:-53133}
+# Jaeger v2's Go module keeps the v1 tag line: v1.76.0 is Jaeger v2.13's cmd/jaeger.
+JAEGER_MODULE_VERSION=v1.76.0
+# Prometheus 3.x's Go module tags are v0.3xx: v0.316.0 is Prometheus 3.16.
+PROMETHEUS_MODULE_VERSION=v0.316.0
 KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
 READY_TIMEOUT=${READY_TIMEOUT:-90}
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
 ALL_COMPONENTS=(postgres kafka clickhouse)
+OPTIONAL_COMPONENTS=(jaeger promtool)
 COMPONENTS=()
 POLICY_RC=/usr/sbin/policy-rc.d
 POLICY_RC_SAVED=$POLICY_RC.infra-sh-saved
@@ -179,6 +197,7 @@ missing_packages() {
         clickhouse_bin >/dev/null || echo clickhouse-server
         command -v curl >/dev/null || echo curl
         ;;
+      jaeger) command -v curl >/dev/null || echo curl ;;
       kafka)
         command -v java >/dev/null || echo openjdk-17-jre-headless
         kafka_libs_cached || command -v mvn >/dev/null || echo maven
@@ -720,6 +739,125 @@ clickhouse_status() {
   fi
 }
 
+# --- Go tools: Jaeger and promtool --------------------------------------------------
+
+tools_paths() {
+  TOOLS_HOME=$STATE_DIR/tools
+  JAEGER_BIN=$TOOLS_HOME/jaeger-$JAEGER_MODULE_VERSION/jaeger
+  PROMTOOL_BIN=$TOOLS_HOME/promtool-$PROMETHEUS_MODULE_VERSION/promtool
+}
+
+# Builds PACKAGE of MODULE@VERSION into OUT once, into a temporary folder
+# renamed at the end. Not `go install MODULE/PACKAGE@VERSION`: Jaeger's go.mod
+# has a replace directive, which go install refuses; so the module is
+# downloaded and built as the main module (its own go.sum pins everything;
+# GOWORK=off: Prometheus's go.work names folders its module zip leaves out).
+go_build_tool() {
+  local name=$1 module=$2 package=$3 out=$4 t0 src tmp
+  [[ -x $out ]] && return 0
+  command -v go >/dev/null || die "$name: Go 1.26 or newer is needed to build it (https://go.dev/dl/)"
+  mkdir -p -- "$TOOLS_HOME"
+  t0=$(now_us)
+  log "$name: building $module $package with go build (once; several minutes)"
+  src=$(cd "$TOOLS_HOME" && go mod download -json "$module" |
+    node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).Dir));') ||
+    die "$name: go mod download $module failed"
+  tmp=$(mktemp -d "$TOOLS_HOME/.build.XXXXXX")
+  cp -r -- "$src" "$tmp/src"
+  chmod -R u+w -- "$tmp/src"
+  (cd "$tmp/src" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$tmp/out/$(basename "$out")" "$package") ||
+    {
+      rm -rf -- "$tmp"
+      die "$name: go build failed"
+    }
+  rm -rf -- "$(dirname "$out")"
+  mv -- "$tmp/out" "$(dirname "$out")"
+  rm -rf -- "$tmp"
+  log "$name: built in $(since "$t0")"
+}
+
+promtool_start() {
+  tools_paths
+  go_build_tool promtool "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" ./cmd/promtool "$PROMTOOL_BIN"
+}
+
+promtool_wait() { :; }
+promtool_stop() { :; }
+
+promtool_status() {
+  tools_paths
+  if [[ -x $PROMTOOL_BIN ]]; then
+    status_line promtool running - "installed: $PROMTOOL_BIN"
+  else
+    status_line promtool stopped - "not installed"
+  fi
+}
+
+jaeger_paths() {
+  tools_paths
+  J_HOME=$STATE_DIR/jaeger
+  J_PID=$J_HOME/jaeger.pid
+  J_LOG=$J_HOME/jaeger.log
+  J_CONF=$REPO_ROOT/deploy/local/jaeger.yaml
+}
+
+# The ports a running Jaeger was started with (its environment, as spawned).
+jaeger_running_port() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^JAEGER_OTLP_PORT=//p'; }
+
+jaeger_start() {
+  jaeger_paths
+  local pid
+  if pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
+    [[ $(jaeger_running_port "$pid") == "$JAEGER_OTLP_PORT" ]] ||
+      die "jaeger of $STATE_DIR already runs with another JAEGER_OTLP_PORT; run 'down jaeger' first"
+    return 0
+  fi
+  go_build_tool jaeger "github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION" ./cmd/jaeger "$JAEGER_BIN"
+  require_free_port jaeger JAEGER_OTLP_PORT "$JAEGER_OTLP_PORT"
+  require_free_port jaeger JAEGER_QUERY_PORT "$JAEGER_QUERY_PORT"
+  require_free_port jaeger JAEGER_QUERY_GRPC_PORT "$JAEGER_QUERY_GRPC_PORT"
+  require_free_port jaeger JAEGER_HEALTH_PORT "$JAEGER_HEALTH_PORT"
+  mkdir -p -- "$J_HOME"
+  log "jaeger: starting (OTLP/HTTP 127.0.0.1:$JAEGER_OTLP_PORT, query 127.0.0.1:$JAEGER_QUERY_PORT)"
+  spawn "$J_PID" "$J_LOG" env JAEGER_OTLP_PORT="$JAEGER_OTLP_PORT" JAEGER_QUERY_PORT="$JAEGER_QUERY_PORT" \
+    JAEGER_QUERY_GRPC_PORT="$JAEGER_QUERY_GRPC_PORT" JAEGER_HEALTH_PORT="$JAEGER_HEALTH_PORT" \
+    "$JAEGER_BIN" --config "$J_CONF"
+}
+
+jaeger_wait() {
+  jaeger_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_HEALTH_PORT/status" >/dev/null 2>&1 &&
+    curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; do
+    live_pid "$J_PID" "$JAEGER_BIN" >/dev/null || die "jaeger exited during startup; see $J_LOG"
+    ((SECONDS < deadline)) || die "jaeger not ready after ${READY_TIMEOUT}s; see $J_LOG"
+    sleep 0.1
+  done
+}
+
+jaeger_stop() {
+  jaeger_paths
+  local pid
+  if ! pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
+    log "jaeger: not running"
+    rm -f -- "$J_PID"
+    return 0
+  fi
+  log "jaeger: stopping (pid $pid)"
+  stop_pid jaeger "$pid"
+  rm -f -- "$J_PID"
+}
+
+jaeger_status() {
+  jaeger_paths
+  local pid
+  if pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
+    status_line jaeger running "$pid" "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
+  else
+    status_line jaeger stopped - "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
+  fi
+}
+
 # --- commands -------------------------------------------------------------------
 
 status_line() { printf '%-10s %-7s pid=%-7s %s\n' "$@" >&3; }
@@ -731,6 +869,11 @@ print_env() {
       postgres) echo "export DATABASE_URL=postgres://mail:mail@127.0.0.1:$PG_PORT/mail" ;;
       kafka) echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT" ;;
       clickhouse) echo "export CLICKHOUSE_URL=http://127.0.0.1:$CLICKHOUSE_HTTP_PORT" ;;
+      jaeger)
+        echo "export JAEGER_OTLP_ENDPOINT=http://127.0.0.1:$JAEGER_OTLP_PORT"
+        echo "export JAEGER_QUERY_URL=http://127.0.0.1:$JAEGER_QUERY_PORT"
+        ;;
+      promtool) tools_paths && echo "export PROMTOOL=$PROMTOOL_BIN" ;;
     esac
   done >&3
 }
@@ -750,7 +893,9 @@ cmd_up() {
   if has kafka; then kafka_start; fi
   if has clickhouse; then clickhouse_start; fi
   if has postgres; then postgres_start; fi
-  for c in postgres clickhouse kafka; do
+  if has promtool; then promtool_start; fi
+  if has jaeger; then jaeger_start; fi
+  for c in postgres clickhouse kafka jaeger promtool; do
     if has "$c"; then
       "${c}_wait"
       log "$c: ready ($(since "$t0") since 'up' began)"
@@ -794,8 +939,8 @@ parse_components() {
   COMPONENTS=()
   for c in "$@"; do
     case $c in
-      postgres | kafka | clickhouse) has "$c" || COMPONENTS+=("$c") ;;
-      *) die "unknown component '$c' (expected: ${ALL_COMPONENTS[*]})" ;;
+      postgres | kafka | clickhouse | jaeger | promtool) has "$c" || COMPONENTS+=("$c") ;;
+      *) die "unknown component '$c' (expected: ${ALL_COMPONENTS[*]} ${OPTIONAL_COMPONENTS[*]})" ;;
     esac
   done
   ((${#COMPONENTS[@]})) || COMPONENTS=("${ALL_COMPONENTS[@]}")
@@ -821,7 +966,11 @@ main() {
   trap restore_service_starts EXIT
   trap 'exit 130' INT TERM HUP
   case $cmd in
-    up | down | status | env) parse_components "$@" ;;
+    up | status | env) parse_components "$@" ;;
+    # A plain `down` also stops the Jaeger that `npm test` or `npm run bench` started.
+    down)
+      if (($#)); then parse_components "$@"; else parse_components "${ALL_COMPONENTS[@]}" jaeger; fi
+      ;;
     kafka-cli) ;;
     help | -h | --help)
       usage

@@ -12,6 +12,7 @@ import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
 import { isJsonBody, verifyJsonBody } from './pydantic/json-body';
 import { pydanticValidation } from './pydantic/validation';
+import { requestLog } from './request-log';
 import { routeModules } from './routes';
 import { dashboardRouter } from './routes/dashboard';
 import { isWebhookPath } from './webhook/router';
@@ -45,6 +46,7 @@ export function createApp(deps: AppDependencies): Express {
   app.set('strict routing', true);
   const matchOperation = operationMatcher(deps.document);
   app.use(httpMetrics);
+  app.use(requestLog(deps.logger));
   if (deps.timeouts) app.use(bodyTimeout(deps.timeouts, (req) => isWebhookPath(req.path)));
 
   app.get('/healthz', (_req, res) => {

@@ -1,3 +1,5 @@
+// First: tracing patches the modules the imports below load (@mail/common, tracing).
+import '@mail/common/tracing';
 import http from 'node:http';
 import { ConfigError, createLogger, onShutdown, startOpsServer } from '@mail/common';
 import { createApp } from './app';

@@ -3,3 +3,4 @@ export * from './testing/databases';
 export * from './testing/infra';
 export * from './testing/grpc-service';
 export * from './testing/close-race';
+export * from './testing/jaeger';

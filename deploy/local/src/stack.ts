@@ -191,7 +191,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     for (const service of DIALS[name]) addressing[GRPC_ADDRESS_VARIABLES[service]] = grpc[service];
     plans.set(name, {
       script: scripts.get(name)!,
-      env: { ...shared.inherited, ...addressing, ...caller, ...shared.fixed },
+      // Each process names itself in its traces (when tracing is configured: OTEL_EXPORTER_OTLP_ENDPOINT).
+      env: { ...shared.inherited, ...addressing, OTEL_SERVICE_NAME: name, ...caller, ...shared.fixed },
       readyUrl: `${urls.ops[name]}/readyz`,
       logFile: path.join(logDir, `${name}.log`),
     });

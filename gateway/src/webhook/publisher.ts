@@ -1,5 +1,16 @@
 import type { Admin, IHeaders, Kafka, Message, Producer } from 'kafkajs';
-import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
+import {
+  EVENT_BATCH_SCHEMA,
+  RECORD_SCHEMA_HEADER,
+  createIdempotentProducer,
+  currentTraceContext,
+  endSpan,
+  startPublishSpan,
+  traceHeaders,
+  untraced,
+  type Logger,
+  type Span,
+} from '@mail/common';
 import { partitionOfKey } from './partition';
 
 /** Kafka could not take the events in time; the webhook answers 503 so the provider retries. */
@@ -48,6 +59,8 @@ interface Sender {
 interface PendingRequest {
   chunksLeft: number;
   done: boolean;
+  /** The call's publish span (a no-op while tracing is off): the records carrying its events name it in their headers. */
+  span: Span;
   timer: NodeJS.Timeout;
   resolve(): void;
   reject(error: Error): void;
@@ -63,7 +76,8 @@ interface PendingRequest {
  * ends pay their per-record costs once per partition, not once per event.
  * `publish` resolves only once every event is acknowledged; it rejects
  * when that does not happen within timeoutMs, and events that had not left
- * by then are not sent at all.
+ * by then are not sent at all. A record's trace headers name the publish
+ * span of every call whose events it carries (@mail/common, trace-context).
  */
 export class EventPublisher {
   private readonly queue: Chunk[] = [];
@@ -87,6 +101,7 @@ export class EventPublisher {
       const request: PendingRequest = {
         chunksLeft: 0,
         done: false,
+        span: startPublishSpan(currentTraceContext(), this.topic, events.length),
         resolve,
         reject,
         timer: setTimeout(
@@ -128,7 +143,9 @@ export class EventPublisher {
         const sender = this.connectedSender();
         try {
           const current = await this.withCurrentPartitions(sender);
-          await current.producer.send({ topic: this.topic, acks: -1, messages: this.records(chunks, current) });
+          const messages = this.records(chunks, current);
+          // The records name their calls' spans; the kafkajs instrumentation would replace them with one of its own.
+          await untraced(() => current.producer.send({ topic: this.topic, acks: -1, messages }));
           for (const { request } of chunks) {
             request.chunksLeft -= 1;
             if (request.chunksLeft === 0) this.succeed(request);
@@ -164,16 +181,21 @@ export class EventPublisher {
    * it did when every event was a record keyed by it.
    */
   private records(chunks: Chunk[], sender: Sender): Message[] {
-    const byPartition = new Map<number, Buffer[]>();
+    const byPartition = new Map<number, { values: Buffer[]; spans: Set<Span> }>();
     for (const chunk of chunks) {
       for (const event of chunk.events) {
         const partition = partitionOfKey(event.key, sender.partitionCount);
-        const values = byPartition.get(partition);
-        if (values) values.push(event.value);
-        else byPartition.set(partition, [event.value]);
+        const record = byPartition.get(partition) ?? { values: [], spans: new Set<Span>() };
+        record.values.push(event.value);
+        record.spans.add(chunk.request.span);
+        byPartition.set(partition, record);
       }
     }
-    return [...byPartition].map(([partition, values]) => ({ partition, headers: BATCH_HEADERS, value: Buffer.concat(values) }));
+    return [...byPartition].map(([partition, { values, spans }]) => ({
+      partition,
+      headers: { ...BATCH_HEADERS, ...traceHeaders([...spans]) },
+      value: Buffer.concat(values),
+    }));
   }
 
   private connectedSender(): Promise<Sender> {
@@ -227,6 +249,7 @@ export class EventPublisher {
     if (request.done) return;
     request.done = true;
     clearTimeout(request.timer);
+    endSpan(request.span);
     request.resolve();
   }
 
@@ -235,6 +258,7 @@ export class EventPublisher {
     if (request.done) return;
     request.done = true;
     clearTimeout(request.timer);
+    endSpan(request.span, error);
     const kept = this.queue.filter((chunk) => chunk.request !== request);
     this.queue.splice(0, this.queue.length, ...kept);
     request.reject(error);

@@ -1,3 +1,5 @@
+// First: tracing patches the modules the imports below load (@mail/common, tracing).
+import '@mail/common/tracing';
 import { runService } from '@mail/common';
 import { analyticsV1 } from '@mail/proto';
 import { readConfig } from './config';

@@ -18,13 +18,17 @@ export function unary<Req, Res>(logger: Logger, method: string, impl: UnaryImpl<
     impl(call.request, call).then(
       (response) => {
         stopTimer({ code: 'OK' });
+        logger.debug({ method, code: 'OK' }, 'gRPC call answered');
         callback(null, response);
       },
       (error: unknown) => {
         const serviceError = toServiceError(error);
-        stopTimer({ code: grpc.status[serviceError.code] });
+        const code = grpc.status[serviceError.code];
+        stopTimer({ code });
         if (serviceError.code === grpc.status.INTERNAL || serviceError.code === grpc.status.UNAVAILABLE) {
           logger.error({ err: error, method }, 'gRPC call failed');
+        } else {
+          logger.debug({ method, code }, 'gRPC call answered');
         }
         callback(serviceError);
       },

@@ -1,3 +1,5 @@
+import { readinessMetrics } from './metrics';
+
 /**
  * Readiness: a named set of dependency checks, each with a short timeout, so a
  * hung dependency shows as "down" instead of hanging the probe.
@@ -30,7 +32,10 @@ export class Readiness {
   async check(): Promise<ReadinessReport> {
     const entries = await Promise.all([...this.checks].map(async ([name, check]) => [name, await this.probe(check)] as const));
     const dependencies = Object.fromEntries(entries);
-    return { ready: !this.draining && entries.every(([, state]) => state === 'up'), dependencies };
+    const ready = !this.draining && entries.every(([, state]) => state === 'up');
+    readinessMetrics.ready.set(ready ? 1 : 0);
+    for (const [name, state] of entries) readinessMetrics.dependencyUp.set({ dependency: name }, state === 'up' ? 1 : 0);
+    return { ready, dependencies };
   }
 
   /** State of one named dependency; undefined when there is no such check. */

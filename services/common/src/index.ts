@@ -15,6 +15,7 @@ export * from './ops-server';
 export * from './postgres';
 export * from './service';
 export * from './shutdown';
+export * from './trace-context';
 export * from './validation/cron';
 export * from './validation/email';
 export * from './validation/memo';

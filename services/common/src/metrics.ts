@@ -12,4 +12,19 @@ export const grpcRequestDuration = new client.Histogram({
   registers: [registry],
 });
 
+/** The process's readiness as its last check found it (each /readyz and gRPC health check: the probes', every few seconds). */
+export const readinessMetrics = {
+  ready: new client.Gauge({
+    name: 'readiness_ready',
+    help: '1 while the process reports ready, 0 while not (a dependency down, or draining)',
+    registers: [registry],
+  }),
+  dependencyUp: new client.Gauge({
+    name: 'readiness_dependency_up',
+    help: '1 while the dependency answers its readiness check, 0 while not',
+    labelNames: ['dependency'],
+    registers: [registry],
+  }),
+};
+
 export { client as prometheus };

@@ -1,10 +1,11 @@
 import type { Logger } from './logger';
+import { flushSpans } from './trace-context';
 
 export type ShutdownStep = { name: string; run: () => Promise<unknown> };
 
 /**
  * Runs the steps in order on SIGTERM or SIGINT (drain, then close pools), then
- * exits. A second signal, or the timeout, exits at once.
+ * exports the spans still buffered and exits. A second signal, or the timeout, exits at once.
  */
 export function onShutdown(logger: Logger, timeoutMs: number, steps: ShutdownStep[]): void {
   let stopping = false;
@@ -30,6 +31,7 @@ export function onShutdown(logger: Logger, timeoutMs: number, steps: ShutdownSte
       }
     }
     logger.info('stopped');
+    await flushSpans().catch((error: unknown) => logger.warn({ err: error }, 'exporting the last spans failed'));
     process.exit(failed ? 1 : 0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -1,3 +1,5 @@
+// First: tracing patches the modules the imports below load (@mail/common, tracing).
+import '@mail/common/tracing';
 import { ChangeFeed, runService } from '@mail/common';
 import { identityV1 } from '@mail/proto';
 import { readConfig } from './config';

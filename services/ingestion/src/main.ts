@@ -1,3 +1,5 @@
+// First: tracing patches the modules the imports below load (@mail/common, tracing).
+import '@mail/common/tracing';
 import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService } from '@mail/common';
 import { createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { campaignV1 } from '@mail/proto';

@@ -1,5 +1,5 @@
 import type { EachBatchPayload, Kafka } from 'kafkajs';
-import { RECORD_SCHEMA_HEADER, createIdempotentProducer, type Logger } from '@mail/common';
+import { RECORD_SCHEMA_HEADER, createIdempotentProducer, inLinkedSpan, recordSpanContexts, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from '../config';
 import type { PoisonRecord } from '../domain/batch';
@@ -111,7 +111,22 @@ export async function startConsumer({
       isRunning: () => first.isRunning(),
       heartbeat: () => first.heartbeat(),
     };
-    const outcome = await runBatch(batch, { ...store, sendToDeadLetters, markUnsettled, logger });
+    // One span for the batch, linked to the webhook calls whose events it stores (their records' trace headers).
+    const calls = payloads.flatMap(({ batch }) => batch.messages.flatMap(({ headers }) => recordSpanContexts(headers)));
+    const outcome = await inLinkedSpan('ingest events', calls, async (span) => {
+      const result = await runBatch(batch, { ...store, sendToDeadLetters, markUnsettled, logger });
+      span.setAttributes({
+        'messaging.batch.message_count': batch.records.length,
+        'ingestion.events.consumed': result.consumed,
+        'ingestion.events.inserted': result.stored.inserted,
+        'ingestion.events.dead_lettered': result.deadLettered,
+      });
+      logger.debug(
+        { records: batch.records.length, consumed: result.consumed, inserted: result.stored.inserted, deadLettered: result.deadLettered },
+        'batch stored',
+      );
+      return result;
+    });
     for (const payload of payloads) {
       payload.resolveOffset(payload.batch.lastOffset());
       metrics.lag.set({ partition: String(payload.batch.partition) }, Number(payload.batch.offsetLag()));
