@@ -15,8 +15,31 @@ import { closedWorkspacesTable } from './workspace-erasure';
  * workspace and time range, which the sort key makes cheap), and the
  * ReplacingMergeTree key collapses any duplicate that still slips in.
  */
-export const EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const;
+export const EVENT_TYPES = [
+  'open',
+  'click',
+  'bounce',
+  'unsubscribe',
+  'processed',
+  'delivered',
+  'deferred',
+  'dropped',
+  'spamreport',
+] as const;
 export type StoredEventType = (typeof EVENT_TYPES)[number];
+/** What the event list shows when no type is asked for. */
+export const ENGAGEMENT_EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const satisfies readonly StoredEventType[];
+export const BOUNCE_CLASSES = [
+  'none',
+  'invalid_address',
+  'mailbox_unavailable',
+  'technical',
+  'content',
+  'reputation',
+  'frequency_or_volume',
+  'unclassified',
+] as const;
+export type StoredBounceClass = (typeof BOUNCE_CLASSES)[number];
 export const BOUNCE_TYPES = ['none', 'hard', 'soft'] as const;
 export type StoredBounceType = (typeof BOUNCE_TYPES)[number];
 export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
