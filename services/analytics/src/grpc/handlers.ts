@@ -1,6 +1,15 @@
 import { unary, type Logger } from '@mail/common';
 import { analyticsV1, eventsV1 } from '@mail/proto';
-import { normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
+import {
+  listedTypes,
+  NIL_UUID,
+  normalizeEmail,
+  pageWindow,
+  validateAll,
+  validFilter,
+  validInterval,
+  validWorkspaceId,
+} from '../domain/filter';
 import { assembleStats } from '../domain/stats';
 import type { SuppressionReason } from '../domain/suppression';
 import type { EventStore } from '../store/connection';
@@ -14,6 +23,11 @@ const EVENT_TYPES = {
   click: eventsV1.EventType.EVENT_TYPE_CLICK,
   bounce: eventsV1.EventType.EVENT_TYPE_BOUNCE,
   unsubscribe: eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE,
+  processed: eventsV1.EventType.EVENT_TYPE_PROCESSED,
+  delivered: eventsV1.EventType.EVENT_TYPE_DELIVERED,
+  deferred: eventsV1.EventType.EVENT_TYPE_DEFERRED,
+  dropped: eventsV1.EventType.EVENT_TYPE_DROPPED,
+  spamreport: eventsV1.EventType.EVENT_TYPE_SPAM_REPORT,
 } as const;
 
 const BOUNCE_TYPES = {
@@ -48,6 +62,9 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
     provider: event.provider,
     providerEventId: event.provider_event_id,
     providerMessageId: event.provider_message_id ?? undefined,
+    machineOpen: Number(event.machine_open) === 1,
+    variantId: event.variant_id === NIL_UUID ? undefined : event.variant_id,
+    bounceClass: event.bounce_class === 'none' ? undefined : event.bounce_class,
   };
 }
 
@@ -58,7 +75,7 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
         () => validFilter(request.filter),
         () => pageWindow(request.page),
       );
-      const { events, total } = await listEvents(store, filter, window);
+      const { events, total } = await listEvents(store, listedTypes(filter), window);
       return { events: events.map(eventToProto), page: { total, page: window.page, pageSize: window.pageSize } };
     }),
 
@@ -68,8 +85,10 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
       const { links, ...data } = await readStats(store, filter, interval);
       const stats = assembleStats({ filter, interval, ...data });
       return {
+        // The domain's shapes are the messages': rates absent on a zero denominator, leaders absent when none.
         totals: stats.totals,
         campaigns: stats.campaigns,
+        variants: stats.variants,
         series: stats.series,
         topLinks: links,
         suppressions: {
