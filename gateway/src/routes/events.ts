@@ -35,8 +35,8 @@ const BOUNCE_TYPE_NAMES: Partial<Record<eventsV1.BounceType, string>> = {
 function dateRange(query: Json): { occurredFrom?: Date; occurredBefore?: Date } {
   const read = (name: 'date_from' | 'date_to') => {
     const value = query[name];
-    if (value === undefined) return undefined;
-    const instant = parseDateOrDateTime(String(value));
+    if (typeof value !== 'string') return undefined;
+    const instant = parseDateOrDateTime(value);
     if ('error' in instant) throw new Error(`${name} reached the route unvalidated`);
     return instant;
   };
