@@ -67,9 +67,9 @@ beforeAll(async () => {
     event({ occurred_at: '2026-03-10T23:59:59Z', event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' }),
     event({ occurred_at: '2026-03-11T00:00:00Z', event_type: 'unsubscribe' }),
   ];
-  await clickhouse.insert({ table: 'engagement_events', values: rows, format: 'JSONEachRow' });
+  await clickhouse.insert({ table: 'events', values: rows, format: 'JSONEachRow' });
   // A second copy of the click, as a fault can store it: ingestion then marks its day unsettled.
-  await clickhouse.insert({ table: 'engagement_events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
+  await clickhouse.insert({ table: 'events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
   await clickhouse.insert({
     table: 'unsettled_days',
     values: [{ workspace_id: click.workspace_id, day: '2026-03-10', marked_at: new Date().toISOString() }],
@@ -274,7 +274,7 @@ describe('GET /campaign-events/', () => {
   });
 
   it('treats injection attempts as data', async () => {
-    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE engagement_events; --"]) {
+    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE events; --"]) {
       expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({
         status: 200,
         body: { items: [], total: 0 },
@@ -284,7 +284,7 @@ describe('GET /campaign-events/', () => {
     const refused: [string, string, string][] = [
       ['event_type', "open' OR '1'='1", 'enum'],
       ['date_from', "2026-03-09' OR '1'='1", 'datetime_from_date_parsing'],
-      ['date_to', '2026-03-12T00:00:00Z; DROP TABLE engagement_events', 'datetime_from_date_parsing'],
+      ['date_to', '2026-03-12T00:00:00Z; DROP TABLE events', 'datetime_from_date_parsing'],
     ];
     for (const [parameter, value, type] of refused) {
       for (const path of ['/campaign-events/', '/campaign-events/stats']) {

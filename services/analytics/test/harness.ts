@@ -9,7 +9,7 @@ import { openEventStore } from '../src/store/connection';
 
 export { failure, type Failure } from '@mail/local';
 
-/** A stored engagement_events row, every column (JSONEachRow fills omitted ones with zeros, not defaults). */
+/** A stored events row, every column (JSONEachRow fills omitted ones with zeros, not defaults). */
 export interface EventRow {
   id: string;
   workspace_id: string;
@@ -45,7 +45,7 @@ export interface Analytics {
   /** Each call is one INSERT, so rows of separate calls land in separate parts (unmerged duplicates). */
   insertEvents(rows: EventRow[]): Promise<void>;
   /**
-   * Stores rows again as a fault can (they reach engagement_events and the
+   * Stores rows again as a fault can (they reach events and the
    * rollups a second time) and marks their days unsettled, as ingestion does.
    */
   insertFaultCopies(rows: EventRow[]): Promise<void>;
@@ -93,9 +93,9 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     );
   return {
     rpc: service.rpc,
-    insertEvents: (rows) => insert('engagement_events', rows),
+    insertEvents: (rows) => insert('events', rows),
     insertFaultCopies: async (rows) => {
-      await insert('engagement_events', rows);
+      await insert('events', rows);
       for (const row of rows) await markUnsettled(row.workspace_id, [row.occurred_at.slice(0, 10)]);
     },
     markUnsettled,

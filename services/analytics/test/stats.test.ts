@@ -252,7 +252,7 @@ describe('GetStats', () => {
   });
 
   it('treats injection attempts as data', async () => {
-    for (const email of ["' OR 1=1 --", "\\'; DROP TABLE engagement_events; --", 'a@example.com\\']) {
+    for (const email of ["' OR 1=1 --", "\\'; DROP TABLE events; --", 'a@example.com\\']) {
       expect((await stats({ email })).totals).toEqual(counts());
     }
     const result = await failure(stats({ campaignId: "00000000-0000-4000-8000-000000000001' OR '1'='1" }));

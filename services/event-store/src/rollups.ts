@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
+import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
 import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
@@ -21,16 +22,12 @@ import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './s
  * Small index granules let a campaign filter skip most of a workspace's days,
  * and an address's few events be read without the rows around them.
  */
-const EVENT_TYPE = sql`Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4,
-  'processed' = 5, 'delivered' = 6, 'deferred' = 7, 'dropped' = 8, 'spamreport' = 9)`;
-const BOUNCE_TYPE = sql`Enum8('none' = 0, 'hard' = 1, 'soft' = 2)`;
-
-/** The key of event_rollup_daily below the day, in its order. */
-const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
-
 /** The columns events_by_address is filled with: all of events but raw. */
 const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open,
   email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
+
+/** The key of event_rollup_daily below the day, in its order. */
+const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
 
 const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
   sql`CREATE TABLE IF NOT EXISTS ${db}.unsettled_days (
@@ -57,8 +54,8 @@ const DERIVED_TABLES: DerivedTable[] = [
       day Date,
       campaign_id UUID,
       variant_id UUID,
-      event_type ${EVENT_TYPE},
-      bounce_type ${BOUNCE_TYPE},
+      event_type ${EVENT_TYPE_ENUM},
+      bounce_type ${BOUNCE_TYPE_ENUM},
       machine_open UInt8,
       events AggregateFunction(count),
       addresses AggregateFunction(uniqExact, UInt64)

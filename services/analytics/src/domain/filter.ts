@@ -18,12 +18,9 @@ export interface EventFilter {
   campaignId?: string;
   /** Lowercased, as the pipeline stores addresses. */
   email?: string;
-  /** NIL_UUID: the events attributed to no variant. */
+  /** NO_VARIANT: the events attributed to no variant. */
   variantId?: string;
 }
-
-/** How the store marks an event attributed to no variant. */
-export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 export interface PageWindow {
   page: number;

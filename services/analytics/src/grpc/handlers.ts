@@ -1,15 +1,7 @@
 import { unary, type Logger } from '@mail/common';
+import { NO_VARIANT, type StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1 } from '@mail/proto';
-import {
-  listedTypes,
-  NIL_UUID,
-  normalizeEmail,
-  pageWindow,
-  validateAll,
-  validFilter,
-  validInterval,
-  validWorkspaceId,
-} from '../domain/filter';
+import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
 import type { SuppressionReason } from '../domain/suppression';
 import type { EventStore } from '../store/connection';
@@ -18,7 +10,7 @@ import { readStats } from '../store/stats';
 import { liftSuppression, listSuppressions } from '../store/suppressions';
 import { eraseWorkspace } from '../store/workspaces';
 
-const EVENT_TYPES = {
+const EVENT_TYPES: Record<StoredEventType, eventsV1.EventType> = {
   open: eventsV1.EventType.EVENT_TYPE_OPEN,
   click: eventsV1.EventType.EVENT_TYPE_CLICK,
   bounce: eventsV1.EventType.EVENT_TYPE_BOUNCE,
@@ -28,7 +20,7 @@ const EVENT_TYPES = {
   deferred: eventsV1.EventType.EVENT_TYPE_DEFERRED,
   dropped: eventsV1.EventType.EVENT_TYPE_DROPPED,
   spamreport: eventsV1.EventType.EVENT_TYPE_SPAM_REPORT,
-} as const;
+};
 
 const BOUNCE_TYPES = {
   none: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
@@ -63,7 +55,7 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
     providerEventId: event.provider_event_id,
     providerMessageId: event.provider_message_id ?? undefined,
     machineOpen: Number(event.machine_open) === 1,
-    variantId: event.variant_id === NIL_UUID ? undefined : event.variant_id,
+    variantId: event.variant_id === NO_VARIANT ? undefined : event.variant_id,
     bounceClass: event.bounce_class === 'none' ? undefined : event.bounce_class,
   };
 }

@@ -26,7 +26,7 @@ export interface StoredEvent {
   provider: string;
   provider_event_id: string;
   provider_message_id: string | null;
-  /** NIL_UUID when attributed to no variant. */
+  /** NO_VARIANT when attributed to no variant. */
   variant_id: string;
   bounce_class: StoredBounceClass;
   /** 0 or 1. */

@@ -51,7 +51,7 @@ async function unsettledDays(store: EventStore, workspaceId: string): Promise<Da
   return rows.map((row) => new Date(Number(row.day) * DAY_MS));
 }
 
-/** One address's events: from their sorted copy, except on unsettled days, which only events has right. */
+/** One address's events: from their sorted copy, except on unsettled days, which only the events table has right. */
 function addressRows(where: chsql.SqlFragment, unsettled: Date[]): RowSource[] {
   if (unsettled.length === 0) return [{ table: raw.trusted('events_by_address'), where }];
   const days = inRanges(unsettled.map((day) => ({ from: day, before: new Date(day.getTime() + DAY_MS) })));

@@ -1,5 +1,5 @@
-import { chsql } from '@mail/event-store';
-import { NIL_UUID, type EventFilter, type Interval } from '../domain/filter';
+import { chsql, NO_VARIANT } from '@mail/event-store';
+import type { EventFilter, Interval } from '../domain/filter';
 import { addEvents, NO_EVENTS, type EventCounts, type StatsInput, type UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';
 import { DISTINCT_EVENTS } from './conditions';
@@ -71,7 +71,7 @@ function perCampaign(variantRows: CountRow[]): Map<string, EventCounts> {
   return campaigns;
 }
 
-const isVariant = (row: { key: string | number }) => !String(row.key).endsWith(` ${NIL_UUID}`);
+const isVariant = (row: { key: string | number }) => !String(row.key).endsWith(` ${NO_VARIANT}`);
 
 const uniqueCounts = (row: UniqueRow): UniqueCounts => ({
   uniqueOpens: Number(row.unique_opens),
@@ -180,7 +180,7 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
     ),
   ]);
 
-  const attributed = sql`variant_id != ${uuid(NIL_UUID)}`;
+  const attributed = sql`variant_id != ${uuid(NO_VARIANT)}`;
   const [variantCounts, bucketCounts, campaignUniques, variantUniques, bucketUniques, topLinks, suppressions] = await Promise.all([
     // Event counts add up: the campaigns' are the sums of their variants' (and of their events of no variant).
     readCounts(variant),
