@@ -113,7 +113,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     },
     clickhouse,
     database: service.database.database,
-    close: service.close,
+    close: () => service.close(),
   };
 }
 

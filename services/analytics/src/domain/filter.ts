@@ -83,7 +83,7 @@ export function validFilter(filter: analyticsV1.EventFilter | undefined): EventF
         loc: ['event_type'],
         type: 'enum',
         msg: `Input should be one of ${EXPECTED_TYPES}`,
-        input: eventsV1.eventTypeToJSON(filter.eventType),
+        input: eventsV1.EventType[filter.eventType] ?? filter.eventType,
         ctx: { expected: EXPECTED_TYPES },
       });
     }
