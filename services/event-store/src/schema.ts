@@ -1,5 +1,6 @@
 import { createClickHouse } from './client';
 import { identifier, raw, sql, type SqlFragment } from './sql';
+import { migrateFromV1 } from './migration';
 import { ensureEventRollups } from './rollups';
 import { ensureSuppressionState } from './suppression';
 import { closedWorkspacesTable } from './workspace-erasure';
@@ -44,7 +45,7 @@ export type StoredBounceClass = 'none' | BounceClass;
  * reputation, the content, a technical fault, the volume): they do not count
  * towards the soft-bounce suppression.
  */
-export const SENDER_SIDE_BOUNCE_CLASSES: readonly BounceClass[] = ['technical', 'content', 'reputation', 'frequency_or_volume'];
+export const SENDER_SIDE_BOUNCE_CLASSES: readonly StoredBounceClass[] = ['technical', 'content', 'reputation', 'frequency_or_volume'];
 /** variant_id of an event attributed to no variant (the API shows null). */
 export const NO_VARIANT = '00000000-0000-0000-0000-000000000000';
 export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
@@ -133,8 +134,10 @@ const tables = (db: SqlFragment): SqlFragment[] => [
 ];
 
 /**
- * Creates the database and tables if missing (suppression_state filled from
- * the signals already stored); safe to run from every replica at start-up.
+ * Creates the database and tables if missing, takes a v1 store over
+ * (migrateFromV1), then creates the derived tables (filled from the stored
+ * events) and suppression_state (filled from the signals already stored);
+ * safe to run from every replica at start-up.
  * It connects to `default`, because a client bound to a database that does
  * not exist yet cannot run CREATE DATABASE.
  */
@@ -144,6 +147,7 @@ export async function ensureEventSchema(url: string, database: string): Promise<
     const db = identifier(database);
     await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
     for (const statement of tables(db)) await client.command({ query: statement.text });
+    await migrateFromV1(client, db);
     await ensureEventRollups(client, db);
   } finally {
     await client.close();
