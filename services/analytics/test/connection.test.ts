@@ -14,6 +14,7 @@ it('creates the database and the shared tables when ingestion never ran', async 
       'closed_workspaces',
       'event_rollup_daily',
       'event_rollup_daily_feed',
+      'event_store_migrations',
       'events',
       'events_by_address',
       'events_by_address_feed',
