@@ -90,18 +90,33 @@ async function json(method: string, path: string, workspaceId: string, body?: un
   return { status: response.status, body: response.status === 204 ? undefined : await response.json() };
 }
 
-/** A new workspace with one campaign (whose provider_category_id is `category`, when given), both made through the public API. */
-async function workspaceWithCampaign(name: string, category?: string): Promise<{ workspaceId: string; campaignId: string }> {
-  const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `${name} ${run}` });
-  expect(workspace.status).toBe(201);
-  const workspaceId: string = workspace.body.id;
+/** A campaign made through the public API (`fields` added to its body), and the ids of its variants. */
+async function campaignIn(
+  workspaceId: string,
+  name: string,
+  category?: string,
+  fields: Record<string, unknown> = {},
+): Promise<{ campaignId: string; variantIds: string[] }> {
   const campaign = await json('POST', '/email-campaigns/', workspaceId, {
     workspace_id: workspaceId,
     name,
     provider_category_id: category ?? null,
+    ...fields,
   });
   expect(campaign.status).toBe(201);
-  return { workspaceId, campaignId: campaign.body.id };
+  return { campaignId: campaign.body.id, variantIds: (campaign.body.variants ?? []).map((variant: { id: string }) => variant.id) };
+}
+
+/** A new workspace with one campaign (whose provider_category_id is `category`, when given), both made through the public API. */
+async function workspaceWithCampaign(
+  name: string,
+  category?: string,
+  fields: Record<string, unknown> = {},
+): Promise<{ workspaceId: string; campaignId: string; variantIds: string[] }> {
+  const workspace = await json('POST', '/workspaces/', crypto.randomUUID(), { name: `${name} ${run}` });
+  expect(workspace.status).toBe(201);
+  const workspaceId: string = workspace.body.id;
+  return { workspaceId, ...(await campaignIn(workspaceId, name, category, fields)) };
 }
 
 /** GET /campaign-events/ of the workspace (the filters in `query`), polled until it lists `total` events or the deadline passes. */
@@ -155,7 +170,7 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   expect(response).toMatchObject({ status: 202, body: { accepted: batch.length } });
   const deadline = Date.now() + 5_000;
 
-  // What the API lists: the six engagement events, none of the dropped types, no spam report, not the stray.
+  // What the API lists without a type: the six engagement events, no delivery event, no spam report, not the stray.
   const listed = await listedEvents(workspaceId, `campaign_id=${campaignId}`, 6, deadline);
   expect(Date.now()).toBeLessThanOrEqual(deadline);
   const apiById = new Map<string, any>(listed.items.map((item: any) => [item.provider_event_id.slice(p.length + 1), item]));
@@ -182,7 +197,9 @@ it('makes a SendGrid batch with every event type queryable through the API withi
      FROM events ${where} ORDER BY provider_event_id`,
   );
   const byId = new Map(stored.map((row) => [row.provider_event_id!.slice(p.length + 1), row]));
-  expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
+  expect([...byId.keys()].sort()).toEqual(
+    ['processed', 'delivered', 'deferred', 'dropped', 'spam', 'click', 'group-unsub', 'hard', 'open', 'soft', 'unsub'].sort(),
+  );
   for (const row of stored)
     expect(row).toMatchObject({ campaign_id: campaignId, workspace_id: workspaceId, email: 'recipient@example.com' });
   expect(byId.get('open')).toMatchObject({
@@ -198,6 +215,9 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   expect(byId.get('soft')).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 4.7.0 try later' });
   expect(byId.get('unsub')).toMatchObject({ event_type: 'unsubscribe' });
   expect(byId.get('group-unsub')).toMatchObject({ event_type: 'unsubscribe' });
+  expect(byId.get('delivered')).toMatchObject({ event_type: 'delivered', bounce_type: 'none', reason: '250 OK' });
+  for (const type of ['processed', 'deferred', 'dropped']) expect(byId.get(type)).toMatchObject({ event_type: type });
+  expect(byId.get('spam')).toMatchObject({ event_type: 'spamreport' });
 
   const signals = await rows<{ reason: string }>(`SELECT reason FROM suppression_signals ${where}`);
   expect(signals.map((signal) => signal.reason).sort()).toEqual([
@@ -301,6 +321,132 @@ it('lists and counts events that came before their campaign took the category, o
   ).toBe(202);
   await waitForCount(`SELECT count() AS n FROM events WHERE provider_event_id = '${p}-later'`, 1, 10_000);
   expect((await listed()).body.total).toBe(4);
+});
+
+it('stores delivery events, machine opens, variants and bounce classes once, and suppresses as the rules say', async () => {
+  const category = `variants-${run}`;
+  const twoVariants = { delivery_mode: 'variants', variants: [{ template_id: 'tpl-a' }, { template_id: 'tpl-b' }] };
+  const { workspaceId, campaignId, variantIds } = await workspaceWithCampaign('Variants', category, twoVariants);
+  const [variantA, variantB] = variantIds;
+  const other = await campaignIn(workspaceId, 'Other', `other-${run}`, twoVariants);
+  const p = `variants-${uniqueSuffix()}`;
+  const soft = (id: string, email: string, classification: string | undefined, day: number) =>
+    sendgridEvent({
+      event: 'bounce',
+      type: 'blocked',
+      sg_event_id: `${p}-${id}`,
+      category,
+      email,
+      reason: '421 try later',
+      timestamp: 1_763_719_200 + day * 86_400,
+      ...(classification === undefined ? {} : { bounce_classification: classification }),
+    });
+  const batch = [
+    sendgridEvent({ event: 'processed', sg_event_id: `${p}-processed`, category, variant_id: variantA }),
+    sendgridEvent({ event: 'delivered', sg_event_id: `${p}-delivered`, category, response: '250 2.0.0 OK', variant_id: variantA }),
+    sendgridEvent({ event: 'deferred', sg_event_id: `${p}-deferred`, category, response: '451 4.7.1 greylisted', attempt: '1' }),
+    sendgridEvent({ event: 'dropped', sg_event_id: `${p}-dropped`, category, reason: 'Bounced Address' }),
+    sendgridEvent({ event: 'spamreport', sg_event_id: `${p}-spam`, category, email: 'spam@example.com' }),
+    sendgridEvent({ event: 'group_resubscribe', sg_event_id: `${p}-resub`, category }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-human`, category, variant_id: variantA, sg_machine_open: false }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-machine`, category, variant_id: variantB.toUpperCase(), sg_machine_open: true }),
+    sendgridEvent({ event: 'click', sg_event_id: `${p}-unknown`, category, url: 'https://example.com/u', variant_id: crypto.randomUUID() }),
+    sendgridEvent({ event: 'click', sg_event_id: `${p}-malformed`, category, url: 'https://example.com/m', variant_id: 'not-a-uuid' }),
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-foreign`, category, variant_id: other.variantIds[0] }),
+    sendgridEvent({
+      event: 'bounce',
+      type: 'bounce',
+      sg_event_id: `${p}-hard`,
+      category,
+      email: 'gone@example.com',
+      reason: '550 5.1.1 unknown user',
+      bounce_classification: 'Invalid Address',
+    }),
+    soft('reputation', 'busy@example.com', 'Reputation', 0),
+    soft('content', 'busy@example.com', 'Content', 1),
+    soft('volume', 'busy@example.com', 'Frequency or Volume Issues', 2),
+    soft('technical', 'busy@example.com', 'Technical', 3),
+    soft('full-1', 'full@example.com', 'Mailbox Unavailable', 0),
+    soft('full-2', 'full@example.com', 'Unclassified', 1),
+    soft('full-3', 'full@example.com', undefined, 2),
+  ];
+  const stored = batch.length - 1;
+  // Delivered twice, as a provider's retry does: each event is stored once.
+  for (let delivery = 0; delivery < 2; delivery++) {
+    expect(await deliver(batch)).toMatchObject({ status: 202, body: { accepted: batch.length } });
+    await waitForCount(`SELECT count() AS n FROM events WHERE provider_event_id LIKE '${p}%'`, stored, 15_000);
+  }
+  const addresses = ['recipient@example.com', 'spam@example.com', 'gone@example.com', 'busy@example.com', 'full@example.com'];
+  const sentinels = addresses.map((email, i) =>
+    sendgridEvent({ event: 'open', sg_event_id: `${p}-sentinel-${i}`, category: `unmatched-${p}`, email }),
+  );
+  expect((await deliver(sentinels)).status).toBe(202);
+  await waitForCount(`SELECT count() AS n FROM unmatched_events WHERE provider_event_id LIKE '${p}-sentinel-%'`, addresses.length, 15_000);
+  expect(await count(`SELECT count() AS n FROM events WHERE provider_event_id LIKE '${p}%'`)).toBe(stored);
+
+  const records = await rows<Record<string, string | number | null>>(
+    `SELECT provider_event_id, toString(campaign_id) AS campaign_id, toString(variant_id) AS variant_id, event_type, bounce_type,
+       bounce_class, machine_open, email, reason
+     FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+  );
+  const nil = '00000000-0000-0000-0000-000000000000';
+  const record = (id: string, fields: Record<string, string | number | null>) => ({
+    provider_event_id: `${p}-${id}`,
+    campaign_id: campaignId,
+    variant_id: nil,
+    bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
+    email: 'recipient@example.com',
+    reason: null,
+    ...fields,
+  });
+  const softRecord = (id: string, email: string, bounceClass: string) =>
+    record(id, { event_type: 'bounce', bounce_type: 'soft', bounce_class: bounceClass, email, reason: '421 try later' });
+  expect(records).toEqual(
+    [
+      record('processed', { event_type: 'processed', variant_id: variantA }),
+      record('delivered', { event_type: 'delivered', variant_id: variantA, reason: '250 2.0.0 OK' }),
+      record('deferred', { event_type: 'deferred', reason: '451 4.7.1 greylisted' }),
+      record('dropped', { event_type: 'dropped', reason: 'Bounced Address' }),
+      record('spam', { event_type: 'spamreport', email: 'spam@example.com' }),
+      record('human', { event_type: 'open', variant_id: variantA }),
+      record('machine', { event_type: 'open', variant_id: variantB, machine_open: 1 }),
+      record('unknown', { event_type: 'click' }),
+      record('malformed', { event_type: 'click' }),
+      record('foreign', { event_type: 'open' }),
+      record('hard', {
+        event_type: 'bounce',
+        bounce_type: 'hard',
+        bounce_class: 'invalid_address',
+        email: 'gone@example.com',
+        reason: '550 5.1.1 unknown user',
+      }),
+      softRecord('reputation', 'busy@example.com', 'reputation'),
+      softRecord('content', 'busy@example.com', 'content'),
+      softRecord('volume', 'busy@example.com', 'frequency_or_volume'),
+      softRecord('technical', 'busy@example.com', 'technical'),
+      softRecord('full-1', 'full@example.com', 'mailbox_unavailable'),
+      softRecord('full-2', 'full@example.com', 'unclassified'),
+      softRecord('full-3', 'full@example.com', 'unclassified'),
+    ].sort((a, b) => a.provider_event_id.localeCompare(b.provider_event_id)),
+  );
+  // Custom args stay in raw whether or not they name a variant.
+  const [malformed] = await rows<{ raw: string }>(`SELECT raw FROM events WHERE provider_event_id = '${p}-malformed'`);
+  expect(JSON.parse(malformed.raw)).toMatchObject({ variant_id: 'not-a-uuid' });
+
+  // Without a type the list shows the engagement events only: three opens, two clicks, eight bounces.
+  const listed = await listedEvents(workspaceId, `campaign_id=${campaignId}`, 13, Date.now() + 10_000);
+  expect(listed.total).toBe(13);
+  expect(new Set(listed.items.map((item: { event_type: string }) => item.event_type))).toEqual(new Set(['open', 'click', 'bounce']));
+
+  // The hard bounce, the spam report and three soft bounces of the address suppress; soft bounces blamed on the sender do not.
+  const suppressed = await json('GET', '/suppressions/', workspaceId);
+  expect(suppressed.body.items.map((item: { email: string; reason: string }) => [item.email, item.reason]).sort()).toEqual([
+    ['full@example.com', 'soft_bounces'],
+    ['gone@example.com', 'hard_bounce'],
+    ['spam@example.com', 'spam_report'],
+  ]);
 });
 
 it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and restarted', async () => {

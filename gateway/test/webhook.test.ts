@@ -18,7 +18,7 @@ import {
   type WebhookApp,
 } from './webhook-support';
 
-const { EventType, BounceType } = eventsV1;
+const { EventType, BounceType, BounceClass } = eventsV1;
 const brokers = infraEnv().kafkaBrokers;
 const keys = keyPair();
 const topics = {
@@ -278,7 +278,7 @@ describe('body validation', () => {
   });
 
   it('drops an event of a type it does not keep whatever else it lacks: only its type is read', async () => {
-    const body = [{ event: 'processed' }, { event: 'deferred', email: 7, timestamp: 'soon' }, { event: 'open' }];
+    const body = [{ event: 'group_resubscribe' }, { event: 'group_resubscribe', email: 7, timestamp: 'soon' }, { event: 'open' }];
     expect(await post(open.url, JSON.stringify(body))).toMatchObject({
       status: 422,
       body: {
@@ -349,12 +349,15 @@ describe('body validation', () => {
       ],
     });
     // The same event with a type that is not kept is accepted: it never goes to Kafka.
-    expect(await post(open.url, JSON.stringify([{ ...big, event: 'delivered' }]))).toMatchObject({ status: 202, body: { accepted: 1 } });
+    expect(await post(open.url, JSON.stringify([{ ...big, event: 'group_resubscribe' }]))).toMatchObject({
+      status: 202,
+      body: { accepted: 1 },
+    });
     expect(await topicSize(brokers, topics.open)).toBe(topicBefore);
   });
 
   it('answers 413 above 5 MB and takes a body just below', async () => {
-    const item = JSON.stringify(sendgridEvent({ event: 'processed', sg_event_id: 'big', padding: 'x'.repeat(1_000) }));
+    const item = JSON.stringify(sendgridEvent({ event: 'group_resubscribe', sg_event_id: 'big', padding: 'x'.repeat(1_000) }));
     const count = Math.floor((5 * 1024 * 1024 - 2) / (item.length + 1));
     const below = `[${Array(count).fill(item).join(',')}]`;
     expect(await post(open.url, below)).toMatchObject({ status: 202, body: { accepted: count } });
@@ -377,18 +380,31 @@ describe('documentation', () => {
 });
 
 describe('normalization and delivery', () => {
-  it('publishes the kept types as EngagementEvents on the partition of the lower-cased address, and drops the others', async () => {
+  it('publishes the kept types, delivery events included, as EngagementEvents on the partition of the lower-cased address, and drops the others', async () => {
     const id = uniqueSuffix();
     const raw = [
       sendgridEvent({ event: 'processed', sg_event_id: `${id}-processed` }),
       sendgridEvent({ event: 'delivered', sg_event_id: `${id}-delivered`, response: '250 OK' }),
-      sendgridEvent({ event: 'deferred', sg_event_id: `${id}-deferred` }),
-      sendgridEvent({ event: 'dropped', sg_event_id: `${id}-dropped` }),
+      sendgridEvent({ event: 'deferred', sg_event_id: `${id}-deferred`, response: '451 4.7.1 try again later', attempt: '2' }),
+      sendgridEvent({ event: 'dropped', sg_event_id: `${id}-dropped`, reason: 'Bounced Address' }),
       sendgridEvent({ event: 'group_resubscribe', sg_event_id: `${id}-resub` }),
       sendgridEvent({ event: 'open', sg_event_id: `${id}-open`, useragent: 'Mozilla/5.0', ip: '203.0.113.7', account_id: 'custom-arg-1' }),
+      sendgridEvent({ event: 'open', sg_event_id: `${id}-machine`, sg_machine_open: true, variant_id: 'v-1' }),
       sendgridEvent({ event: 'click', sg_event_id: `${id}-click`, url: 'https://example.com/x', category: 'single-cat' }),
-      sendgridEvent({ event: 'bounce', sg_event_id: `${id}-hard`, type: 'bounce', reason: '550 5.1.1 no such user' }),
-      sendgridEvent({ event: 'bounce', sg_event_id: `${id}-soft`, type: 'blocked', reason: '421 try later' }),
+      sendgridEvent({
+        event: 'bounce',
+        sg_event_id: `${id}-hard`,
+        type: 'bounce',
+        reason: '550 5.1.1 no such user',
+        bounce_classification: 'Invalid Address',
+      }),
+      sendgridEvent({
+        event: 'bounce',
+        sg_event_id: `${id}-soft`,
+        type: 'blocked',
+        reason: '421 try later',
+        bounce_classification: 'Frequency or Volume Issues',
+      }),
       sendgridEvent({ event: 'bounce', sg_event_id: `${id}-untyped`, response: 'bounced' }),
       sendgridEvent({ event: 'unsubscribe', sg_event_id: `${id}-unsub`, category: ['a', 7, 'b'] }),
       sendgridEvent({ event: 'group_unsubscribe', sg_event_id: `${id}-group-unsub`, asm_group_id: 10 }),
@@ -397,9 +413,25 @@ describe('normalization and delivery', () => {
     const response = await post(open.url, JSON.stringify(raw));
     expect(response).toMatchObject({ status: 202, body: { accepted: raw.length } });
 
-    const published = await openTopic.waitFor(id, 8);
+    const published = await openTopic.waitFor(id, 13);
     const byId = new Map(published.map((record) => [record.event.providerEventId.slice(id.length + 1), record]));
-    expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'spam', 'unsub', 'untyped'].sort());
+    expect([...byId.keys()].sort()).toEqual(
+      [
+        'processed',
+        'delivered',
+        'deferred',
+        'dropped',
+        'click',
+        'group-unsub',
+        'hard',
+        'machine',
+        'open',
+        'soft',
+        'spam',
+        'unsub',
+        'untyped',
+      ].sort(),
+    );
 
     const partitionOf = await defaultPartitionOf(brokers, topics.open);
     const open0 = byId.get('open')!;
@@ -419,8 +451,16 @@ describe('normalization and delivery', () => {
       userAgent: 'Mozilla/5.0',
       ip: '203.0.113.7',
       rawJson: expect.any(String),
+      machineOpen: false,
+      variantId: undefined,
+      bounceClass: BounceClass.BOUNCE_CLASS_UNSPECIFIED,
     });
     expect(JSON.parse(open0.event.rawJson)).toEqual(raw[5]);
+    expect(byId.get('machine')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_OPEN, machineOpen: true, variantId: 'v-1' });
+    expect(byId.get('processed')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_PROCESSED, reason: undefined });
+    expect(byId.get('delivered')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_DELIVERED, reason: '250 OK' });
+    expect(byId.get('deferred')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_DEFERRED, reason: '451 4.7.1 try again later' });
+    expect(byId.get('dropped')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_DROPPED, reason: 'Bounced Address' });
     expect(Math.abs(open0.event.receivedAt!.getTime() - Date.now())).toBeLessThan(60_000);
 
     expect(byId.get('click')!.event).toMatchObject({
@@ -431,16 +471,19 @@ describe('normalization and delivery', () => {
     expect(byId.get('hard')!.event).toMatchObject({
       eventType: EventType.EVENT_TYPE_BOUNCE,
       bounceType: BounceType.BOUNCE_TYPE_HARD,
+      bounceClass: BounceClass.BOUNCE_CLASS_INVALID_ADDRESS,
       reason: '550 5.1.1 no such user',
     });
     expect(byId.get('soft')!.event).toMatchObject({
       eventType: EventType.EVENT_TYPE_BOUNCE,
       bounceType: BounceType.BOUNCE_TYPE_SOFT,
+      bounceClass: BounceClass.BOUNCE_CLASS_FREQUENCY_OR_VOLUME,
       reason: '421 try later',
     });
     expect(byId.get('untyped')!.event).toMatchObject({
       eventType: EventType.EVENT_TYPE_BOUNCE,
       bounceType: BounceType.BOUNCE_TYPE_HARD,
+      bounceClass: BounceClass.BOUNCE_CLASS_UNCLASSIFIED,
       reason: 'bounced',
     });
     expect(byId.get('unsub')!.event).toMatchObject({ eventType: EventType.EVENT_TYPE_UNSUBSCRIBE, categories: ['a', 'b'] });

@@ -385,17 +385,27 @@ describe('delete', () => {
 });
 
 describe('categories and health', () => {
-  it('resolves provider category ids across workspaces, leaving unknown ones out', async () => {
+  it("resolves provider category ids across workspaces with their campaigns' variants, leaving unknown ones out", async () => {
     const a = await create({ providerCategoryId: 'resolve-a' });
-    const b = await create({ workspaceId: WORKSPACE_B, providerCategoryId: 'resolve-b' });
+    const b = await create({
+      workspaceId: WORKSPACE_B,
+      providerCategoryId: 'resolve-b',
+      variants: { variants: [{ templateId: 'one' }, { templateId: 'two', isActive: false }] },
+    });
     const { matches } = await service.rpc('resolveCategories', { providerCategoryIds: ['resolve-a', 'resolve-b', 'unknown'] });
     expect(matches).toEqual(
       expect.arrayContaining([
-        { providerCategoryId: 'resolve-a', campaignId: a.id, workspaceId: WORKSPACE_A },
-        { providerCategoryId: 'resolve-b', campaignId: b.id, workspaceId: WORKSPACE_B },
+        { providerCategoryId: 'resolve-a', campaignId: a.id, workspaceId: WORKSPACE_A, variantIds: [] },
+        {
+          providerCategoryId: 'resolve-b',
+          campaignId: b.id,
+          workspaceId: WORKSPACE_B,
+          variantIds: expect.arrayContaining(b.variants!.variants.map((variant) => variant.id)),
+        },
       ]),
     );
     expect(matches).toHaveLength(2);
+    expect(matches.find((match) => match.campaignId === b.id)!.variantIds).toHaveLength(2);
     expect((await service.rpc('resolveCategories', { providerCategoryIds: [] })).matches).toEqual([]);
   });
 

@@ -105,6 +105,20 @@ it('streams every committed change of a category id to every subscriber', async 
   second.cancel();
 });
 
+it('announces the category of a campaign whose variants change, which its resolution lists', async () => {
+  const subscriber = await watch();
+  const { campaign } = await create(WORKSPACE_A, 'cat-variants');
+  expect(await subscriber.until(1)).toEqual(['cat-variants']);
+  await service.rpc('updateCampaign', {
+    workspaceId: WORKSPACE_A,
+    id: campaign!.id,
+    updateMask: ['variants'],
+    campaign: { workspaceId: '', variants: { variants: [{ templateId: 'b' }] }, recipientSource: 0, deliveryMode: 0 },
+  });
+  expect(await subscriber.until(2)).toEqual(['cat-variants', 'cat-variants']);
+  subscriber.cancel();
+});
+
 it('announces nothing for a write that rolls back', async () => {
   // A committed write's announcement can reach the feed after the write has answered: subscribe only once it
   // has gone out, so that nothing but what follows can reach the subscriber.

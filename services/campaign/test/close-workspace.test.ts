@@ -55,7 +55,14 @@ it('deletes the workspace’s campaigns and variants, frees their categories, an
   );
   expect(Number(rows[0].n)).toBe(0);
   expect(await service.rpc('resolveCategories', { providerCategoryIds: ['cat-closing-1', 'cat-kept'] })).toEqual({
-    matches: [{ providerCategoryId: 'cat-kept', campaignId: kept.id, workspaceId: WORKSPACE_A }],
+    matches: [
+      {
+        providerCategoryId: 'cat-kept',
+        campaignId: kept.id,
+        workspaceId: WORKSPACE_A,
+        variantIds: kept.variants!.variants.map((v) => v.id),
+      },
+    ],
   });
   expect((await create(WORKSPACE_B, 'cat-closing-1')).campaign!.providerCategoryId).toBe('cat-closing-1');
   expect(await failure(create(closing))).toMatchObject({ code: status.NOT_FOUND, details: 'Workspace not found' });

@@ -1,14 +1,13 @@
 import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService } from '@mail/common';
 import { createClickHouse, ensureEventSchema } from '@mail/event-store';
-import { campaignV1, eventsV1 } from '@mail/proto';
-import { CategoryResolver } from './categories';
+import { campaignV1 } from '@mail/proto';
+import { CategoryResolver } from './grpc/categories';
 import { readConfig } from './config';
-import { startMaintenance } from './maintenance';
-import { startConsumer } from './consumer';
+import { startMaintenance } from './background/maintenance';
+import { startConsumer } from './pipeline/consumer';
 import { encodeRecord } from './domain/events';
-import { ingest } from './pipeline';
-import { UnmatchedRematcher } from './rematch';
-import { EventStore } from './store/events';
+import { UnmatchedRematcher } from './background/rematch';
+import { EventWriter } from './store/events';
 import { SuppressionStateStore } from './store/suppressions';
 import { UnmatchedEvents } from './store/unmatched';
 import { UnsettledDays } from './store/unsettled';
@@ -26,7 +25,7 @@ void runService({
     const config = readConfig(env);
     await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
     const clickhouse = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase);
-    const store = new EventStore(clickhouse);
+    const writer = new EventWriter(clickhouse);
     const suppressions = new SuppressionStateStore(clickhouse);
 
     const categories = new CategoryResolver(
@@ -45,21 +44,19 @@ void runService({
       replicationFactor: config.topicReplicationFactor,
     });
     await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
-    const write = (events: eventsV1.EngagementEvent[]) =>
-      ingest(events, { resolve: (ids) => categories.resolve(ids), store, suppressions });
     const unsettled = new UnsettledDays(clickhouse);
-    const consumer = await startConsumer(
+    const consumer = await startConsumer({
       kafka,
       config,
-      write,
-      (days) => unsettled.mark(days),
+      store: { resolve: (ids) => categories.resolve(ids), writer, suppressions },
+      markUnsettled: (days) => unsettled.mark(days),
       logger,
-      (error) => {
+      onFatalCrash: (error) => {
         // The uncommitted batch is redelivered to whoever consumes next; a supervisor restarts this process.
         logger.fatal({ err: error }, 'kafka consumer stopped for good, exiting');
         process.exit(1);
       },
-    );
+    });
 
     // Unmatched events go back through the events topic once a campaign takes their category.
     const republisher = createIdempotentProducer(kafka);
@@ -82,14 +79,14 @@ void runService({
 
     // Merges run long on big months: their own client, without the 30 s request timeout.
     const maintenanceClient = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase, { requestTimeoutMs: 3_600_000 });
-    const maintenance = startMaintenance(
-      maintenanceClient,
-      config.clickhouseDatabase,
-      { firstAfterMs: 60_000, intervalMs: config.maintenanceIntervalMs },
-      () => consumer.ownsFirstPartition(),
-      (since) => rematcher.sweepRecent(since),
+    const maintenance = startMaintenance({
+      clickhouse: maintenanceClient,
+      database: config.clickhouseDatabase,
+      schedule: { firstAfterMs: 60_000, intervalMs: config.maintenanceIntervalMs },
+      mayRebuild: () => consumer.ownsFirstPartition(),
+      rematchUnmatched: (since) => rematcher.sweepRecent(since),
       logger,
-    );
+    });
 
     readiness
       .add('kafka', async () => {
@@ -101,6 +98,7 @@ void runService({
         if (!ping.success) throw ping.error;
       });
     return {
+      // No service of its own: the gRPC server answers grpc.health.v1 only, which runService adds to every server.
       grpcServices: [],
       close: [
         { name: 'stop consuming (the batch in progress finishes and commits)', run: () => consumer.stop() },
@@ -108,7 +106,7 @@ void runService({
         { name: 'stop re-matching (the sweep in progress finishes)', run: () => rematcher.close() },
         { name: 'close kafka producer (re-matching)', run: () => republisher.disconnect() },
         { name: 'close kafka admin', run: () => admin.disconnect() },
-        { name: 'close campaign client', run: async () => categories.close() },
+        { name: 'close campaign client', run: () => Promise.resolve(categories.close()) },
         { name: 'close clickhouse', run: () => clickhouse.close() },
         { name: 'close clickhouse (maintenance)', run: () => maintenanceClient.close() },
       ],

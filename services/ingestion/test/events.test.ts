@@ -1,6 +1,6 @@
 import { EVENT_BATCH_SCHEMA } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
-import { decodeEvent, decodeRecord, eventId, signalReason, storedBounceType, storedType } from '../src/domain/events';
+import { decodeEvent, decodeRecord, eventId, signalReason, storedBounceClass, storedBounceType, storedType } from '../src/domain/events';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
 
@@ -108,11 +108,32 @@ describe('mapping', () => {
     [EventType.EVENT_TYPE_BOUNCE, BounceType.BOUNCE_TYPE_HARD, 'bounce', 'hard', 'hard_bounce'],
     [EventType.EVENT_TYPE_BOUNCE, BounceType.BOUNCE_TYPE_SOFT, 'bounce', 'soft', 'soft_bounce'],
     [EventType.EVENT_TYPE_UNSUBSCRIBE, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'unsubscribe', 'none', 'unsubscribe'],
-    [EventType.EVENT_TYPE_SPAM_REPORT, BounceType.BOUNCE_TYPE_UNSPECIFIED, undefined, 'none', 'spam_report'],
+    [EventType.EVENT_TYPE_SPAM_REPORT, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'spamreport', 'none', 'spam_report'],
+    [EventType.EVENT_TYPE_PROCESSED, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'processed', 'none', undefined],
+    [EventType.EVENT_TYPE_DELIVERED, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'delivered', 'none', undefined],
+    [EventType.EVENT_TYPE_DEFERRED, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'deferred', 'none', undefined],
+    [EventType.EVENT_TYPE_DROPPED, BounceType.BOUNCE_TYPE_UNSPECIFIED, 'dropped', 'none', undefined],
   ])('type %s / bounce %s is stored as %s (%s) with signal %s', (eventType, bounceType, type, bounce, signal) => {
     const event = { ...valid, eventType, bounceType };
     expect(storedType(event)).toBe(type);
     expect(storedBounceType(event)).toBe(bounce);
+    expect(storedBounceClass(event)).toBe(eventType === EventType.EVENT_TYPE_BOUNCE ? 'mailbox_unavailable' : 'none');
     expect(signalReason(event)).toBe(signal);
+  });
+
+  it.each([
+    [BounceClass.BOUNCE_CLASS_INVALID_ADDRESS, 'invalid_address', 'soft_bounce'],
+    [BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE, 'mailbox_unavailable', 'soft_bounce'],
+    [BounceClass.BOUNCE_CLASS_UNCLASSIFIED, 'unclassified', 'soft_bounce'],
+    [BounceClass.BOUNCE_CLASS_UNSPECIFIED, 'unclassified', 'soft_bounce'],
+    [BounceClass.BOUNCE_CLASS_TECHNICAL, 'technical', undefined],
+    [BounceClass.BOUNCE_CLASS_CONTENT, 'content', undefined],
+    [BounceClass.BOUNCE_CLASS_REPUTATION, 'reputation', undefined],
+    [BounceClass.BOUNCE_CLASS_FREQUENCY_OR_VOLUME, 'frequency_or_volume', undefined],
+  ])('a soft bounce of class %s is stored as %s and signals %s; a hard one always signals', (bounceClass, stored, signal) => {
+    const soft = { ...valid, bounceType: BounceType.BOUNCE_TYPE_SOFT, bounceClass };
+    expect(storedBounceClass(soft)).toBe(stored);
+    expect(signalReason(soft)).toBe(signal);
+    expect(signalReason({ ...soft, bounceType: BounceType.BOUNCE_TYPE_HARD })).toBe('hard_bounce');
   });
 });

@@ -1,3 +1,4 @@
+import { NO_VARIANT } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { eventId } from '../src/domain/events';
@@ -64,7 +65,7 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
   ];
   await ingestion.produce(events);
 
-  await ingestion.waitForCount(countWhere('events', p), 5);
+  await ingestion.waitForCount(countWhere('events', p), 6);
   await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
   await ingestion.waitForCount(countWhere('suppression_signals', p), 4);
 
@@ -76,8 +77,11 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
     id: eventId(events[0]),
     workspace_id: campaignA.workspaceId,
     campaign_id: campaignA.id,
+    variant_id: NO_VARIANT,
     event_type: 'open',
     bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
     email: 'someone@example.com',
     occurred_at: '2026-11-20 10:00:00',
     received_at: expect.any(String),
@@ -105,6 +109,7 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
   });
   expect(byId.get('soft')).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 later' });
   expect(byId.get('unsub')).toMatchObject({ event_type: 'unsubscribe', bounce_type: 'none' });
+  expect(byId.get('spam')).toMatchObject({ event_type: 'spamreport', bounce_type: 'none' });
 
   const signals = await ingestion.rows<{ provider_event_id: string; reason: string; workspace_id: string; email: string }>(
     `SELECT provider_event_id, reason, workspace_id, email FROM suppression_signals WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
@@ -127,7 +132,7 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
     `SELECT provider_event_id, event_type, categories, raw FROM unmatched_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
   );
   expect(unmatched).toEqual([
-    { provider_event_id: `${p}-bare`, event_type: 'spam_report', categories: [], raw: events[7].rawJson },
+    { provider_event_id: `${p}-bare`, event_type: 'spamreport', categories: [], raw: events[7].rawJson },
     { provider_event_id: `${p}-stray`, event_type: 'open', categories: ['nobody-uses-this'], raw: events[6].rawJson },
   ]);
 });
@@ -170,7 +175,7 @@ it('sends records it cannot decode to the dead-letter topic and carries on', asy
   const letters: eventsV1.DeadLetter[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic: ingestion.deadLetterTopic, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void letters.push(eventsV1.DeadLetter.decode(message.value!)) });
+  await consumer.run({ eachMessage: ({ message }) => Promise.resolve(void letters.push(eventsV1.DeadLetter.decode(message.value!))) });
   try {
     for (let waited = 0; letters.length < 2 && waited < 20_000; waited += 100) await sleep(100);
   } finally {
@@ -209,7 +214,7 @@ it('stores the events of batch records and dead-letters a poison event of a batc
   const letters: eventsV1.DeadLetter[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic: ingestion.deadLetterTopic, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void letters.push(eventsV1.DeadLetter.decode(message.value!)) });
+  await consumer.run({ eachMessage: ({ message }) => Promise.resolve(void letters.push(eventsV1.DeadLetter.decode(message.value!))) });
   const encoded = Buffer.from(eventsV1.EngagementEvent.encode(missingId).finish());
   const mine = (): eventsV1.DeadLetter[] =>
     letters.filter((letter) => letter.eventIndex !== undefined && Buffer.from(letter.value).equals(encoded));

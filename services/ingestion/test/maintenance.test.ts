@@ -2,9 +2,9 @@ import crypto from 'node:crypto';
 import { createLogger } from '@mail/common';
 import { MONTHLY_TABLES, NO_VARIANT, closedMonthsToCompact, compactClosedMonths, type MonthPartition } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { startMaintenance } from '../src/maintenance';
+import { startMaintenance } from '../src/background/maintenance';
 import { ingestionMetrics } from '../src/metrics';
-import { EventStore, type EngagementEventRow } from '../src/store/events';
+import { EventWriter, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';
 
 // Closed months of the monthly event tables are merged into one part each; nothing read changes. The same pass settles
@@ -42,7 +42,7 @@ describe('closedMonthsToCompact', () => {
 
 describe('compactClosedMonths on ClickHouse', () => {
   let database: TestEventDatabase;
-  let store: EventStore;
+  let store: EventWriter;
   const workspaceId = crypto.randomUUID();
   const campaignId = crypto.randomUUID();
   const NOW = new Date('2026-11-21T12:00:00Z');
@@ -99,7 +99,7 @@ describe('compactClosedMonths on ClickHouse', () => {
 
   beforeAll(async () => {
     database = await createTestEventDatabase('ingestion_compaction');
-    store = new EventStore(database.clickhouse);
+    store = new EventWriter(database.clickhouse);
     // Merges stay off while the inserts land, so each insert stays a part of its own until compaction.
     for (const table of MONTHLY_TABLES) await database.clickhouse.command({ query: `SYSTEM STOP MERGES ${database.database}.${table}` });
     for (let insert = 0; insert < 4; insert += 1) {
@@ -156,14 +156,14 @@ describe('compactClosedMonths on ClickHouse', () => {
     ];
     const rematchSweeps: Date[] = [];
     const startedAt = Date.now();
-    const maintenance = startMaintenance(
-      database.clickhouse,
-      database.database,
-      { firstAfterMs: 0, intervalMs: 60_000 },
-      () => false,
-      async (since) => rematchSweeps.push(since),
-      createLogger('test', 'silent'),
-    );
+    const maintenance = startMaintenance({
+      clickhouse: database.clickhouse,
+      database: database.database,
+      schedule: { firstAfterMs: 0, intervalMs: 60_000 },
+      mayRebuild: () => false,
+      rematchUnmatched: (since) => Promise.resolve(rematchSweeps.push(since)),
+      logger: createLogger('test', 'silent'),
+    });
     const deadline = Date.now() + 20_000;
     while ((await total(ingestionMetrics.daysSettled)) === settledBefore && Date.now() < deadline) await sleep(100);
     await maintenance.stop();

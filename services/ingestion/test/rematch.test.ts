@@ -4,9 +4,9 @@ import { call, createClient, createLogger, fromSendgridEvent, type SendgridEvent
 import { workspaceErasure } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
-import { CategoryResolver } from '../src/categories';
+import { CategoryResolver } from '../src/grpc/categories';
 import { encodeRecord } from '../src/domain/events';
-import { UnmatchedRematcher } from '../src/rematch';
+import { UnmatchedRematcher } from '../src/background/rematch';
 import { UnmatchedEvents } from '../src/store/unmatched';
 import { startIngestion, type Ingestion } from './harness';
 
@@ -54,7 +54,7 @@ it('stores unmatched events once a campaign takes their category, as they would 
   expect(await ingestion.count(countWhere('events', p))).toBe(0);
 
   const campaign = await ingestion.createCampaign(category);
-  await ingestion.waitForCount(countWhere('events', p), 5);
+  await ingestion.waitForCount(countWhere('events', p), 6);
   await ingestion.waitForCount(countWhere('suppression_signals', p), 4);
 
   const stored = await ingestion.rows<Record<string, unknown>>(
@@ -78,6 +78,7 @@ it('stores unmatched events once a campaign takes their category, as they would 
     { ...common, provider_event_id: `${p}-hard`, event_type: 'bounce', bounce_type: 'hard', reason: '550 no such user' },
     { ...common, provider_event_id: `${p}-open`, event_type: 'open', bounce_type: 'none', user_agent: 'Mozilla/5.0', ip: '203.0.113.9' },
     { ...common, provider_event_id: `${p}-soft`, event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' },
+    { ...common, provider_event_id: `${p}-spam`, event_type: 'spamreport', bounce_type: 'none' },
     { ...common, provider_event_id: `${p}-unsub`, event_type: 'unsubscribe', bounce_type: 'none' },
   ]);
   const reasons = await ingestion.rows<{ reason: string }>(

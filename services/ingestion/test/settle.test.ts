@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { NO_VARIANT, chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { EventStore, type EngagementEventRow } from '../src/store/events';
+import { EventWriter, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';
 
 // Marks of unsettled days are cleared once the day's rollups are found to agree with its events (rebuilt first, when
@@ -10,11 +10,11 @@ jest.setTimeout(90_000);
 const { sql, uuid } = chsql;
 
 let database: TestEventDatabase;
-let store: EventStore;
+let store: EventWriter;
 
 beforeAll(async () => {
   database = await createTestEventDatabase('ingestion_settle');
-  store = new EventStore(database.clickhouse);
+  store = new EventWriter(database.clickhouse);
 });
 
 afterAll(() => database?.close());

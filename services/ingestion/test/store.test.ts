@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { NO_VARIANT } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import {
-  EventStore,
+  EventWriter,
   lookupRanges,
   toTabSeparated,
   tsvCell,
@@ -33,11 +33,11 @@ const HOSTILE = [
 ];
 
 let database: TestEventDatabase;
-let store: EventStore;
+let store: EventWriter;
 
 beforeAll(async () => {
   database = await createTestEventDatabase('ingestion_store');
-  store = new EventStore(database.clickhouse);
+  store = new EventWriter(database.clickhouse);
 });
 
 afterAll(async () => {
@@ -75,7 +75,7 @@ describe('toTabSeparated', () => {
   });
 });
 
-describe('EventStore inserts (TabSeparated)', () => {
+describe('EventWriter inserts (TabSeparated)', () => {
   it('stores hostile strings in every string column exactly as given', async () => {
     const workspaceId = crypto.randomUUID();
     const events: EngagementEventRow[] = HOSTILE.map((text, i) => ({

@@ -1,8 +1,9 @@
 import { chsql } from '@mail/event-store';
 import { createTestEventDatabase, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
-import { ingest, type IngestDependencies } from '../src/pipeline';
-import { EventStore } from '../src/store/events';
+import { storeEvents } from '../src/pipeline/runner';
+import type { StoreDependencies } from '../src/pipeline/steps';
+import { EventWriter } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
 import { engagementEvent, startIngestion, type Ingestion } from './harness';
 
@@ -87,20 +88,21 @@ describe('a batch that fails between storing its signals and refreshing the stat
     try {
       const workspaceId = crypto.randomUUID();
       const campaignId = crypto.randomUUID();
-      const deps: IngestDependencies = {
-        resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }])),
-        store: new EventStore(clickhouse),
+      const deps: StoreDependencies = {
+        resolve: (ids) =>
+          Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId, variantIds: [] }]))),
+        writer: new EventWriter(clickhouse),
         suppressions: new FailingOnce(clickhouse),
       };
       const events = bounces('crash', ['cat']);
       const rows = async () => (await clickhouse.query({ query: statesQuery(workspaceId), format: 'JSONEachRow' })).json();
 
-      await expect(ingest(events, deps)).rejects.toThrow('connection lost');
+      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'retry', error: { message: 'connection lost' } });
       const signals = await clickhouse.query({ query: 'SELECT count() AS n FROM suppression_signals', format: 'JSONEachRow' });
       expect(await signals.json()).toEqual([{ n: '6' }]);
       expect(await rows()).toEqual([]);
 
-      await ingest(events, deps);
+      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok' });
       expect(await rows()).toEqual(expectedStates);
     } finally {
       await database.close();
@@ -114,10 +116,12 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
     const { clickhouse } = database;
     try {
       const workspaceId = crypto.randomUUID();
-      const deps: IngestDependencies = {
-        resolve: async (ids) =>
-          new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId }])),
-        store: new EventStore(clickhouse),
+      const deps: StoreDependencies = {
+        resolve: (ids) =>
+          Promise.resolve(
+            new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId, variantIds: [] }])),
+          ),
+        writer: new EventWriter(clickhouse),
         suppressions: new SuppressionStateStore(clickhouse),
       };
       const events = Array.from({ length: 30_000 }, (_, i) =>
@@ -130,8 +134,8 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
           occurredAt: new Date(T0 + i * 1000),
         }),
       );
-      expect(await ingest(events, deps)).toMatchObject({ inserted: 30_000, duplicates: 0, signals: 30_000 });
-      expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 30_000 });
+      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 30_000, duplicates: 0, signals: 30_000 } });
+      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 30_000 } });
       const count = async (query: string) =>
         Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
       expect(await count('SELECT count() AS n FROM events')).toBe(30_000);

@@ -5,11 +5,12 @@ import { chsql } from '@mail/event-store';
 import { createTestEventDatabase, infraEnv, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readConfig } from '../src/config';
-import { startConsumer } from '../src/consumer';
-import { ingest, type IngestDependencies } from '../src/pipeline';
-import { EventStore, type EngagementEventRow } from '../src/store/events';
+import { startConsumer } from '../src/pipeline/consumer';
+import { storeEvents } from '../src/pipeline/runner';
+import type { StoreDependencies } from '../src/pipeline/steps';
+import { EventWriter, type EngagementEventRow } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
-import { EventsWriteError, UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
+import { UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
 import { engagementEvent, sleep } from './harness';
 
 // A failed events insert may have been committed without the rollups its views feed: its days get marked unsettled.
@@ -17,7 +18,7 @@ jest.setTimeout(90_000);
 const { sql, uuid } = chsql;
 
 /** The real store; its first events insert is written, then reported failed, as when ClickHouse dies before answering. */
-class LosesFirstAnswer extends EventStore {
+class LosesFirstAnswer extends EventWriter {
   failedDays?: WorkspaceDay[];
   override async insertEvents(rows: EngagementEventRow[]): Promise<void> {
     await super.insertEvents(rows);
@@ -38,11 +39,12 @@ beforeAll(async () => {
 
 afterAll(() => database.close());
 
-function dependencies(store: EventStore, workspaceId: string): IngestDependencies {
+function dependencies(writer: EventWriter, workspaceId: string): StoreDependencies {
   const campaignId = crypto.randomUUID();
   return {
-    resolve: async (ids) => new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId }])),
-    store,
+    resolve: (ids) =>
+      Promise.resolve(new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId, workspaceId, variantIds: [] }]))),
+    writer,
     suppressions: new SuppressionStateStore(clickhouse),
   };
 }
@@ -81,14 +83,15 @@ it('reports the days of a failed events insert, and the days written', async () 
   const deps = dependencies(new LosesFirstAnswer(clickhouse), workspaceId);
   const events = opens(`pipeline-${uniqueSuffix()}`);
 
-  const failure = await ingest(events, deps).catch((error: unknown) => error);
-  expect(failure).toBeInstanceOf(EventsWriteError);
-  expect((failure as EventsWriteError).days).toEqual([
-    { workspaceId, day: '2026-10-01' },
-    { workspaceId, day: '2026-10-02' },
-  ]);
+  expect(await storeEvents(events, deps)).toMatchObject({
+    kind: 'retry',
+    unsettledDays: [
+      { workspaceId, day: '2026-10-01' },
+      { workspaceId, day: '2026-10-02' },
+    ],
+  });
   // The retry finds the events stored and writes nothing: had the rollups missed them, only the mark would tell.
-  expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 3, written: [] });
+  expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 3, written: [] } });
 });
 
 it('marks the days of a failed events insert unsettled before the consumer retries the batch', async () => {
@@ -118,17 +121,17 @@ it('marks the days of a failed events insert unsettled before the consumer retri
   const deps = dependencies(store, workspaceId);
   const unsettled = new UnsettledDays(clickhouse);
   const marks: string[][] = [];
-  const consumer = await startConsumer(
+  const consumer = await startConsumer({
     kafka,
     config,
-    (events) => ingest(events, deps),
-    async (days) => {
+    store: deps,
+    markUnsettled: async (days) => {
       marks.push(days.map((day) => day.day));
       await unsettled.mark(days);
     },
     logger,
-    () => undefined,
-  );
+    onFatalCrash: () => undefined,
+  });
   // Told once, whether it joined before or after this.
   let taken = 0;
   consumer.onFirstPartitionTaken(() => (taken += 1));

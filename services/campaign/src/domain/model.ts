@@ -71,4 +71,6 @@ export interface CategoryMatch {
   providerCategoryId: string;
   campaignId: string;
   workspaceId: string;
+  /** Every variant of the campaign, lower-case. */
+  variantIds: string[];
 }

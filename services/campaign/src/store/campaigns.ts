@@ -259,8 +259,9 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
       bindings,
     ).catch(conflictOnDuplicate);
     const campaign: Campaign = rows[0];
-    if (campaign.providerCategoryId !== current.providerCategoryId) {
-      // Queued in the transaction: subscribers hear of the change once it is committed.
+    if (campaign.providerCategoryId !== current.providerCategoryId || variants !== undefined) {
+      // Queued in the transaction: subscribers hear of the change (of the category, or of the variants it resolves
+      // to) once it is committed.
       const categories = [current.providerCategoryId, campaign.providerCategoryId].filter((category) => category !== null);
       await run(connection, 'SELECT pg_notify(?, category) FROM unnest(?::text[]) AS category', [CATEGORY_CHANNEL, categories]);
     }
@@ -298,7 +299,14 @@ export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<
 /** Across all workspaces: category ids are globally unique. */
 export function resolveCategories(db: Knex, providerCategoryIds: string[]): Promise<CategoryMatch[]> {
   if (providerCategoryIds.length === 0) return Promise.resolve([]);
-  return db('campaigns')
-    .whereIn('provider_category_id', providerCategoryIds)
-    .select('provider_category_id as providerCategoryId', 'id as campaignId', 'workspace_id as workspaceId');
+  return db('campaigns as c')
+    .leftJoin('campaign_variants as v', 'v.campaign_id', 'c.id')
+    .whereIn('c.provider_category_id', providerCategoryIds)
+    .groupBy('c.id')
+    .select(
+      'c.provider_category_id as providerCategoryId',
+      'c.id as campaignId',
+      'c.workspace_id as workspaceId',
+      db.raw(`coalesce(array_agg(v.id::text) FILTER (WHERE v.id IS NOT NULL), '{}') AS "variantIds"`),
+    );
 }

@@ -1,6 +1,12 @@
 import crypto from 'node:crypto';
 import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER } from '@mail/common';
-import { type SignalReason, type StoredBounceClass, type StoredBounceType, type StoredEventType } from '@mail/event-store';
+import {
+  SENDER_SIDE_BOUNCE_CLASSES,
+  type SignalReason,
+  type StoredBounceClass,
+  type StoredBounceType,
+  type StoredEventType,
+} from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
@@ -131,11 +137,16 @@ export function storedBounceClass(event: EngagementEvent): StoredBounceClass {
   return BOUNCE_CLASSES.get(event.bounceClass) ?? 'unclassified';
 }
 
-/** Why an event suppresses its address, if it does. */
+/**
+ * Why an event suppresses its address, if it does. A soft bounce the
+ * provider blames on the sender's side (SENDER_SIDE_BOUNCE_CLASSES) says
+ * nothing about the address and does not count towards its soft bounces.
+ */
 export function signalReason(event: EngagementEvent): SignalReason | undefined {
   switch (event.eventType) {
     case EventType.EVENT_TYPE_BOUNCE:
-      return event.bounceType === BounceType.BOUNCE_TYPE_SOFT ? 'soft_bounce' : 'hard_bounce';
+      if (event.bounceType !== BounceType.BOUNCE_TYPE_SOFT) return 'hard_bounce';
+      return SENDER_SIDE_BOUNCE_CLASSES.includes(storedBounceClass(event)) ? undefined : 'soft_bounce';
     case EventType.EVENT_TYPE_UNSUBSCRIBE:
       return 'unsubscribe';
     case EventType.EVENT_TYPE_SPAM_REPORT:

@@ -149,7 +149,7 @@ export function toTabSeparated<Row extends Record<Column, Cell>, Column extends 
  * TabSeparated: the server parses it at a fraction of JSONEachRow's cost,
  * and this side builds it without a JSON document per row.
  */
-export class EventStore {
+export class EventWriter {
   constructor(private readonly clickhouse: ClickHouseClient) {}
 
   insertSignals(rows: SuppressionSignalRow[]): Promise<void> {

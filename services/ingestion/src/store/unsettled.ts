@@ -22,21 +22,6 @@ export function workspaceDays(rows: { workspace_id: string; occurred_at: number 
   );
 }
 
-/**
- * Writing these events failed, possibly halfway: ClickHouse may have
- * committed them to the events table without the rollups its views feed, and a
- * retry would then skip those events as stored. Their days must be marked
- * unsettled before the retry.
- */
-export class EventsWriteError extends Error {
-  constructor(
-    readonly days: WorkspaceDay[],
-    cause: unknown,
-  ) {
-    super(`writing events failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-  }
-}
-
 /** Records days whose rollups may disagree with the events table; readers count those days from the events. */
 export class UnsettledDays {
   constructor(private readonly clickhouse: ClickHouseClient) {}

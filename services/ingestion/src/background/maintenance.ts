@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { type Logger } from '@mail/common';
 import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays } from '@mail/event-store';
-import { ingestionMetrics } from './metrics';
+import { ingestionMetrics } from '../metrics';
 
 export interface MaintenanceSchedule {
   /** Before the first pass: not while the process is starting up. */
@@ -21,15 +21,20 @@ export interface MaintenanceSchedule {
  * which `mayRebuild` holds (one at a time) rebuilds the days that disagree,
  * and re-matches. A failed pass is logged and the next one retries.
  */
-export function startMaintenance(
-  clickhouse: ClickHouseClient,
-  database: string,
-  schedule: MaintenanceSchedule,
-  mayRebuild: () => boolean,
+export interface MaintenanceOptions {
+  clickhouse: ClickHouseClient;
+  database: string;
+  schedule: MaintenanceSchedule;
+  /** Whether this replica rebuilds the days that disagree, and re-matches (one at a time). */
+  mayRebuild: () => boolean;
   /** Logs its own failures. */
-  rematchUnmatched: (since: Date) => Promise<unknown>,
-  logger: Logger,
-): { stop(): Promise<void> } {
+  rematchUnmatched: (since: Date) => Promise<unknown>;
+  logger: Logger;
+}
+
+export function startMaintenance({ clickhouse, database, schedule, mayRebuild, rematchUnmatched, logger }: MaintenanceOptions): {
+  stop(): Promise<void>;
+} {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<void> = Promise.resolve();

@@ -1,0 +1,112 @@
+import { NO_VARIANT } from '@mail/event-store';
+import type { eventsV1 } from '@mail/proto';
+import type { CategoryMatch } from '../grpc/categories';
+import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
+import { eventId, signalReason, storedBounceClass, storedBounceType, storedType } from './events';
+
+type EngagementEvent = eventsV1.EngagementEvent;
+
+/** What one event becomes in ClickHouse: a row of each table it goes to. */
+export interface EventRows {
+  event?: EngagementEventRow;
+  signal?: SuppressionSignalRow;
+  unmatched?: UnmatchedEventRow;
+}
+
+const seconds = (date: Date | undefined): number => Math.floor(date!.getTime() / 1000);
+
+/**
+ * The rows of an event, given the campaign its categories name (none: it is
+ * stored unmatched, and neither listed nor suppressing). The one place an
+ * event is turned into table rows.
+ */
+export function toRows(event: EngagementEvent, match: CategoryMatch | undefined, ingestedAt: number): EventRows {
+  if (!match) {
+    return {
+      unmatched: {
+        provider_event_id: event.providerEventId,
+        provider: event.provider,
+        event_type: storedType(event),
+        email: event.email,
+        categories: event.categories,
+        occurred_at: seconds(event.occurredAt),
+        received_at: seconds(event.receivedAt),
+        raw: event.rawJson,
+        ingested_at: ingestedAt,
+      },
+    };
+  }
+  const rows: EventRows = {};
+  const reason = signalReason(event);
+  if (reason) {
+    rows.signal = {
+      workspace_id: match.workspaceId,
+      email: event.email,
+      reason,
+      occurred_at: seconds(event.occurredAt),
+      provider_event_id: event.providerEventId,
+      ingested_at: ingestedAt,
+    };
+  }
+  rows.event = {
+    id: eventId(event),
+    workspace_id: match.workspaceId,
+    campaign_id: match.campaignId,
+    variant_id: variantOf(event, match),
+    event_type: storedType(event),
+    bounce_type: storedBounceType(event),
+    bounce_class: storedBounceClass(event),
+    machine_open: event.machineOpen ? 1 : 0,
+    email: event.email,
+    occurred_at: seconds(event.occurredAt),
+    received_at: seconds(event.receivedAt),
+    url: event.url ?? null,
+    reason: event.reason ?? null,
+    user_agent: event.userAgent ?? null,
+    ip: event.ip ?? null,
+    provider: event.provider,
+    provider_event_id: event.providerEventId,
+    provider_message_id: event.providerMessageId ?? null,
+    raw: event.rawJson,
+    ingested_at: ingestedAt,
+  };
+  return rows;
+}
+
+/**
+ * The variant the event's variant_id names, if it is one of its campaign's
+ * (in any letter case); an id of no variant of the campaign (unknown,
+ * malformed, another campaign's) attributes the event to none, and stays in raw.
+ */
+export function variantOf(event: EngagementEvent, match: CategoryMatch): string {
+  const variantId = event.variantId?.toLowerCase();
+  return variantId !== undefined && match.variantIds.includes(variantId) ? variantId : NO_VARIANT;
+}
+
+/** The campaign of an event: the first of its categories that names one (SendGrid keeps the order they were given in). */
+export function campaignOf(event: EngagementEvent, matches: Map<string, CategoryMatch>): CategoryMatch | undefined {
+  for (const id of event.categories) {
+    const match = matches.get(id);
+    if (match) return match;
+  }
+  return undefined;
+}
+
+/** The rows of a batch's events, by table. */
+export interface BatchRows {
+  events: EngagementEventRow[];
+  signals: SuppressionSignalRow[];
+  unmatched: UnmatchedEventRow[];
+}
+
+/** The rows of each event, gathered by table; `matches` maps category ids to their campaigns. */
+export function batchRows(events: readonly EngagementEvent[], matches: Map<string, CategoryMatch>, ingestedAt: number): BatchRows {
+  const rows: BatchRows = { events: [], signals: [], unmatched: [] };
+  for (const event of events) {
+    const written = toRows(event, campaignOf(event, matches), ingestedAt);
+    if (written.signal) rows.signals.push(written.signal);
+    if (written.event) rows.events.push(written.event);
+    if (written.unmatched) rows.unmatched.push(written.unmatched);
+  }
+  return rows;
+}
