@@ -514,6 +514,9 @@ test('the dashboard shows the API numbers for the chosen workspace and dates, an
   await waitForView(page, utcDate(13), utcDate(0), 'day', campaigns.ab.id);
   const ab = await stats(utcDate(13), utcDate(0), 'day', campaigns.ab.id);
   expect(ab.variants.map((variant) => variant.label)).toEqual(['Short subject', 'Long subject']);
+  // The seed makes the first variant's open rate lead at 95 % and the click rates alike: one leader, one verdict of none.
+  expect(ab.campaigns).toMatchObject([{ leader_by_open_rate: abVariants[0].id, leader_by_click_rate: null }]);
+  expect(ab.totals).toMatchObject({ processed: 120, delivered: 120, machine_opens: 4, unique_opens: 38 });
   await expectPageShows(page, ab);
   await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'dashboard-variants.png'), fullPage: true });
 
