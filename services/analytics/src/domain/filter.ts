@@ -42,9 +42,9 @@ const STORED_EVENT_TYPES: Partial<Record<eventsV1.EventType, StoredEventType>> =
   [eventsV1.EventType.EVENT_TYPE_SPAM_REPORT]: 'spamreport',
 };
 
-const EXPECTED_TYPES = Object.values(STORED_EVENT_TYPES)
-  .map((type) => `'${type}'`)
-  .join(', ');
+/** As Pydantic lists an enum's values: "'a', 'b' or 'c'". */
+const QUOTED_TYPES = Object.values(STORED_EVENT_TYPES).map((type) => `'${type}'`);
+const EXPECTED_TYPES = `${QUOTED_TYPES.slice(0, -1).join(', ')} or ${QUOTED_TYPES[QUOTED_TYPES.length - 1]}`;
 
 /** Addresses are compared the way the pipeline stores them. */
 export function normalizeEmail(email: string): string {
@@ -82,7 +82,7 @@ export function validFilter(filter: analyticsV1.EventFilter | undefined): EventF
       violations.push({
         loc: ['event_type'],
         type: 'enum',
-        msg: `Input should be one of ${EXPECTED_TYPES}`,
+        msg: `Input should be ${EXPECTED_TYPES}`,
         input: eventsV1.EventType[filter.eventType] ?? filter.eventType,
         ctx: { expected: EXPECTED_TYPES },
       });
