@@ -94,8 +94,9 @@ function readFrom<T>(from: chsql.SqlFragment | undefined, query: (from: chsql.Sq
  * The stats reads, run at once. Whole settled days come from the daily
  * rollups (event counts, and sets of address hashes merged at read time),
  * the rest from rows deduplicated per event; each read adds the two up per
- * campaign, per bucket, or per link (ClickHouse 18.16 has no GROUPING SETS).
- * Distinct addresses do not add up, so each level merges the sets itself.
+ * campaign, per variant, per bucket, or per link (ClickHouse 18.16 has no
+ * GROUPING SETS). Event counts are read per variant and summed per campaign;
+ * distinct addresses do not add up, so each level merges the sets itself.
  */
 export function readStats(store: EventStore, filter: EventFilter, interval: Interval): Promise<StatsData> {
   return readPlanned(store, filter, true, (plan) => readStatsOf(store, filter, interval, plan));
