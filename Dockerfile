@@ -105,6 +105,6 @@ ENV SERVICE=${SERVICE} \
 # The node user of the official image, by number so that Kubernetes can
 # verify runAsNonRoot. The files stay root-owned: the processes only read them.
 USER 1000:1000
-EXPOSE 8080 50051-50055 9101-9105
+EXPOSE 8080 50051-50055 9100-9105
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["mail-healthcheck"]
 CMD ["mail-process"]

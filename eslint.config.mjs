@@ -46,8 +46,10 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.cjs', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
+    // Merged into disableTypeChecked's own rules and options, which a plain key here would replace.
+    rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
     languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
       globals: { module: 'readonly', require: 'readonly', process: 'readonly', console: 'readonly', __dirname: 'readonly' },
     },
   },

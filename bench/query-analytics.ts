@@ -21,9 +21,10 @@
  * MIN_RUNS, then until SCENARIO_BUDGET_MS); the figures also go to
  * bench/results/query-analytics-<time>.json.
  *
- * Run (infra up, `npx tsc -b services/analytics deploy/local`):
+ * Run (`npx tsc -b services/analytics deploy/local`, the servers' addresses exported):
+ *   eval "$(bash deploy/local/infra.sh up)"
  *   npx tsc -p bench/query-analytics.tsconfig.json && node bench/dist/query-analytics.js
- * Settings: CLICKHOUSE_URL (default the infra's), BENCH_DATABASE (bench_analytics),
+ * Settings: CLICKHOUSE_URL (from infra.sh), BENCH_DATABASE (bench_analytics),
  * BENCH_EVENTS (10000000), BENCH_RUNS (timed runs per scenario, 40), BENCH_REGENERATE=1.
  */
 import fs from 'node:fs';
@@ -33,6 +34,10 @@ import { performance } from 'node:perf_hooks';
 import { createClient as createClickHouseClient } from '@clickhouse/client';
 import { call, createClient } from '@mail/common';
 import {
+  BOUNCE_CLASS_ENUM,
+  BOUNCE_TYPE_ENUM,
+  EVENT_TYPE_ENUM,
+  NO_VARIANT,
   backfillSuppressionState,
   chsql,
   compactClosedMonths,
@@ -43,7 +48,7 @@ import {
 import { infraEnv, startStack } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 
-const { dateTime, int, sql, uuid } = chsql;
+const { dateTime, int, sql, str, uuid } = chsql;
 
 const CLICKHOUSE_URL = infraEnv().clickhouseUrl;
 const DATABASE = process.env.BENCH_DATABASE ?? 'bench_analytics';
@@ -80,8 +85,11 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
   return sql`
     SELECT generateUUIDv4(), ${workspace},
       toUUID(concat('0c0c0c0c-0000-4000-8000-', substring(toString(1000000000000 + cityHash64(number, ${int(seed)}, 1) % ${int(CAMPAIGNS)}), 2, 12))) AS campaign,
-      CAST(multiIf(r < 620, 'open', r < 920, 'click', r < 980, 'bounce', 'unsubscribe') AS Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4)),
-      CAST(multiIf(r >= 920 AND r < 940, 'hard', r >= 940 AND r < 980, 'soft', 'none') AS Enum8('none' = 0, 'hard' = 1, 'soft' = 2)),
+      toUUID(${str(NO_VARIANT)}),
+      CAST(multiIf(r < 620, 'open', r < 920, 'click', r < 980, 'bounce', 'unsubscribe') AS ${EVENT_TYPE_ENUM}),
+      CAST(multiIf(r >= 920 AND r < 940, 'hard', r >= 940 AND r < 980, 'soft', 'none') AS ${BOUNCE_TYPE_ENUM}),
+      CAST(multiIf(r >= 920 AND r < 940, 'invalid_address', r >= 940 AND r < 980, 'mailbox_unavailable', 'none') AS ${BOUNCE_CLASS_ENUM}),
+      toUInt8(0),
       concat('user', toString(cityHash64(number, ${int(seed)}, 2) % ${int(ADDRESSES)}), '@example.com'),
       toDateTime(toUInt32(${dateTime(START)}) + intDiv(number * ${span}, ${int(count)}), 'UTC') AS occurred,
       occurred + 2,
@@ -100,7 +108,7 @@ function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: numb
  * Bumped when the schema, the generated data or the server's storage settings
  * (deploy/clickhouse) change: a data set of another version is generated again.
  */
-const DATA_SET_VERSION = 5;
+const DATA_SET_VERSION = 6;
 
 /** Days a crash left copies on, as days before END. */
 const CRASH_DAYS_AGO = [3, 20, 200];
@@ -156,8 +164,8 @@ async function ensureData(): Promise<void> {
   await command(
     `copies left by a crash on ${CRASH_DAYS_AGO.length} days (10 % of their events)`,
     sql`INSERT INTO events
-      SELECT generateUUIDv4(), workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at, url, reason,
-        user_agent, ip, provider, provider_event_id, provider_message_id, raw, now() + 1
+      SELECT generateUUIDv4(), workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open, email,
+        occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, raw, now() + 1
       FROM events
       WHERE workspace_id = ${uuid(WORKSPACE)} AND toDate(occurred_at) IN (${crashDays}) AND cityHash64(provider_event_id) % 10 = 0`,
   );

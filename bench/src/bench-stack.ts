@@ -47,6 +47,10 @@ export async function startBenchStack(): Promise<BenchStack> {
         KAFKA_DLQ_TOPIC: `engagement-events-dlq-bench-${suffix}`,
         KAFKA_CONSUMER_GROUP: `ingestion-bench-${suffix}`,
         SENDGRID_WEBHOOK_PUBLIC_KEY: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+        // The whole load comes from one (dev) user and workspace: measured is the platform, not the fair-use limits.
+        USER_RATE_LIMIT_PER_SECOND: '1000000',
+        USER_RATE_LIMIT_BURST: '1000000',
+        WORKSPACE_ANALYTICS_CONCURRENCY: '1000000',
       },
     });
   } catch (error) {

@@ -63,8 +63,9 @@ export interface CampaignResult {
 }
 
 /**
- * node:http on kept-alive sockets: the load generator shares the 2 cores with
- * the system it measures, and fetch (undici) spent ~1 ms of CPU per request.
+ * node:http on kept-alive sockets: the load generator shares the cores with
+ * the system it measures, and fetch (undici) costs far more CPU per request
+ * (bench/README.md, "Benchmark harness").
  */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
@@ -189,7 +190,7 @@ export async function runCampaignBench(bench: BenchStack, settings: CampaignSett
     };
 
     // JIT, connection pools and caches warm up outside the measured window, at the same rate: creates, then
-    // updates of those. Measured here, CPU per request stays about twice its steady value for the first 8 s.
+    // updates of those: the first seconds after a start cost far more CPU per request (bench/README.md, "Benchmark harness").
     const warmIds: string[] = [];
     const warmedCreates = await fixedRate(rate, 'warm-up create', rate * warmUpSeconds, async (i) => {
       warmIds.push((await create(`warm-${suffix}-${i}`)).id as string);

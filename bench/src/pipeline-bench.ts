@@ -125,9 +125,9 @@ function post(url: string, { body, headers }: Call): Promise<number> {
 
 /**
  * A broker that has just started runs its request handling interpreted until
- * the JIT has compiled it: in the first run after a start it spent 44 µs of
- * CPU per event against 8 in the next. Small produce requests, for
- * BROKER_WARM_UP_MS, have it compiled before anything is measured.
+ * the JIT has compiled it, at several times the CPU per event (bench/README.md,
+ * "Benchmark harness"). Small produce requests, for BROKER_WARM_UP_MS, have it
+ * compiled before anything is measured.
  */
 const BROKER_WARM_UP_MS = 8_000;
 

@@ -135,7 +135,7 @@ function campaignRow(
   const why =
     busyShare >= QUEUEING_SHARE
       ? 'requests queue behind each other and behind other work'
-      : `the slowest requests come in clusters, during garbage-collection pauses of the gateway and campaign processes (README); the direct Postgres insert of the same run: max ${ms(directInsert.maxMs)}`;
+      : `the slowest requests come in clusters, during garbage-collection pauses of the gateway and campaign processes (bench/README.md); the direct Postgres insert of the same run: max ${ms(directInsert.maxMs)}`;
   return {
     measure: `Campaign ${label} at ${rate} req/s (gateway → gRPC → Postgres, open loop)`,
     result: `p50 ${ms(phase.p50Ms)}, p99 ${ms(phase.p99Ms)}${phase.failed > 0 ? `, ${phase.failed} failed` : ''}`,
@@ -219,7 +219,7 @@ export function memoryRows(memory: Record<string, MemoryFigure>): Row[] {
   }));
 }
 
-/** A Markdown table: readable in a terminal, pasted as is into README.md. */
+/** A Markdown table: readable in a terminal, pasted as is into bench/README.md. */
 export function markdownTable(rows: readonly Row[]): string {
   const header = ['Measure', 'Result', 'Target', 'Met', 'Why / note'];
   const cells = rows.map((r) => [r.measure, r.result, r.target, r.verdict, r.note].map((c) => c.replace(/\|/g, '\\|')));

@@ -253,8 +253,9 @@ pg_pid() { sed -n 1p "$PG_DATA/postmaster.pid" 2>/dev/null; }
 pg_running_port() { sed -n 4p "$PG_DATA/postmaster.pid"; }
 
 # Not `pg_ctl status`: it takes a zombie postmaster (SIGKILLed, not yet
-# reaped by PID 1: seen here for ~2 s) for a running one, and then `up` would
-# wait for a dead server. The command line check rules out a recycled PID.
+# reaped by PID 1, which takes a moment: bench/README.md, "Local servers") for
+# a running one, and then `up` would wait for a dead server. The command line
+# check rules out a recycled PID.
 pg_running() {
   local pid
   pid=$(pg_pid) && pid_is_ours "$pid" "$PG_DATA"
@@ -496,8 +497,8 @@ group.initial.rebalance.delay.ms=0
 # After a SIGKILL the controller keeps the dead incarnation's registration
 # until its session times out (default 9 s) and rejects the restarted broker
 # (DUPLICATE_BROKER_REGISTRATION) meanwhile: a short session makes a restart
-# after a crash take seconds instead of ~12 s. Broker and controller share one
-# JVM on loopback, so there are no false timeouts to fear.
+# after a crash quick (bench/README.md, "Local servers"). Broker and
+# controller share one JVM on loopback, so there are no false timeouts to fear.
 broker.session.timeout.ms=2500
 broker.heartbeat.interval.ms=500
 EOF

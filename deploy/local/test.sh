@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # `npm test`: the whole suite against real servers, from a fresh clone too.
 # Arguments go to jest: `npm test -- services/campaign` runs one package.
-# The servers keep their default ports and .state/ (tests isolate themselves
-# with private databases and topics) and stay up afterwards for the next run.
+# The servers (infra.sh up) stay up afterwards for the next run; tests isolate
+# themselves with private databases and topics. Their ports and state folder
+# are infra.sh's settings, so a second run can go beside a stack on the
+# default ones:
+#   STATE_DIR=/tmp/other PG_PORT=56432 KAFKA_PORT=58092 KAFKA_CONTROLLER_PORT=58093 \
+#     CLICKHOUSE_HTTP_PORT=57123 CLICKHOUSE_TCP_PORT=57000 npm test
+# Every test, test helper and process it starts takes the servers' addresses
+# from what this script exports (DATABASE_URL, KAFKA_BROKERS, CLICKHOUSE_URL),
+# never from a default port, and refuses to run without them. Addresses the
+# caller already exported win over infra.sh's (load_infra_env), so unset
+# stale ones when changing the ports.
 set -euo pipefail
 
 # SECONDS counts from the start of this script.

@@ -40,7 +40,8 @@ const GRPC_PORTS: Record<ServiceName, number> = {
   analytics: 50054,
   ingestion: 50055,
 };
-const OPS_PORTS: Record<ServiceName, number> = {
+const OPS_PORTS: Record<ProcessName, number> = {
+  gateway: 9100,
   identity: 9101,
   campaign: 9102,
   'brand-guide': 9103,
@@ -233,9 +234,9 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
     // A container without image: valid for the API, refused by the project rules.
     expect(broken((d) => delete container(d).image)).toContainEqual(expect.stringMatching(/has no image/));
     // A wrong type in a kind we only use in Jobs and HPAs.
-    const hpa = structuredClone(find(objectsOf('prod'), 'HorizontalPodAutoscaler', 'gateway')!) as KubeObject & {
-      spec: Record<string, unknown>;
-    };
+    const hpa = structuredClone(
+      find<KubeObject & { spec: Record<string, unknown> }>(objectsOf('prod'), 'HorizontalPodAutoscaler', 'gateway')!,
+    );
     hpa.spec.maxReplicas = 'ten';
     expect(problems([hpa]).join('\n')).toMatch(/maxReplicas must be integer/);
     // A kind no schema knows.
@@ -287,16 +288,18 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
       for (const port of service!.spec.ports) expect(portNames).toContain(port.targetPort);
 
       const portNumber = (name: string): number | undefined => container.ports?.find((p) => p.name === name)?.containerPort;
+      expect(portNumber('ops')).toBe(OPS_PORTS[process]);
+      expect(envValue(container, objects, 'OPS_PORT')).toBe(String(OPS_PORTS[process]));
       if (process === 'gateway') {
         expect(portNumber('http')).toBe(GATEWAY_PORT);
         expect(envValue(container, objects, 'PORT')).toBe(String(GATEWAY_PORT));
         expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
         expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+        // /metrics is served on the ops port only, which the gateway's Service does not expose.
+        expect(service!.spec.ports.map((port) => port.targetPort)).not.toContain('ops');
       } else {
         const grpcPort = GRPC_PORTS[process];
         expect(portNumber('grpc')).toBe(grpcPort);
-        expect(portNumber('ops')).toBe(OPS_PORTS[process]);
-        expect(envValue(container, objects, 'OPS_PORT')).toBe(String(OPS_PORTS[process]));
         const addressVariable = `${process.toUpperCase().replace('-', '_')}_GRPC_ADDR`;
         expect(envValue(container, objects, addressVariable)).toBe(`0.0.0.0:${grpcPort}`);
         expect(container.readinessProbe?.grpc).toEqual({ port: grpcPort });
@@ -407,6 +410,35 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
       expect(`${service} gRPC callers: ${[...callers].sort().join(', ')}`).toBe(
         `${service} gRPC callers: ${[...GRPC_CALLERS[service]].sort().join(', ')}`,
       );
+    }
+  });
+
+  test.each(OVERLAYS)("%s: only the monitoring namespace reaches the ops ports (/metrics), the gateway's included", (overlay) => {
+    const objects = objectsOf(overlay);
+    type Rule = {
+      from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: unknown }[];
+      ports?: { port?: string | number }[];
+    };
+    const policies = objects.filter((o) => o.kind === 'NetworkPolicy') as (KubeObject & {
+      spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: Rule[] };
+    })[];
+    const monitoring = { 'kubernetes.io/metadata.name': 'monitoring' };
+    for (const process of PROCESSES) {
+      const labels = deployment(objects, process).spec.template.metadata.labels;
+      const rules = policies
+        .filter((p) => selects(p.spec.podSelector, labels) && p.spec.policyTypes.includes('Ingress'))
+        .flatMap((p) => p.spec.ingress ?? []);
+      const coversOps = (rule: Rule): boolean =>
+        !rule.ports || rule.ports.some((p) => p.port === undefined || p.port === 'ops' || p.port === OPS_PORTS[process]);
+      const callers = new Set<string>();
+      for (const rule of rules.filter(coversOps)) {
+        if (!rule.from || rule.from.length === 0) callers.add('anyone');
+        for (const peer of rule.from ?? []) {
+          const onlyMonitoring = !peer.ipBlock && !peer.podSelector && selects(peer.namespaceSelector, monitoring);
+          callers.add(onlyMonitoring && !selects(peer.namespaceSelector, { 'kubernetes.io/metadata.name': 'x' }) ? 'monitoring' : 'others');
+        }
+      }
+      expect(`${process} ops callers: ${[...callers].sort().join(', ')}`).toBe(`${process} ops callers: monitoring`);
     }
   });
 
@@ -570,7 +602,7 @@ describe('docker-compose.yml', () => {
           `${process} ${variable}=${process === service ? '0.0.0.0' : service}:${GRPC_PORTS[service]}`,
         );
       }
-      if (process !== 'gateway') expect(env.OPS_PORT).toBe(String(OPS_PORTS[process]));
+      expect(env.OPS_PORT).toBe(String(OPS_PORTS[process]));
     }
     expect(composeEnvironment(compose.services.gateway).PORT).toBe(String(GATEWAY_PORT));
   });

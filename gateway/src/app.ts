@@ -1,18 +1,20 @@
 import path from 'node:path';
 import express, { type Express } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
-import { registry, type Logger, type Readiness } from '@mail/common';
+import type { Logger, Readiness } from '@mail/common';
 import type { ServiceClients } from './clients';
 import { authenticate, authorize } from './auth/access';
 import type { Authenticator } from './auth/principal';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
-import { isJsonBody, pydanticFormats, pydanticRequests, validatorDocument, verifyJsonBody } from './errors/lax-requests';
+import { fairUse, type FairUseLimits } from './limits/fair-use';
+import { bodyTimeout, type RequestTimeouts } from './limits/request-timeout';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
-import { memoizeValidatorRouteMatchers } from './openapi/route-matchers';
+import { isJsonBody, verifyJsonBody } from './pydantic/json-body';
+import { pydanticValidation } from './pydantic/validation';
 import { routeModules } from './routes';
 import { dashboardRouter } from './routes/dashboard';
+import { WEBHOOK_PATH } from './webhook/router';
 
 export interface AppDependencies {
   document: OpenApiDocument;
@@ -22,12 +24,16 @@ export interface AppDependencies {
   logger: Logger;
   /** Routes that read their body raw (the signed webhook), mounted before JSON parsing. */
   rawBodyRoutes?: express.Router;
+  /** How long a body may take to arrive before the answer is 408; without them only Node's own limits apply. */
+  timeouts?: RequestTimeouts;
+  /** Each user's rate and each workspace's concurrent analytics reads (429 past them); without them, no limit. */
+  fairUse?: FairUseLimits;
 }
 
 /**
- * The request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
+ * The public request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
  * check (401); OpenAPI validation (422); workspace and role check (403/404);
- * the route; errors in the contract's format.
+ * fair use (429); the route; errors in the API's format (docs/api.md, "Errors").
  */
 export function createApp(deps: AppDependencies): Express {
   const app = express();
@@ -39,16 +45,15 @@ export function createApp(deps: AppDependencies): Express {
   app.set('strict routing', true);
   const matchOperation = operationMatcher(deps.document);
   app.use(httpMetrics);
+  if (deps.timeouts) app.use(bodyTimeout(deps.timeouts, (req) => req.path === WEBHOOK_PATH));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // The body lists each dependency with its state (docs/api.md, "Health and operations"); /metrics is on the ops port (OPS_PORT).
   app.get('/readyz', async (_req, res) => {
     const report = await deps.readiness.check();
     res.status(report.ready ? 200 : 503).json({ status: report.ready ? 'ready' : 'not ready', ...report });
-  });
-  app.get('/metrics', async (_req, res) => {
-    res.type(registry.contentType).send(await registry.metrics());
   });
   app.get('/openapi.json', (_req, res) => {
     res.json(deps.document);
@@ -66,21 +71,9 @@ export function createApp(deps: AppDependencies): Express {
   // A body of any other type is kept as text: FastAPI reads it as bytes, which fail the model's type check.
   app.use(express.text({ limit: '1mb', type: () => true }));
   app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
-  app.use(pydanticRequests(deps.document, matchOperation));
-  memoizeValidatorRouteMatchers();
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: validatorDocument(deps.document) as never,
-      validateRequests: { allErrors: true, allowUnknownQueryParameters: true },
-      validateResponses: false,
-      validateSecurity: false,
-      ignoreUndocumented: false,
-      formats: pydanticFormats,
-      // pydanticRequests may rewrite the URL to canonical path ids.
-      useRequestUrl: true,
-    }),
-  );
+  app.use(pydanticValidation(deps.document, matchOperation));
   app.use(authorize);
+  if (deps.fairUse) app.use(fairUse(deps.fairUse));
 
   const router = express.Router({ caseSensitive: true, strict: true });
   for (const register of routeModules) register(router, { clients: deps.clients, logger: deps.logger });
@@ -102,12 +95,10 @@ function redirectSlashes(matchOperation: (method: string, path: string) => Match
     if (req.path === '/' || matchOperation(req.method, req.path)) return next();
     const other = req.path.endsWith('/') ? req.path.slice(0, -1) : `${req.path}/`;
     if (!matchOperation(req.method, other)) return next();
-    // As Starlette redirects: the absolute URL (from the Host header), no body.
-    const target = other + req.url.slice(req.path.length);
-    const host = req.get('host');
+    // Path and query only: a Location built from Host or X-Forwarded-Proto would let a forged header send the client elsewhere.
     res
       .status(307)
-      .location(host ? `${req.protocol}://${host}${target}` : target)
+      .location(other + req.url.slice(req.path.length))
       .end();
   };
 }

@@ -1,5 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { ConfigError, EnvReader } from '@mail/common';
+import type { FairUseLimits } from './limits/fair-use';
+import type { RequestTimeouts } from './limits/request-timeout';
 import { parseSendgridPublicKey } from './webhook/auth';
 
 export interface AuthConfig {
@@ -26,9 +28,13 @@ export interface WebhookConfig {
 
 export interface GatewayConfig {
   port: number;
+  /** The side door for operators: /metrics and the detailed /readyz, kept off the public port. */
+  opsPort: number;
   production: boolean;
   logLevel: string;
   shutdownTimeoutMs: number;
+  timeouts: RequestTimeouts;
+  fairUse: FairUseLimits;
   auth: AuthConfig;
   webhook: WebhookConfig;
   services: { identity: string; campaign: string; brandGuide: string; analytics: string };
@@ -65,11 +71,30 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   if (webhook.basicAuth !== undefined && !webhook.basicAuth.includes(':')) {
     throw new ConfigError('WEBHOOK_BASIC_AUTH must look like user:password');
   }
+  const timeouts: RequestTimeouts = {
+    requestMs: env.int('REQUEST_TIMEOUT_MS', 30_000),
+    webhookMs: env.int('WEBHOOK_REQUEST_TIMEOUT_MS', 120_000),
+  };
+  if (timeouts.requestMs <= 0 || timeouts.webhookMs < timeouts.requestMs) {
+    throw new ConfigError('REQUEST_TIMEOUT_MS must be positive, and WEBHOOK_REQUEST_TIMEOUT_MS at least as long');
+  }
+  // Per gateway replica: see FairUseLimits.
+  const fairUse: FairUseLimits = {
+    workspaceAnalyticsReads: env.int('WORKSPACE_ANALYTICS_CONCURRENCY', 16),
+    userRequestsPerSecond: env.int('USER_RATE_LIMIT_PER_SECOND', 200),
+    userBurst: env.int('USER_RATE_LIMIT_BURST', 1_000),
+  };
+  if (Object.values(fairUse).some((limit) => limit < 1)) {
+    throw new ConfigError('WORKSPACE_ANALYTICS_CONCURRENCY, USER_RATE_LIMIT_PER_SECOND and USER_RATE_LIMIT_BURST must be at least 1');
+  }
   return {
     port: env.int('PORT', 8080),
+    opsPort: env.int('OPS_PORT', 9100),
     production,
     logLevel: env.string('LOG_LEVEL', 'info'),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000),
+    timeouts,
+    fairUse,
     auth,
     webhook,
     services: {

@@ -2,9 +2,10 @@ import { createHealthClient, Readiness, type DependencyCheck } from '@mail/commo
 import type { GatewayConfig } from './config';
 
 /**
- * What /readyz reports: every service the gateway calls, and the stores
- * behind them (asked through the owning service's grpc.health.v1 check of
- * that dependency), so an operator sees "postgres: down", not just "campaign".
+ * What /readyz on the ops port reports: every service the gateway calls, and
+ * the stores behind them (asked through the owning service's grpc.health.v1
+ * check of that dependency), so an operator sees "postgres: down", not just
+ * "campaign". The public /readyz says only ready or not.
  */
 export function gatewayReadiness(
   services: GatewayConfig['services'],

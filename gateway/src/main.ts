@@ -1,4 +1,5 @@
-import { ConfigError, createLogger, onShutdown } from '@mail/common';
+import http from 'node:http';
+import { ConfigError, createLogger, onShutdown, startOpsServer } from '@mail/common';
 import { createApp } from './app';
 import { createJwtAuthenticator } from './auth/jwt';
 import { devAuthenticator } from './auth/principal';
@@ -6,6 +7,7 @@ import { closeServiceClients, createServiceClients } from './clients';
 import { readGatewayConfig, type GatewayConfig } from './config';
 import { answerClientError } from './errors/client-error';
 import { gatewayReadiness } from './health';
+import { serverTimeoutOptions } from './limits/request-timeout';
 import { loadOpenApiDocument } from './openapi/document';
 import { createWebhook } from './webhook';
 
@@ -35,16 +37,29 @@ async function main(): Promise<void> {
     readiness: health.readiness,
     logger,
     rawBodyRoutes: webhook.router,
+    timeouts: config.timeouts,
+    fairUse: config.fairUse,
   });
-  const server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
+  const server = http
+    .createServer(serverTimeoutOptions(config.timeouts), app)
+    .listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
+  const opsServer = await startOpsServer(config.opsPort, health.readiness);
 
   onShutdown(logger, config.shutdownTimeoutMs, [
-    { name: 'mark not ready', run: async () => health.readiness.markDraining() },
+    { name: 'mark not ready', run: () => Promise.resolve(health.readiness.markDraining()) },
     { name: 'drain HTTP', run: () => new Promise((resolve) => server.close(resolve)) },
+    { name: 'close ops server', run: () => new Promise((resolve) => opsServer.close(resolve)) },
     { name: 'close kafka producer', run: () => webhook.close() },
-    { name: 'close gRPC clients', run: async () => (closeServiceClients(clients), health.close()) },
+    {
+      name: 'close gRPC clients',
+      run: () => {
+        closeServiceClients(clients);
+        health.close();
+        return Promise.resolve();
+      },
+    },
   ]);
 }
 

@@ -1,4 +1,5 @@
 import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
+import type { JsonObject } from './support/json';
 
 /**
  * /brand-guides/ end to end: the gateway's whole request pipeline
@@ -25,13 +26,11 @@ afterAll(async () => {
   await gateway?.close();
 });
 
-type Json = Record<string, any>;
-
 async function api(method: string, route: string, body?: unknown, workspace = workspaceA) {
   return requestJson(gatewayUrl, method, route, body, workspace);
 }
 
-async function create(fields: Json = {}, workspace = workspaceA): Promise<Json> {
+async function create(fields: JsonObject = {}, workspace = workspaceA): Promise<JsonObject> {
   const answer = await api('POST', '/brand-guides/', { name: 'Guide', ...fields }, workspace);
   expect(answer.status).toBe(201);
   return answer.body;
@@ -157,7 +156,7 @@ it('lists newest first, paged, filtered', async () => {
     await create({ name, is_active }, workspaceB);
   }
   const names = async (query: string) =>
-    (await api('GET', `/brand-guides/?${query}`, undefined, workspaceB)).body.items.map((g: Json) => g.name);
+    (await api('GET', `/brand-guides/?${query}`, undefined, workspaceB)).body.items.map((g: JsonObject) => g.name);
   expect(await names('')).toEqual(['Legal', 'Casual VOICE', 'Formal voice']);
   expect((await api('GET', '/brand-guides/?page=2&page_size=2', undefined, workspaceB)).body).toEqual({
     items: [expect.objectContaining({ name: 'Formal voice' })],

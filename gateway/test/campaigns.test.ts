@@ -1,5 +1,6 @@
 import { LEGITIMATE_SELECTS, REFUSED_QUERIES } from '../../services/common/test/select-statement-queries';
 import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
+import type { JsonObject } from './support/json';
 
 /**
  * /email-campaigns/ end to end: the gateway's whole request pipeline
@@ -28,25 +29,23 @@ afterAll(async () => {
   await gateway?.close();
 });
 
-type Json = Record<string, any>;
-
 async function api(method: string, route: string, body?: unknown, workspace: string | null = workspaceA) {
   return requestJson(gatewayUrl, method, route, body, workspace);
 }
 
-async function create(fields: Json = {}): Promise<Json> {
+async function create(fields: JsonObject = {}): Promise<JsonObject> {
   const answer = await api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Campaign', ...fields });
   expect(answer.status).toBe(201);
   return answer.body;
 }
 
-const put = (id: string, body: Json, workspace = workspaceA) => api('PUT', `/email-campaigns/${id}`, body, workspace);
+const put = (id: string, body: JsonObject, workspace = workspaceA) => api('PUT', `/email-campaigns/${id}`, body, workspace);
 
 const ID = expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
 const TIMESTAMP = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
 /** Every field of the write shape set to something other than its default. */
-const FULL: Json = {
+const FULL: JsonObject = {
   name: 'Spring sale',
   description: 'Everything must go',
   is_active: false,
@@ -63,7 +62,20 @@ const FULL: Json = {
   template_id: 'tpl-main',
 };
 
-function valueError(loc: (string | number)[], input: unknown, message: string): Json {
+/** The OpenAPI document's pattern for text that can end up in a mail header: no C0 control character, no DEL. */
+const HEADER_SAFE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
+
+function patternMismatch(loc: (string | number)[], input: string): JsonObject {
+  return {
+    type: 'string_pattern_mismatch',
+    loc,
+    msg: `String should match pattern '${HEADER_SAFE_PATTERN}'`,
+    input,
+    ctx: { pattern: HEADER_SAFE_PATTERN },
+  };
+}
+
+function valueError(loc: (string | number)[], input: unknown, message: string): JsonObject {
   return { type: 'value_error', loc, msg: `Value error, ${message}`, input, ctx: { error: {} } };
 }
 
@@ -146,19 +158,19 @@ describe('create and read', () => {
     const list = await api('GET', '/email-campaigns/?page=1&page_size=2', undefined, workspace);
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ total: 3, page: 1, page_size: 2 });
-    expect(list.body.items.map((c: Json) => c.name)).toEqual(['Promo', 'Daily NEWS']);
-    expect((await api('GET', '/email-campaigns/?page=2&page_size=2', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual([
-      'Weekly news',
-    ]);
+    expect(list.body.items.map((c: JsonObject) => c.name)).toEqual(['Promo', 'Daily NEWS']);
+    expect(
+      (await api('GET', '/email-campaigns/?page=2&page_size=2', undefined, workspace)).body.items.map((c: JsonObject) => c.name),
+    ).toEqual(['Weekly news']);
     const filtered = await api('GET', '/email-campaigns/?q=news&is_active=true', undefined, workspace);
     expect(filtered.body).toEqual({ items: [expect.objectContaining({ name: 'Weekly news' })], total: 1, page: 1, page_size: 50 });
     expect((await api('GET', '/email-campaigns/?q=NEWS', undefined, workspace)).body.total).toBe(2);
-    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: Json) => c.name)).toEqual([
-      'Daily NEWS',
-    ]);
+    expect((await api('GET', '/email-campaigns/?is_active=false', undefined, workspace)).body.items.map((c: JsonObject) => c.name)).toEqual(
+      ['Daily NEWS'],
+    );
     const redirect = await api('GET', '/email-campaigns?q=news', undefined, workspace);
     expect(redirect.status).toBe(307);
-    expect(redirect.headers.get('location')).toBe(`${gatewayUrl}/email-campaigns/?q=news`);
+    expect(redirect.headers.get('location')).toBe('/email-campaigns/?q=news');
     expect(redirect.headers.get('content-length')).toBe('0');
   });
 
@@ -286,7 +298,7 @@ describe('update', () => {
       { id: rewrite.id, template_id: 'rewritten', weight: 4, label: null, is_active: false },
       keep,
     ]);
-    expect(answer.body.variants.map((v: Json) => v.id)).not.toContain(drop.id);
+    expect(answer.body.variants.map((v: JsonObject) => v.id)).not.toContain(drop.id);
     expect((await api('GET', `/email-campaigns/${campaign.id}`)).body.variants).toEqual(answer.body.variants);
   });
 
@@ -389,11 +401,11 @@ describe('update', () => {
   it('never leaves the variants of two concurrent PUTs mixed', async () => {
     const campaign = await create({ delivery_mode: 'variants', variants: [{ template_id: 'seed' }] });
     const list = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => ({ template_id: `${prefix}-${i}`, label: prefix }));
-    const origin = (variants: Json[]) => new Set(variants.map((v) => v.label));
+    const origin = (variants: JsonObject[]) => new Set(variants.map((v) => v.label));
     for (let pair = 0; pair < 20; pair++) {
       const answers = await Promise.all([put(campaign.id, { variants: list('a', 3) }), put(campaign.id, { variants: list('b', 2) })]);
       for (const answer of answers) expect(origin(answer.body.variants).size).toBe(1);
-      const stored = (await api('GET', `/email-campaigns/${campaign.id}`)).body.variants as Json[];
+      const stored = (await api('GET', `/email-campaigns/${campaign.id}`)).body.variants as JsonObject[];
       expect(origin(stored).size).toBe(1);
       expect(stored).toHaveLength(stored[0].label === 'a' ? 3 : 2);
     }
@@ -401,9 +413,9 @@ describe('update', () => {
 });
 
 describe('validation', () => {
-  const post = (fields: Json) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Valid', ...fields });
+  const post = (fields: JsonObject) => api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Valid', ...fields });
 
-  it.each<[string, Json, Json]>([
+  it.each<[string, JsonObject, JsonObject]>([
     [
       'an empty name',
       { name: '' },
@@ -579,9 +591,9 @@ describe('validation', () => {
   });
 
   it('answers 422, not 500, for NUL characters, which Postgres text cannot hold', async () => {
-    expect(await post({ from_name: 'News\u0000room' })).toMatchObject({
+    expect(await post({ description: 'News\u0000room' })).toMatchObject({
       status: 422,
-      body: { detail: [valueError(['body', 'from_name'], 'News\u0000room', 'text must not contain NUL (\\u0000) characters')] },
+      body: { detail: [valueError(['body', 'description'], 'News\u0000room', 'text must not contain NUL (\\u0000) characters')] },
     });
     expect(await api('GET', '/email-campaigns/?q=news%00')).toMatchObject({ status: 200, body: { items: [], total: 0 } });
   });
@@ -620,18 +632,20 @@ describe('validation', () => {
     });
   });
 
-  it('reports type, range, format, cron, query and NUL failures together, in field order', async () => {
+  it('reports type, range, pattern, format, cron, query and NUL failures together, in field order', async () => {
     const body = {
       name: 'n'.repeat(201),
+      description: 'd\u0000',
       send_priority: 1001,
       schedule_cron: '* * *',
       mssql_query: 'DELETE FROM t',
       from_email: 'nope',
       from_name: 'a\u0000b',
-      variants: [{ template_id: 't', weight: -1, label: 'l\u0000' }],
+      variants: [{ template_id: 't', weight: -1, label: 'l\n' }],
     };
     const expected = [
       { type: 'string_too_long', loc: ['body', 'name'] },
+      valueError(['body', 'description'], 'd\u0000', 'text must not contain NUL (\\u0000) characters'),
       { type: 'less_than_equal', loc: ['body', 'send_priority'] },
       valueError(
         ['body', 'schedule_cron'],
@@ -644,9 +658,9 @@ describe('validation', () => {
         'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
       ),
       { type: 'value_error', loc: ['body', 'from_email'] },
-      valueError(['body', 'from_name'], 'a\u0000b', 'text must not contain NUL (\\u0000) characters'),
+      patternMismatch(['body', 'from_name'], 'a\u0000b'),
       { type: 'greater_than_equal', loc: ['body', 'variants', 0, 'weight'] },
-      valueError(['body', 'variants', 0, 'label'], 'l\u0000', 'text must not contain NUL (\\u0000) characters'),
+      patternMismatch(['body', 'variants', 0, 'label'], 'l\n'),
     ];
     const created = await post(body);
     expect(created).toMatchObject({ status: 422, body: { detail: expected } });
@@ -655,6 +669,49 @@ describe('validation', () => {
     const updated = await put(campaign.id, body);
     expect(updated).toMatchObject({ status: 422, body: { detail: expected } });
     expect(updated.body.detail).toHaveLength(expected.length);
+  });
+
+  it.each([
+    ['a CR LF in from_name', { from_name: 'News\r\nBcc: all@example.com' }, 'from_name'],
+    ['a LF at the end of from_name', { from_name: 'News\n' }, 'from_name'],
+    ['a tab in the name', { name: 'Spring\tsale' }, 'name'],
+    ['DEL in the name', { name: 'Spring\u007f' }, 'name'],
+  ])('refuses %s, which could forge a mail header', async (_case, fields, field) => {
+    const entry = patternMismatch(['body', field], Object.values(fields)[0]);
+    expect(await post(fields)).toMatchObject({ status: 422, body: { detail: [entry] } });
+    const campaign = await create();
+    expect(await put(campaign.id, fields)).toMatchObject({ status: 422, body: { detail: [entry] } });
+  });
+
+  it('refuses a control character in a variant label, on create and update', async () => {
+    const variants = [{ template_id: 't', label: 'A\r\nB' }];
+    const entry = patternMismatch(['body', 'variants', 0, 'label'], 'A\r\nB');
+    expect(await post({ variants })).toMatchObject({ status: 422, body: { detail: [entry] } });
+    const campaign = await create();
+    expect(await put(campaign.id, { variants })).toMatchObject({ status: 422, body: { detail: [entry] } });
+  });
+
+  it('takes names, sender names and labels with any printable text', async () => {
+    const text = 'Ünïcödé — "quoted" <news> 😀';
+    const created = await post({ name: text, from_name: text, variants: [{ template_id: 't', label: text }] });
+    expect(created).toMatchObject({ status: 201, body: { name: text, from_name: text, variants: [{ label: text }] } });
+  });
+
+  it('takes up to 20 variants and refuses 21 as too long, on create and update', async () => {
+    const variants = (n: number) => Array.from({ length: n }, (_, i) => ({ template_id: `t-${i}` }));
+    const created = await post({ variants: variants(20) });
+    expect(created.status).toBe(201);
+    expect(created.body.variants).toHaveLength(20);
+    const tooLong = {
+      type: 'too_long',
+      loc: ['body', 'variants'],
+      msg: 'List should have at most 20 items after validation, not 21',
+      input: variants(21),
+      ctx: { field_type: 'List', max_length: 20, actual_length: 21 },
+    };
+    expect(await post({ variants: variants(21) })).toMatchObject({ status: 422, body: { detail: [tooLong] } });
+    expect(await put(created.body.id, { variants: variants(21) })).toMatchObject({ status: 422, body: { detail: [tooLong] } });
+    expect((await api('GET', `/email-campaigns/${created.body.id}`)).body.variants).toHaveLength(20);
   });
 
   it('reports a query over the length limit as too long, without parsing it', async () => {
@@ -673,7 +730,7 @@ describe('validation', () => {
   });
 
   it('accepts every legitimate SELECT', async () => {
-    const refused: Json[] = [];
+    const refused: JsonObject[] = [];
     for (const sql of LEGITIMATE_SELECTS) {
       const answer = await post({ mssql_query: sql });
       if (answer.status !== 201 || answer.body.mssql_query !== sql) refused.push({ sql, answer: answer.body });

@@ -26,7 +26,7 @@ let base: string;
 function serve(distDir: string): Promise<Server> {
   const app = express();
   app.use(dashboardRouter(distDir));
-  // As in app.ts: what no route takes is a 404 in the contract's format.
+  // As in app.ts: what no route takes is a 404 in the API's format.
   app.use(() => {
     throw notFound();
   });
@@ -109,7 +109,7 @@ test('hashed assets: cached for a year as immutable, gzip negotiated, content ty
   expect(css.body.toString()).toBe('body{margin:0}');
 });
 
-test('anything else under assets is a 404 in the contract format, never a file outside them', async () => {
+test('anything else under assets is a 404 in the API error format, never a file outside them', async () => {
   for (const route of [
     '/dashboard/assets/missing-1.js',
     '/dashboard/assets/index-AbC_12-x.js.gz',

@@ -235,8 +235,7 @@ async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T)
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  const failure = lastError instanceof Error ? lastError.message : '';
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)} ${failure}`);
+  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)} ${lastError instanceof Error ? lastError.message : ''}`);
 }
 
 beforeAll(async () => {

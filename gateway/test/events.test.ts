@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { NO_VARIANT, createClickHouse } from '@mail/event-store';
 import { startGatewayStack, type GatewayStack } from './support/stack';
+import type { JsonObject } from './support/json';
 
 /**
  * GET /campaign-events/ and /campaign-events/stats end to end: the gateway's
@@ -90,28 +91,26 @@ afterAll(async () => {
   await gateway?.close();
 });
 
-type Json = Record<string, any>;
-
-async function get(route: string, workspaceId = workspace): Promise<{ status: number; body: Json }> {
+async function get(route: string, workspaceId = workspace): Promise<{ status: number; body: JsonObject }> {
   const response = await fetch(`${gatewayUrl}${route}`, { headers: { workspace_id: workspaceId } });
-  return { status: response.status, body: (await response.json()) as Json };
+  return { status: response.status, body: (await response.json()) as JsonObject };
 }
 
 /** provider_event_ids of the listed events, newest first. */
 async function listed(query: string): Promise<string[]> {
   const answer = await get(`/campaign-events/?${query}`);
   expect(answer.status).toBe(200);
-  return answer.body.items.map((item: Json) => item.provider_event_id);
+  return answer.body.items.map((item: JsonObject) => item.provider_event_id);
 }
 
 const ids = (...indexes: number[]) => indexes.map((index) => rows[index].provider_event_id);
 
 describe('GET /campaign-events/', () => {
-  it('lists newest first with the contract record, each provider event once', async () => {
+  it('lists newest first with the documented record, each provider event once', async () => {
     const answer = await get('/campaign-events/');
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ total: 5, page: 1, page_size: 50 });
-    expect(answer.body.items.map((item: Json) => item.provider_event_id)).toEqual(ids(4, 3, 2, 1, 0));
+    expect(answer.body.items.map((item: JsonObject) => item.provider_event_id)).toEqual(ids(4, 3, 2, 1, 0));
     expect(answer.body.items[2]).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       workspace_id: workspace,
@@ -265,7 +264,7 @@ describe('GET /campaign-events/', () => {
   it('reports both bad dates at once', async () => {
     const answer = await get('/campaign-events/stats?date_from=soon&date_to=later');
     expect(answer.status).toBe(422);
-    expect(answer.body.detail.map((entry: Json) => entry.loc)).toEqual([
+    expect(answer.body.detail.map((entry: JsonObject) => entry.loc)).toEqual([
       ['query', 'date_from'],
       ['query', 'date_to'],
     ]);
@@ -276,8 +275,8 @@ describe('GET /campaign-events/', () => {
       headers: { workspace_id: 'nope' },
     });
     expect(response.status).toBe(422);
-    const { detail } = (await response.json()) as Json;
-    expect(detail.map((entry: Json) => [entry.type, entry.loc])).toEqual([
+    const { detail } = (await response.json()) as JsonObject;
+    expect(detail.map((entry: JsonObject) => [entry.type, entry.loc])).toEqual([
       ['enum', ['query', 'event_type']],
       ['datetime_from_date_parsing', ['query', 'date_from']],
       ['greater_than_equal', ['query', 'page']],
@@ -301,11 +300,9 @@ describe('GET /campaign-events/', () => {
     for (const [parameter, value, type] of refused) {
       for (const path of ['/campaign-events/', '/campaign-events/stats']) {
         const response = await get(`${path}?${parameter}=${encodeURIComponent(value)}`);
-        expect([parameter, response.status, response.body.detail.map((entry: Json) => [entry.type, entry.loc, entry.input])]).toEqual([
-          parameter,
-          422,
-          [[type, ['query', parameter], value]],
-        ]);
+        expect([parameter, response.status, response.body.detail.map((entry: JsonObject) => [entry.type, entry.loc, entry.input])]).toEqual(
+          [parameter, 422, [[type, ['query', parameter], value]]],
+        );
       }
     }
     expect((await get('/campaign-events/')).body.total).toBe(5);
@@ -314,7 +311,7 @@ describe('GET /campaign-events/', () => {
   it('needs the workspace_id header', async () => {
     const response = await fetch(`${gatewayUrl}/campaign-events/`);
     expect(response.status).toBe(422);
-    expect(((await response.json()) as Json).detail[0]).toMatchObject({ type: 'missing', loc: ['header', 'workspace_id'] });
+    expect(((await response.json()) as JsonObject).detail[0]).toMatchObject({ type: 'missing', loc: ['header', 'workspace_id'] });
   });
 });
 
@@ -383,7 +380,7 @@ describe('GET /campaign-events/stats', () => {
 
   it('buckets by UTC hour', async () => {
     const answer = await get('/campaign-events/stats?interval=hour&date_from=2026-03-09T23:00Z&date_to=2026-03-10T01:59:59Z');
-    expect(answer.body.series.map((bucket: Json) => [bucket.bucket_start, bucket.opens])).toEqual([
+    expect(answer.body.series.map((bucket: JsonObject) => [bucket.bucket_start, bucket.opens])).toEqual([
       ['2026-03-09T23:00:00.000Z', 1],
       ['2026-03-10T00:00:00.000Z', 1],
       ['2026-03-10T01:00:00.000Z', 0],
@@ -407,7 +404,7 @@ describe('GET /campaign-events/stats', () => {
     for (const range of ['date_to=1900-01-01', 'date_from=2106-02-07', 'date_from=2106-02-08&date_to=2106-02-09']) {
       const { body } = await get(`/campaign-events/stats?${range}`);
       expect(body).toMatchObject({ totals: zeros, campaigns: [], top_links: [] });
-      expect(body.series.every((bucket: Json) => bucket.opens === 0 && bucket.clicks === 0)).toBe(true);
+      expect(body.series.every((bucket: JsonObject) => bucket.opens === 0 && bucket.clicks === 0)).toBe(true);
     }
   });
 
@@ -429,7 +426,7 @@ describe('GET /campaign-events/stats', () => {
     const long = await get('/campaign-events/stats?interval=hour&date_from=2026-01-01&date_to=2026-05-01');
     expect(long.status).toBe(200);
     // 2880 hours: only the hours of this workspace's events in them, in time order.
-    const starts: string[] = long.body.series.map((bucket: Json) => bucket.bucket_start);
+    const starts: string[] = long.body.series.map((bucket: JsonObject) => bucket.bucket_start);
     expect(starts.length).toBeGreaterThan(0);
     expect([...starts].sort()).toEqual(starts);
     for (const bucket of long.body.series)

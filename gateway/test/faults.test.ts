@@ -189,7 +189,7 @@ function probeReads(): { stop(): Promise<void> } {
 async function waitUntilReady(): Promise<{ ms: number; last: string[] }> {
   const started = Date.now();
   const targets: [string, string][] = [
-    ['gateway', `${stack.urls.gateway}/readyz`],
+    ['gateway', `${stack.urls.ops.gateway}/readyz`],
     ...SERVICE_NAMES.map((name): [string, string] => [name, `${stack.urls.ops[name]}/readyz`]),
   ];
   let last: string[] = [];
@@ -272,8 +272,9 @@ async function eventsOnKafka(records: number): Promise<{ events: number; copies:
 
 interface Fault {
   name: string;
-  crash(): Promise<void>;
-  restart(): Promise<void>;
+  /** Both may act at once (a signal) or resolve once done. */
+  crash(): Promise<void> | void;
+  restart(): Promise<void> | void;
   /** The dependency the gateway's /readyz must report down (503) while this fault lasts. */
   reportedDown?: string;
 }
@@ -283,7 +284,7 @@ async function expectNotReadyNaming(dependency: string): Promise<void> {
   const deadline = Date.now() + DOWN_MS;
   let last: { status?: number; body?: string; error?: string } = {};
   while (Date.now() < deadline) {
-    last = await status(`${stack.urls.gateway}/readyz`);
+    last = await status(`${stack.urls.ops.gateway}/readyz`);
     if (last.status === 503 && downDependencies(last.body).split(',').includes(dependency)) return;
     await sleep(100);
   }
@@ -300,7 +301,7 @@ it('keeps every acknowledged event exactly once and recovers while Kafka, ingest
   const faults: Fault[] = [
     { name: 'kafka', crash: () => servers.crash('kafka'), restart: () => servers.start('kafka') },
     // Stalled longer than the publish timeout: the send in flight completes after its calls got 503, so their retries are copies.
-    { name: 'kafka-stall', crash: async () => servers.pause('kafka'), restart: async () => servers.resume('kafka') },
+    { name: 'kafka-stall', crash: () => servers.pause('kafka'), restart: () => servers.resume('kafka') },
     killProcess('ingestion'),
     {
       name: 'clickhouse',

@@ -7,6 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestClickHouse, createTestPostgres, startStack } from '@mail/local';
+import { UNREACHABLE, unreachableServices } from './support/env';
 
 /**
  * Real servers for the gateway's identity tests: an identity provider that
@@ -169,22 +170,27 @@ const GATEWAY_MAIN = path.join(__dirname, '..', 'dist', 'main.js');
 
 export interface GatewayProcess {
   url: string;
+  /** The ops server: /metrics and the detailed /readyz. */
+  opsUrl: string;
   output(): string;
   stop(): Promise<void>;
 }
 
-/** Spawns the built gateway with `env` (plus a free PORT) and waits until /healthz answers. */
+/** Spawns the built gateway with `env` (plus a free PORT and OPS_PORT; no broker, services unreachable unless given) and waits until /healthz answers. */
 export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
   const port = await freePort();
+  const opsPort = await freePort();
   const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-')), 'gateway.log');
   const log = fs.openSync(logFile, 'a');
   const child: ChildProcess = spawn(process.execPath, [GATEWAY_MAIN], {
     env: {
       PATH: process.env.PATH,
       PORT: String(port),
+      OPS_PORT: String(opsPort),
       LOG_LEVEL: 'warn',
       // No broker: the webhook is not under test and must not create topics on the shared Kafka.
-      KAFKA_BROKERS: '127.0.0.1:1',
+      KAFKA_BROKERS: UNREACHABLE,
+      ...unreachableServices(),
       ...env,
     },
     stdio: ['ignore', log, log],
@@ -205,6 +211,7 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   }
   return {
     url,
+    opsUrl: `http://127.0.0.1:${opsPort}`,
     output,
     stop: async () => {
       if (child.exitCode !== null) return;
@@ -216,10 +223,12 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   };
 }
 
-/** Runs the built gateway to its exit and returns the exit code and what it printed. */
+/** Runs the built gateway to its exit (no broker, services unreachable unless given) and returns the exit code and what it printed. */
 export function runGatewayToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [GATEWAY_MAIN], { env: { PATH: process.env.PATH, ...env } });
+    const child = spawn(process.execPath, [GATEWAY_MAIN], {
+      env: { PATH: process.env.PATH, KAFKA_BROKERS: UNREACHABLE, ...unreachableServices(), ...env },
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

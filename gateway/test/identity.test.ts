@@ -12,6 +12,7 @@ import {
   type IdentityProvider,
   type IdentityService,
 } from './identity-harness';
+import type { Json } from './support/json';
 import { eventually } from './webhook-support';
 
 /**
@@ -58,7 +59,7 @@ type Caller = keyof typeof tokens;
 interface Answer {
   status: number;
   /** Parsed JSON, checked with toEqual/toMatchObject. */
-  body: any;
+  body: Json;
 }
 
 async function api(
@@ -368,8 +369,8 @@ describe('requests the gateway turns away', () => {
   it('matches paths exactly: other spellings redirect or are not found, never skip the access check', async () => {
     const noToken = (path: string) => fetch(gateway.url + path, { redirect: 'manual', headers: { workspace_id: ANY_WORKSPACE } });
     const redirected = await noToken('/users?page=2');
-    expect([redirected.status, redirected.headers.get('location')]).toEqual([307, `${gateway.url}/users/?page=2`]);
-    expect((await noToken(`/users/${users.ana}/`)).headers.get('location')).toBe(`${gateway.url}/users/${users.ana}`);
+    expect([redirected.status, redirected.headers.get('location')]).toEqual([307, '/users/?page=2']);
+    expect((await noToken(`/users/${users.ana}/`)).headers.get('location')).toBe(`/users/${users.ana}`);
     expect((await noToken('/USERS/')).status).toBe(404);
     expect((await noToken(`/Users/${users.ana}`)).status).toBe(404);
     expect((await noToken('/users/')).status).toBe(401);
@@ -377,11 +378,13 @@ describe('requests the gateway turns away', () => {
 });
 
 describe('/readyz', () => {
-  it('names the service that is down, and not Postgres, which the other services still reach', async () => {
+  it('names, on the ops port, the service that is down, and not Postgres, which the other services still reach', async () => {
     const unreachable = `127.0.0.1:${await freePort()}`;
     const partial = await startGateway({ ...gatewayEnv(), CAMPAIGN_GRPC_ADDR: unreachable });
     try {
-      const response = await fetch(`${partial.url}/readyz`);
+      const published = await fetch(`${partial.url}/readyz`);
+      expect([published.status, await published.json()]).toEqual([503, { status: 'not ready' }]);
+      const response = await fetch(`${partial.opsUrl}/readyz`);
       expect(response.status).toBe(503);
       expect(((await response.json()) as { dependencies: Record<string, string> }).dependencies).toMatchObject({
         identity: 'up',

@@ -1,4 +1,4 @@
-import { MAX_JSON_DEPTH, nestingExceeds, readableJsonText } from '../src/errors/json-body';
+import { MAX_JSON_DEPTH, nestingExceeds, readableJsonText } from '../src/pydantic/json-body';
 import { HttpError } from '../src/errors/http-error';
 
 /** The definition: one character at a time, a backslash in a string taking the next one with it. */

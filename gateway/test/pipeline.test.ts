@@ -16,6 +16,7 @@ import {
   type TestPostgres,
 } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
+import type { Json } from './support/json';
 import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
 
 /**
@@ -81,7 +82,7 @@ function deliver(events: Record<string, unknown>[]): ReturnType<typeof post> {
 }
 
 /** A call to the gateway's API as the dev user (a platform admin). */
-async function json(method: string, path: string, workspaceId: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function json(method: string, path: string, workspaceId: string, body?: unknown): Promise<{ status: number; body: Json }> {
   const response = await fetch(`${stack.urls.gateway}${path}`, {
     method,
     headers: { workspace_id: workspaceId, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -120,7 +121,7 @@ async function workspaceWithCampaign(
 }
 
 /** GET /campaign-events/ of the workspace (the filters in `query`), polled until it lists `total` events or the deadline passes. */
-async function listedEvents(workspaceId: string, query: string, total: number, deadline: number): Promise<any> {
+async function listedEvents(workspaceId: string, query: string, total: number, deadline: number): Promise<Json> {
   for (;;) {
     const { status, body } = await json('GET', `/campaign-events/?page_size=500&${query}`, workspaceId);
     expect(status).toBe(200);
@@ -173,7 +174,7 @@ it('makes a SendGrid batch with every event type queryable through the API withi
   // What the API lists without a type: the six engagement events, no delivery event, no spam report, not the stray.
   const listed = await listedEvents(workspaceId, `campaign_id=${campaignId}`, 6, deadline);
   expect(Date.now()).toBeLessThanOrEqual(deadline);
-  const apiById = new Map<string, any>(listed.items.map((item: any) => [item.provider_event_id.slice(p.length + 1), item]));
+  const apiById = new Map<string, Json>(listed.items.map((item: Json) => [item.provider_event_id.slice(p.length + 1), item]));
   expect([...apiById.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
   const typeOf = (id: string) => [apiById.get(id).event_type, apiById.get(id).bounce_type];
   expect(['open', 'click', 'hard', 'soft', 'unsub', 'group-unsub'].map(typeOf)).toEqual([

@@ -14,6 +14,7 @@ import {
   type GatewayProcess,
   type IdentityProvider,
 } from './identity-harness';
+import type { Json } from './support/json';
 
 /**
  * The role matrix of the "Identity and tenancy" acceptance: every operation of
@@ -68,7 +69,7 @@ function operationsOf(document: { paths: Record<string, Record<string, unknown>>
   return operations.sort((a, b) => a.operationId.localeCompare(b.operationId));
 }
 
-const OPERATIONS = operationsOf(loadOpenApiDocument() as unknown as { paths: Record<string, Record<string, unknown>> });
+const OPERATIONS = operationsOf(loadOpenApiDocument());
 
 /** What the rules say a caller gets (all requests target workspace A with header A). */
 function expectedStatus(op: Operation, caller: Caller): number {
@@ -114,7 +115,7 @@ const userIds: Partial<Record<Caller, string>> = {};
 
 interface Answer {
   status: number;
-  body: any;
+  body: Json;
 }
 
 async function api(
@@ -139,7 +140,7 @@ async function api(
 }
 
 /** Setup call by the platform admin that must succeed. */
-async function root(method: string, urlPath: string, body?: unknown, workspace: string | null = A.workspace): Promise<any> {
+async function root(method: string, urlPath: string, body?: unknown, workspace: string | null = A.workspace): Promise<Json> {
   const answer = await api('platform', method, urlPath, body, workspace);
   if (answer.status < 200 || answer.status > 299)
     throw new Error(`setup ${method} ${urlPath}: ${answer.status} ${JSON.stringify(answer.body)}`);
@@ -211,7 +212,6 @@ beforeAll(async () => {
     CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
     BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
-    INGESTION_GRPC_ADDR: '127.0.0.1:1',
   });
   clickhouse = createClickHouse(database.url, database.database);
   userIds.platform = (await root('GET', '/auth/me', undefined, null)).id;
@@ -354,7 +354,7 @@ describe('the operation list', () => {
     expect(stale).toEqual([]);
   });
 
-  it("requires the contract's role of each operation, so the matrix below tests the contract and not only the document", () => {
+  it('requires the role docs/api.md gives each operation, so the matrix below tests that decision and not only the document', () => {
     const viewer = [
       'GET /brand-guides/',
       'GET /brand-guides/{id}',
@@ -390,7 +390,7 @@ describe('the operation list', () => {
       'PUT /users/{id}',
       'DELETE /users/{id}',
     ];
-    const contract = new Map<string, string>([
+    const decided = new Map<string, string>([
       ['GET /auth/me', 'authenticated'],
       // Members may read their own workspace; everything else about workspaces is the platform admin's.
       ['GET /workspaces/{id}', 'viewer'],
@@ -400,7 +400,7 @@ describe('the operation list', () => {
       ...platformAdmin.map((operation): [string, string] => [operation, 'platform_admin']),
     ]);
     const documented = new Map(OPERATIONS.map((op) => [`${op.method} ${op.path}`, op.level]));
-    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(contract));
+    expect(Object.fromEntries(documented)).toEqual(Object.fromEntries(decided));
   });
 });
 

@@ -1,5 +1,6 @@
 import { createClickHouse, refreshSuppressionState } from '@mail/event-store';
 import { startGatewayStack, type GatewayStack } from './support/stack';
+import type { JsonObject } from './support/json';
 
 /**
  * GET /suppressions/ and DELETE /suppressions/{email} end to end: the
@@ -52,12 +53,10 @@ afterAll(async () => {
   await gateway?.close();
 });
 
-type Json = Record<string, any>;
-
-async function api(method: string, route: string): Promise<{ status: number; body: Json | undefined }> {
+async function api(method: string, route: string): Promise<{ status: number; body: JsonObject | undefined }> {
   const response = await fetch(`${gatewayUrl}${route}`, { method, headers: { workspace_id: workspace } });
   const text = await response.text();
-  return { status: response.status, body: text ? (JSON.parse(text) as Json) : undefined };
+  return { status: response.status, body: text ? (JSON.parse(text) as JsonObject) : undefined };
 }
 
 it('lists suppressed addresses newest first with reason and time', async () => {

@@ -9,6 +9,7 @@ import { closeServiceClients, createServiceClients } from '../src/clients';
 import { readGatewayConfig } from '../src/config';
 import { loadOpenApiDocument } from '../src/openapi/document';
 import { createWebhook } from '../src/webhook';
+import { gatewayTestEnv } from './support/env';
 
 /** Shared by the webhook tests: the real gateway app (in-process) with the webhook on a real Kafka topic. */
 
@@ -19,9 +20,9 @@ export interface WebhookApp {
   close(): Promise<void>;
 }
 
-/** The whole gateway request pipeline, configured like main.ts does from these variables. */
+/** The whole gateway request pipeline, configured like main.ts does from these variables (over gatewayTestEnv's). */
 export async function startWebhookApp(env: Record<string, string>): Promise<WebhookApp> {
-  const config = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', ...env }));
+  const config = readGatewayConfig(new EnvReader(gatewayTestEnv(env)));
   const logger = createLogger('gateway', 'silent');
   const webhook = createWebhook(config.webhook, logger);
   const clients = createServiceClients(config.services, logger);
@@ -125,11 +126,12 @@ export async function readTopic(brokers: string[], topic: string): Promise<Topic
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
-    eachMessage: async ({ partition, message }) => {
+    eachMessage: ({ partition, message }) => {
       kafkaRecords += 1;
       for (const bytes of eventsV1.EngagementEventBatch.decode(message.value!).events) {
         records.push({ partition, offset: BigInt(message.offset), event: eventsV1.EngagementEvent.decode(bytes) });
       }
+      return Promise.resolve();
     },
   });
   return {

@@ -4,9 +4,10 @@ import { infraEnv } from './testing/infra';
 /**
  * Run by `npm test` and `npm run bench` before they start: deletes the Kafka
  * topics earlier runs left behind. Every test and benchmark works on topics
- * of its own, and a broker holding thousands of their partitions took over
- * 90 s to start. Kept: the broker's own topics and those `npm run up` uses
- * (KAFKA_EVENTS_TOPIC and KAFKA_DLQ_TOPIC, or their defaults).
+ * of its own, and a broker holding thousands of their partitions is slow to
+ * start (bench/README.md, "Local servers"). Kept: the broker's own topics
+ * and those `npm run up` uses (KAFKA_EVENTS_TOPIC and KAFKA_DLQ_TOPIC, or
+ * their defaults).
  */
 const KEPT = new Set([process.env.KAFKA_EVENTS_TOPIC || 'engagement-events', process.env.KAFKA_DLQ_TOPIC || 'engagement-events-dlq']);
 

@@ -3,12 +3,12 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { infraEnv } from './testing/infra';
+import { infraVariables } from './testing/infra';
 
 /**
  * The process launcher: starts the services and the gateway from their built
  * dist/main.js with the environment of docs/CONVENTIONS.md, waits until each
- * answers /readyz, and stops, kills or restarts them. Used by `npm run up`
+ * answers /readyz on its ops port, and stops, kills or restarts them. Used by `npm run up`
  * (detached), by gateway end-to-end tests and by benchmarks and fault tests.
  */
 
@@ -23,9 +23,10 @@ export interface ServicePorts {
   grpc: number;
   ops: number;
 }
-export type StackPorts = { gateway: number } & Record<ServiceName, ServicePorts>;
+/** gateway: the public API; gatewayOps: its ops server (/readyz in detail, /metrics). */
+export type StackPorts = { gateway: number; gatewayOps: number } & Record<ServiceName, ServicePorts>;
 /** Ports to use; whatever is left out is a free port picked at start. */
-export type StackPortChoice = { gateway?: number } & { [K in ServiceName]?: Partial<ServicePorts> };
+export type StackPortChoice = { gateway?: number; gatewayOps?: number } & { [K in ServiceName]?: Partial<ServicePorts> };
 
 /** The ports of docs/CONVENTIONS.md, used by `npm run up`. */
 export const DEFAULT_PORTS: StackPorts = {
@@ -35,6 +36,7 @@ export const DEFAULT_PORTS: StackPorts = {
   analytics: { grpc: 50054, ops: 9104 },
   ingestion: { grpc: 50055, ops: 9105 },
   gateway: 8080,
+  gatewayOps: 9100,
 };
 
 export const GRPC_ADDRESS_VARIABLES: Readonly<Record<ServiceName, string>> = {
@@ -90,8 +92,8 @@ export interface StackUrls {
   gateway: string;
   /** host:port, the value of each *_GRPC_ADDR. */
   grpc: Record<ServiceName, string>;
-  /** Base URL of each service's ops server (/readyz, /healthz, /metrics). */
-  ops: Record<ServiceName, string>;
+  /** Base URL of each process's ops server (/readyz, /healthz, /metrics). */
+  ops: Record<ProcessName, string>;
 }
 
 export interface Stack {
@@ -153,8 +155,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const wanted = PROCESS_NAMES.filter((name) => (options.processes ?? PROCESS_NAMES).includes(name));
   const caller = setVariables(options.env ?? {});
   if (caller.OPS_PORT !== undefined) {
-    throw new Error('OPS_PORT cannot be set for the whole stack: each service needs its own (use ports.<service>.ops)');
+    throw new Error('OPS_PORT cannot be set for the whole stack: each process needs its own (use ports.<service>.ops, ports.gatewayOps)');
   }
+  const shared = sharedEnvironment(caller, stateDir);
 
   const scripts = new Map(wanted.map((name) => [name, path.resolve(options.scripts?.[name] ?? defaultScript(name))]));
   for (const [name, script] of scripts) {
@@ -175,22 +178,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const urls: StackUrls = {
     gateway: `http://127.0.0.1:${ports.gateway}`,
     grpc,
-    ops: byService((s) => `http://127.0.0.1:${ports[s].ops}`),
+    ops: { ...byService((s) => `http://127.0.0.1:${ports[s].ops}`), gateway: `http://127.0.0.1:${ports.gatewayOps}` },
   };
   await assertPortsFree(wanted, ports, caller);
 
-  const shared = sharedEnvironment(caller, stateDir);
   const plans = new Map<ProcessName, Plan>();
   for (const name of wanted) {
     const addressing: Record<string, string> =
       name === 'gateway'
-        ? { PORT: String(ports.gateway) }
+        ? { PORT: String(ports.gateway), OPS_PORT: String(ports.gatewayOps) }
         : { [GRPC_ADDRESS_VARIABLES[name]]: grpc[name], OPS_PORT: String(ports[name].ops) };
     for (const service of DIALS[name]) addressing[GRPC_ADDRESS_VARIABLES[service]] = grpc[service];
     plans.set(name, {
       script: scripts.get(name)!,
       env: { ...shared.inherited, ...addressing, ...caller, ...shared.fixed },
-      readyUrl: `${name === 'gateway' ? urls.gateway : urls.ops[name]}/readyz`,
+      readyUrl: `${urls.ops[name]}/readyz`,
       logFile: path.join(logDir, `${name}.log`),
     });
   }
@@ -372,21 +374,17 @@ function byService<T>(value: (service: ServiceName) => T): Record<ServiceName, T
 
 /**
  * What every process gets besides its addresses: this process's environment
- * without addressing variables, the infra defaults where nothing is set, and
- * the stack marker (fixed, it identifies our processes).
+ * without addressing variables, CLICKHOUSE_DATABASE=mail unless set, and the
+ * stack marker (fixed, it identifies our processes). The servers' addresses
+ * must be among them (infraVariables throws otherwise): a stack never falls
+ * back to the default ports, where another run's servers may listen.
  */
 function sharedEnvironment(caller: Record<string, string>, stateDir: string) {
   const inherited = setVariables(process.env);
   for (const variable of ADDRESSING_VARIABLES) delete inherited[variable];
   const visible = { ...inherited, ...caller };
-  const infra = infraEnv(visible);
-  const defaults: Record<string, string> = {
-    DATABASE_URL: infra.databaseUrl,
-    KAFKA_BROKERS: infra.kafkaBrokers.join(','),
-    CLICKHOUSE_URL: infra.clickhouseUrl,
-    CLICKHOUSE_DATABASE: 'mail',
-  };
-  for (const [key, value] of Object.entries(defaults)) if (visible[key] === undefined) inherited[key] = value;
+  infraVariables(visible);
+  if (visible.CLICKHOUSE_DATABASE === undefined) inherited.CLICKHOUSE_DATABASE = 'mail';
   return { inherited, fixed: { [STACK_MARKER_VARIABLE]: stateDir } };
 }
 
@@ -401,14 +399,15 @@ async function resolvePorts(choice: StackPortChoice, caller: Record<string, stri
     return port;
   };
   const gateway = callerPort('PORT') ?? choice.gateway;
+  const gatewayOps = choice.gatewayOps;
   const known = SERVICE_NAMES.map((s) => ({
     grpc: callerPort(GRPC_ADDRESS_VARIABLES[s]) ?? choice[s]?.grpc,
     ops: choice[s]?.ops,
   }));
-  const missing = [gateway, ...known.flatMap((k) => [k.grpc, k.ops])].filter((p) => p === undefined).length;
+  const missing = [gateway, gatewayOps, ...known.flatMap((k) => [k.grpc, k.ops])].filter((p) => p === undefined).length;
   const free = await freePorts(missing);
   const next = (port: number | undefined): number => port ?? free.shift()!;
-  const ports = { gateway: next(gateway) } as StackPorts;
+  const ports = { gateway: next(gateway), gatewayOps: next(gatewayOps) } as StackPorts;
   SERVICE_NAMES.forEach((service, i) => {
     ports[service] = { grpc: next(known[i].grpc), ops: next(known[i].ops) };
   });
@@ -438,7 +437,7 @@ async function assertPortsFree(wanted: readonly ProcessName[], ports: StackPorts
   const checks: Array<[string, number]> = [];
   for (const name of wanted) {
     if (name === 'gateway') {
-      checks.push(['gateway PORT', ports.gateway]);
+      checks.push(['gateway PORT', ports.gateway], ['gateway OPS_PORT', ports.gatewayOps]);
       continue;
     }
     const variable = GRPC_ADDRESS_VARIABLES[name];

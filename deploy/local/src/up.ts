@@ -70,7 +70,7 @@ function printSummary({ urls, infra, logDir, notes }: Summary): void {
     `  Gateway     ${urls.gateway}`,
     `  API docs    ${urls.gateway}/docs`,
     `  Dashboard   ${urls.gateway}/dashboard`,
-    `  Readiness   ${urls.gateway}/readyz`,
+    `  Readiness   ${urls.gateway}/readyz   (in detail, and /metrics: ${urls.ops.gateway})`,
     '  Services    gRPC address       ops (/readyz, /metrics)',
     ...SERVICE_NAMES.map((name) => `    ${pad(name, 12)}${pad(urls.grpc[name], 19)}${urls.ops[name]}`),
     `  Servers     ${infra}`,

@@ -50,12 +50,13 @@ test('Kafka: a new topic takes 3 messages with acks=-1 and a consumer group read
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`consumed only ${received.length} of 3 messages in 30 s`)), 30_000);
       void consumer.run({
-        eachMessage: async ({ message }) => {
+        eachMessage: ({ message }) => {
           received.push(`${message.key?.toString()}=${message.value?.toString()}`);
           if (received.length === 3) {
             clearTimeout(timer);
             resolve();
           }
+          return Promise.resolve();
         },
       });
     });

@@ -113,16 +113,20 @@ async function freePort(): Promise<number> {
 test('starts the services, then the gateway, on free ports with the environment of CONVENTIONS.md', async () => {
   const stack = await start(options({ env: { STANDIN_READY_DELAY_MS: '300', CLICKHOUSE_DATABASE: 'caller_db', LOG_LEVEL: 'debug' } }));
 
-  const ports = [stack.ports.gateway, ...SERVICE_NAMES.flatMap((s) => [stack.ports[s].grpc, stack.ports[s].ops])];
-  const defaults = [DEFAULT_PORTS.gateway, ...SERVICE_NAMES.flatMap((s) => [DEFAULT_PORTS[s].grpc, DEFAULT_PORTS[s].ops])];
-  expect(new Set(ports).size).toBe(11);
+  const ports = [stack.ports.gateway, stack.ports.gatewayOps, ...SERVICE_NAMES.flatMap((s) => [stack.ports[s].grpc, stack.ports[s].ops])];
+  const defaults = [
+    DEFAULT_PORTS.gateway,
+    DEFAULT_PORTS.gatewayOps,
+    ...SERVICE_NAMES.flatMap((s) => [DEFAULT_PORTS[s].grpc, DEFAULT_PORTS[s].ops]),
+  ];
+  expect(new Set(ports).size).toBe(12);
   expect(ports.filter((port) => defaults.includes(port))).toEqual([]);
   expect(stack.urls.gateway).toBe(`http://127.0.0.1:${stack.ports.gateway}`);
 
   const infra = infraEnv();
-  const gateway = await report(stack.urls.gateway);
+  const gateway = await report(stack.urls.ops.gateway);
   expect(gateway.env.PORT).toBe(String(stack.ports.gateway));
-  expect(gateway.env.OPS_PORT).toBeUndefined();
+  expect(gateway.env.OPS_PORT).toBe(String(stack.ports.gatewayOps));
   for (const service of SERVICE_NAMES) {
     expect(stack.urls.grpc[service]).toBe(`127.0.0.1:${stack.ports[service].grpc}`);
     expect(gateway.env[GRPC_ADDRESS_VARIABLES[service]]).toBe(stack.urls.grpc[service]);
@@ -137,7 +141,7 @@ test('starts the services, then the gateway, on free ports with the environment 
   expect((await report(stack.urls.ops.identity)).env.CAMPAIGN_GRPC_ADDR).toBeUndefined();
 
   for (const name of PROCESS_NAMES) {
-    const { env } = await report(name === 'gateway' ? stack.urls.gateway : stack.urls.ops[name]);
+    const { env } = await report(stack.urls.ops[name]);
     expect(env).toMatchObject({
       DATABASE_URL: infra.databaseUrl,
       KAFKA_BROKERS: infra.kafkaBrokers.join(','),

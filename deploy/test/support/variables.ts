@@ -83,7 +83,7 @@ function literalDefault(argument: string | undefined): string | undefined {
 /**
  * The variables docs/CONVENTIONS.md declares per process ("Processes,
  * addresses and variables"), so a process whose code has not landed yet is
- * still checked. AUTH_* stands for the three AUTH_ names of the contract.
+ * still checked. AUTH_* stands for the gateway's three AUTH_ variables.
  */
 export function variablesDeclaredByConventions(): VariableRead[] {
   const file = path.join(REPO_ROOT, 'docs/CONVENTIONS.md');

@@ -171,7 +171,7 @@ export class Api {
   }
 }
 
-/** The contract's error bodies: `{"detail": "..."}` or FastAPI-style validation entries. */
+/** The API's error bodies (docs/api.md): `{"detail": "..."}` or FastAPI-style validation entries. */
 function describeDetail(body: unknown): string {
   const detail = (body as { detail?: unknown } | undefined)?.detail;
   if (typeof detail === 'string') return detail;

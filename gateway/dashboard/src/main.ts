@@ -247,13 +247,9 @@ ui.signOut.addEventListener('click', () => {
   setStatus('idle');
 });
 
-ui.workspace.addEventListener('change', () => {
-  loadWorkspace().catch(onFailure);
-});
+ui.workspace.addEventListener('change', () => void loadWorkspace().catch(onFailure));
 for (const input of [ui.from, ui.to, ui.interval, ui.campaign]) {
-  input.addEventListener('change', () => {
-    loadStats().catch(onFailure);
-  });
+  input.addEventListener('change', () => void loadStats().catch(onFailure));
 }
 ui.filters.addEventListener('submit', (event) => {
   event.preventDefault();

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { HttpError, forbidden, fromGrpcError, notFound, unauthorized } from '../errors/http-error';
-import { parseUuid } from '../errors/pydantic-types';
+import { parseUuid } from '../pydantic/scalars';
 import type { MatchedOperation, OperationObject } from '../openapi/document';
 import type { PrincipalResolver } from './principal-cache';
 import { ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';

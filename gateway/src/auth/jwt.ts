@@ -59,17 +59,29 @@ const claim = (payload: JWTPayload, name: string): string => {
 };
 
 /**
- * The profile the token carries. An e-mail the provider marks unverified
- * (`email_verified: false`) is ignored: e-mail links a first sign-in to a
- * membership added by address and grants BOOTSTRAP_PLATFORM_ADMINS, so an
- * unproven one must not. Without a `name` the identity service keeps the
- * stored name (a new user gets the e-mail's local part).
+ * Whether the provider vouches for the token's e-mail. Without the claim it
+ * does (many providers only issue verified addresses and never send it); with
+ * it, only `true`, or the string "true" in any case as some providers send
+ * it, counts: "false", "0", "", 0, [] and {} are not a verification.
+ */
+function emailVerified(value: unknown): boolean {
+  if (value === undefined) return true;
+  return value === true || (typeof value === 'string' && value.toLowerCase() === 'true');
+}
+
+/**
+ * The profile the token carries. An e-mail the provider does not vouch for is
+ * ignored: e-mail links a first sign-in to a membership added by address and
+ * grants BOOTSTRAP_PLATFORM_ADMINS, so an unproven one must not, and stored
+ * on the user it would catch a membership added for that address later.
+ * Without a `name` the identity service keeps the stored name (a new user
+ * gets the e-mail's local part).
  */
 function identityOf(payload: JWTPayload): TokenIdentity {
   return {
     issuer: claim(payload, 'iss'),
     subject: claim(payload, 'sub'),
-    email: payload.email_verified === false ? '' : claim(payload, 'email'),
+    email: emailVerified(payload.email_verified) ? claim(payload, 'email') : '',
     displayName: claim(payload, 'name'),
   };
 }

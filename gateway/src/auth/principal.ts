@@ -34,10 +34,11 @@ export const ROLE_RANK: Record<Role, number> = { viewer: 1, editor: 2, admin: 3,
 /** The development mock user of DEV_AUTH_ENABLED=1. */
 export const devAuthenticator: Authenticator = {
   grantsPlatformAdmin: true,
-  authenticate: async () => ({
-    issuer: 'urn:dev-auth',
-    subject: 'dev-user',
-    email: 'dev@example.com',
-    displayName: 'Dev User',
-  }),
+  authenticate: () =>
+    Promise.resolve({
+      issuer: 'urn:dev-auth',
+      subject: 'dev-user',
+      email: 'dev@example.com',
+      displayName: 'Dev User',
+    }),
 };

@@ -12,7 +12,7 @@ const ANSWERS: Record<string, [status: number, detail: string]> = {
  * The HTTP server's `clientError` handler. Node's HTTP parser refuses some
  * requests before Express sees them (a NUL in a header, a malformed request
  * line, a request head over 16 KB, a request not received in time) and would
- * answer with a bare status line; this answers in the contract's format
+ * answer with a bare status line; this answers in the API's format
  * instead, then closes the connection, since the rest of its bytes cannot be
  * read as HTTP. As Node's own handler does, it writes nothing when the socket
  * is not writable or a response was already started on it (the bytes would

@@ -1,7 +1,7 @@
-import type { ErrorRequestHandler, Request } from 'express';
+import type { ErrorRequestHandler } from 'express';
 import type { Logger } from '@mail/common';
 import { HttpError } from './http-error';
-import { jsonSyntaxViolations, openApiViolations } from './violations';
+import { jsonSyntaxViolations } from '../pydantic/violations';
 
 interface BodyParserError extends Error {
   type?: string;
@@ -42,8 +42,8 @@ function allowHeader(error: OpenApiValidatorError): Record<string, string> {
   return methods.length > 0 ? { Allow: methods.sort((a, b) => rank(a) - rank(b)).join(', ') } : {};
 }
 
-/** Turns any failure into the contract's error format. Never a stack trace, never internal detail. */
-export function toHttpError(error: unknown, req: Request): HttpError {
+/** Turns any failure into the API's error format (docs/api.md). Never a stack trace, never internal detail. */
+export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   const parserError = error as BodyParserError;
   if (parserError?.type === 'entity.parse.failed') return new HttpError(422, jsonSyntaxViolations(parserError.body ?? ''));
@@ -52,7 +52,6 @@ export function toHttpError(error: unknown, req: Request): HttpError {
     return new HttpError(415, REASONS[415]);
   }
   if (isOpenApiValidatorError(error)) {
-    if (error.status === 400) return new HttpError(422, openApiViolations(error, req));
     return new HttpError(error.status, REASONS[error.status] ?? 'Bad Request', error.status === 405 ? allowHeader(error) : {});
   }
   if (parserError?.expose && typeof parserError.status === 'number' && parserError.status < 500) {
@@ -61,11 +60,18 @@ export function toHttpError(error: unknown, req: Request): HttpError {
   return new HttpError(500, 'Internal Server Error');
 }
 
+/** A 503 means a dependency is down or busy: clients (and SendGrid) are told when to try again. */
+const RETRY_UNAVAILABLE_AFTER_S = '5';
+
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
-    const httpError = toHttpError(error, req);
+    const httpError = toHttpError(error);
     if (httpError.status >= 500) logger.error({ err: error, method: req.method, path: req.path }, 'request failed');
     if (res.headersSent) return;
-    res.status(httpError.status).set(httpError.headers).json({ detail: httpError.detail });
+    const retry = httpError.status === 503 ? { 'Retry-After': RETRY_UNAVAILABLE_AFTER_S } : {};
+    res
+      .status(httpError.status)
+      .set({ ...retry, ...httpError.headers })
+      .json({ detail: httpError.detail });
   };
 }

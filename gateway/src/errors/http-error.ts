@@ -5,7 +5,7 @@ import { isServiceError, violationsOf, type Violation } from '@mail/common';
 const inPydanticOrder = ({ type, loc, msg, input, ctx }: Violation): Violation =>
   ctx === undefined ? { type, loc, msg, input } : { type, loc, msg, input, ctx };
 
-/** An answer other than success, in the contract's format: `{"detail": ...}`. */
+/** An answer other than success, in the API's format (docs/api.md, "Errors"): `{"detail": ...}`. */
 export class HttpError extends Error {
   readonly detail: string | Violation[];
 

@@ -1,21 +1,15 @@
-import { CAMPAIGN_WRITE_FIELDS } from '@mail/common';
+import {
+  CAMPAIGN_FIELD_LIST,
+  CAMPAIGN_WRITE_FIELDS,
+  campaignFieldsFromProto,
+  campaignFieldsToProto,
+  type CampaignValues,
+} from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 import { given, pageRequest, pathParam, updateMaskOf, type Json } from './http';
-
-const { RecipientSource, DeliveryMode } = campaignV1;
-
-const SOURCES: Record<string, campaignV1.RecipientSource> = {
-  mssql_query: RecipientSource.RECIPIENT_SOURCE_MSSQL_QUERY,
-  csv_account_ids: RecipientSource.RECIPIENT_SOURCE_CSV_ACCOUNT_IDS,
-};
-const MODES: Record<string, campaignV1.DeliveryMode> = {
-  single_template: DeliveryMode.DELIVERY_MODE_SINGLE_TEMPLATE,
-  variants: DeliveryMode.DELIVERY_MODE_VARIANTS,
-};
-const nameOf = <T>(table: Record<string, T>, value: T): string | undefined => Object.keys(table).find((name) => table[name] === value);
 
 const VARIANT_FIELDS = ['template_id', 'weight', 'label', 'is_active'];
 
@@ -31,46 +25,21 @@ function variantInput(item: Json, update: boolean): campaignV1.VariantInput {
   };
 }
 
+/** The write shape's values; the validator checked their types against the OpenAPI document. */
 function campaignInput(body: Json, update = false): campaignV1.CampaignInput {
+  const values = Object.fromEntries(CAMPAIGN_FIELD_LIST.map(([name, { json }]) => [name, body[json]])) as Partial<CampaignValues>;
   return {
-    workspaceId: given<string>(body.workspace_id) ?? '',
-    name: given(body.name),
-    description: given(body.description),
-    isActive: given(body.is_active),
-    sendPriority: given(body.send_priority),
-    scheduleCron: given(body.schedule_cron),
-    recipientSource: SOURCES[body.recipient_source as string] ?? RecipientSource.RECIPIENT_SOURCE_UNSPECIFIED,
-    mssqlQuery: given(body.mssql_query),
-    csvAccountIds: Array.isArray(body.csv_account_ids) ? { ids: body.csv_account_ids as string[] } : undefined,
-    providerCategoryId: given(body.provider_category_id),
-    fromEmail: given(body.from_email),
-    fromName: given(body.from_name),
-    replyTo: given(body.reply_to),
-    deliveryMode: MODES[body.delivery_mode as string] ?? DeliveryMode.DELIVERY_MODE_UNSPECIFIED,
-    templateId: given(body.template_id),
+    ...campaignFieldsToProto(values),
     variants: Array.isArray(body.variants) ? { variants: (body.variants as Json[]).map((item) => variantInput(item, update)) } : undefined,
   };
 }
 
 function campaignJson(c: campaignV1.Campaign | undefined): Json {
   if (!c) throw new Error('campaign service answered without a campaign');
+  const values = campaignFieldsFromProto(c);
   return {
     id: c.id,
-    workspace_id: c.workspaceId,
-    name: c.name,
-    description: c.description ?? null,
-    is_active: c.isActive,
-    send_priority: c.sendPriority,
-    schedule_cron: c.scheduleCron ?? null,
-    recipient_source: nameOf(SOURCES, c.recipientSource),
-    mssql_query: c.mssqlQuery ?? null,
-    csv_account_ids: c.csvAccountIds?.ids ?? null,
-    provider_category_id: c.providerCategoryId ?? null,
-    from_email: c.fromEmail ?? null,
-    from_name: c.fromName ?? null,
-    reply_to: c.replyTo ?? null,
-    delivery_mode: nameOf(MODES, c.deliveryMode),
-    template_id: c.templateId ?? null,
+    ...Object.fromEntries(CAMPAIGN_FIELD_LIST.map(([name, { json }]) => [json, values[name] ?? null])),
     variants:
       c.variants?.variants.map((v) => ({
         id: v.id,

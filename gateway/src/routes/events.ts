@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { analyticsV1, eventsV1, type campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
-import { parseDateOrDateTime } from '../errors/pydantic-types';
+import { parseDateOrDateTime } from '../pydantic/scalars';
 import type { RouteModule } from './context';
 import type { ServiceClients } from '../clients';
 import { HttpError } from '../errors/http-error';
@@ -35,9 +35,9 @@ const BOUNCE_TYPE_NAMES: Partial<Record<eventsV1.BounceType, string>> = {
 function dateRange(query: Json): { occurredFrom?: Date; occurredBefore?: Date } {
   const read = (name: 'date_from' | 'date_to') => {
     const value = query[name];
-    if (typeof value !== 'string') return undefined;
-    const instant = parseDateOrDateTime(value);
-    if ('error' in instant) throw new Error(`${name} reached the route unvalidated`);
+    if (value === undefined) return undefined;
+    const instant = typeof value === 'string' ? parseDateOrDateTime(value) : undefined;
+    if (instant === undefined || 'error' in instant) throw new Error(`${name} reached the route unvalidated`);
     return instant;
   };
   const [start, end] = [read('date_from'), read('date_to')];

@@ -16,7 +16,7 @@ export async function callService<Req, Res>(method: UnaryMethod<Req, Res>, reque
   }
 }
 
-/** The contract's list envelope. */
+/** The list envelope of every paged answer (docs/api.md, "Paging"). */
 export function page<T>(items: T[], info: { total: number; page: number; pageSize: number } | undefined) {
   return { items, total: info?.total ?? items.length, page: info?.page ?? 1, page_size: info?.pageSize ?? items.length };
 }

@@ -9,7 +9,7 @@ export const given = <T>(value: unknown): T | undefined => (value ?? undefined) 
 /** A path parameter; the OpenAPI validator already checked it. */
 export const pathParam = (req: Request, name = 'id'): string => req.params[name] as string;
 
-/** `page` and `page_size` with the contract's defaults (the validator checked their ranges). */
+/** `page` and `page_size` with their documented defaults (the validator checked their ranges). */
 export function pageRequest(req: Request): { page: number; pageSize: number } {
   const query = req.query as { page?: number; page_size?: number };
   return { page: query.page ?? 1, pageSize: query.page_size ?? 50 };

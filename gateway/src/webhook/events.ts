@@ -1,8 +1,8 @@
 import { SENDGRID_EVENT_TYPES, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
 import { chsql } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
-import { intFromString } from '../errors/pydantic-types';
-import { MAX_DETAIL_ENTRIES } from '../errors/violations';
+import { intFromString } from '../pydantic/scalars';
+import { MAX_DETAIL_ENTRIES } from '../pydantic/violations';
 
 /**
  * One SendGrid event of a type that is kept, as the webhook requires it.

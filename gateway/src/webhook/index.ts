@@ -8,9 +8,9 @@ import { ensureTopicsInBackground } from './topics';
 export interface Webhook {
   router: Router;
   /** Readiness of Kafka for the webhook: topics created and the broker answering. */
-  checkKafka(): Promise<void>;
+  checkKafka: () => Promise<void>;
   /** After HTTP drained. */
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /** The provider webhook and its Kafka side: topic set-up, the producer, the readiness check. */

@@ -2,14 +2,14 @@ import type { KeyObject } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Router } from 'express';
 import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, unprocessable } from '../errors/http-error';
-import { readableJsonText } from '../errors/json-body';
-import { jsonSyntaxViolations } from '../errors/violations';
+import { readableJsonText } from '../pydantic/json-body';
+import { jsonSyntaxViolations } from '../pydantic/violations';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from './auth';
 import { bodyViolations, encodeEvents, toEngagementEvent, type SendgridEvent } from './events';
 import { MAX_EVENT_BYTES, PublishError, eventBytes, type EventPublisher, type KeyedEvent } from './publisher';
 
 export const WEBHOOK_PATH = '/campaign-events/webhook';
-/** SendGrid posts up to 768 KB; the contract takes up to 5 MB. */
+/** SendGrid posts up to 768 KB; the API takes up to 5 MB (docs/api.md, "Errors"). */
 export const WEBHOOK_BODY_LIMIT = '5mb';
 
 const webhookEvents = new prometheus.Counter({
@@ -92,7 +92,7 @@ function toKeyedEvents(raw: Buffer): { accepted: number; events: KeyedEvent[] } 
 }
 
 /**
- * The body as SendGrid events, or a 422 in the contract's format (400 for bytes that are not UTF-8
+ * The body as SendGrid events, or a 422 in the API's format (400 for bytes that are not UTF-8
  * or nesting too deep, as in FastAPI). An empty body is a missing one, as in FastAPI.
  */
 function parseEvents(raw: Buffer): SendgridEvent[] {

@@ -2,10 +2,10 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Batch } from './load';
 
 /**
- * The contract's promises for engagement events, checked against what a load
+ * The API's promises for engagement events, checked against what a load
  * recorded: every event of a batch that got a 202 is stored exactly once
- * (contract "Engagement events"), nothing is stored that was never sent, and
- * no answer was a 5xx other than 503 (contract "Errors").
+ * (docs/api.md, "Engagement events"), nothing is stored that was never sent, and
+ * no answer was a 5xx other than 503 (docs/api.md, "Errors").
  */
 
 /** What the system holds for the campaign the load's events belong to. */

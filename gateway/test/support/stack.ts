@@ -19,6 +19,8 @@ import { devAuthenticator } from '../../src/auth/principal';
 import { closeServiceClients, createServiceClients } from '../../src/clients';
 import { readGatewayConfig } from '../../src/config';
 import { loadOpenApiDocument } from '../../src/openapi/document';
+import { gatewayTestEnv } from './env';
+import type { JsonObject } from './json';
 
 /**
  * The set-up of the gateway's end-to-end area tests: the real service
@@ -79,7 +81,7 @@ export async function startGatewayStack(options: GatewayStackOptions): Promise<G
     stack = await startStack({ stateDir, logDir: path.join(stateDir, 'logs'), processes: options.processes, env });
 
     const addresses = Object.fromEntries(options.processes.map((name) => [GRPC_ADDRESS_VARIABLES[name], stack!.urls.grpc[name]]));
-    const config = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', ...addresses }));
+    const config = readGatewayConfig(new EnvReader(gatewayTestEnv(addresses)));
     const logger = createLogger('gateway', 'silent');
     const clients = createServiceClients(config.services, logger);
     const app = createApp({
@@ -118,7 +120,7 @@ export async function startGatewayStack(options: GatewayStackOptions): Promise<G
 export interface JsonAnswer {
   status: number;
   /** The parsed body when the answer is JSON, else undefined. */
-  body: Record<string, any>;
+  body: JsonObject;
   headers: Headers;
 }
 

@@ -32,7 +32,7 @@ export async function startBrandGuideService(): Promise<BrandGuideService> {
       };
     },
   });
-  return { rpc: service.rpc, address: service.address, db: service.resources, close: service.close };
+  return { rpc: service.rpc, address: service.address, db: service.resources, close: () => service.close() };
 }
 
 export const { status } = grpc;

@@ -122,6 +122,22 @@ describe('create and get', () => {
     ]);
   });
 
+  it('refuses header-breaking text and over 20 variants itself, not only behind the gateway', async () => {
+    const variants = (n: number) => ({ variants: Array.from({ length: n }, (_, i) => ({ templateId: `t-${i}` })) });
+    const result = await failure(create({ fromName: 'News\r\nBcc: all@example.com', variants: variants(21) }));
+    expect(result.code).toBe(status.INVALID_ARGUMENT);
+    expect(result.violations.map((v) => [v.loc, v.type])).toEqual([
+      [['from_name'], 'string_pattern_mismatch'],
+      [['variants'], 'too_long'],
+    ]);
+    const original = await create({ variants: variants(20) });
+    expect(original.variants?.variants).toHaveLength(20);
+    expect(await failure(update(original.id, ['name'], { name: 'a\nb' }))).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      violations: [{ loc: ['name'], type: 'string_pattern_mismatch' }],
+    });
+  });
+
   it('keeps provider_category_id unique across workspaces', async () => {
     await create({ providerCategoryId: 'shared-category' });
     expect(await failure(create({ workspaceId: WORKSPACE_B, providerCategoryId: 'shared-category' }))).toEqual({

@@ -87,7 +87,7 @@ it('waits for a write that holds the workspace open, then deletes what it commit
     // An insert in flight, as CreateCampaign's statement holds it: the workspace row locked FOR SHARE.
     await writer.query('SET search_path TO campaign');
     await writer.query('BEGIN');
-    expect((await writer.query(OPEN_WORKSPACE.replace('?', '$1'), [closing])).rowCount).toBe(1);
+    expect((await writer.query(OPEN_WORKSPACE.replace(':workspaceId', '$1'), [closing])).rowCount).toBe(1);
     await writer.query(
       `INSERT INTO campaigns (workspace_id, name, is_active, send_priority, recipient_source, delivery_mode, has_variant_list)
        VALUES ($1, 'In flight', true, 100, 'mssql_query', 'single_template', false)`,

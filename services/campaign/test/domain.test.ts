@@ -204,20 +204,49 @@ describe('create', () => {
         newCampaign(
           {
             workspaceId: WORKSPACE,
-            name: 'a\u0000',
-            fromName: '\u0000',
+            name: 'n',
+            description: 'a\u0000',
             csvAccountIds: ['ok', 'b\u0000'],
-            variants: [{ templateId: 't', label: 'l\u0000' }],
+            variants: [{ templateId: 't\u0000' }],
           },
           WORKSPACE,
         ),
       ),
-    ).toEqual([
-      nul(['name'], 'a\u0000'),
-      nul(['csv_account_ids', 1], 'b\u0000'),
-      nul(['from_name'], '\u0000'),
-      nul(['variants', 0, 'label'], 'l\u0000'),
+    ).toEqual([nul(['description'], 'a\u0000'), nul(['csv_account_ids', 1], 'b\u0000'), nul(['variants', 0, 'template_id'], 't\u0000')]);
+  });
+
+  it('refuses control characters where a value can end up in a mail header, one entry per field', () => {
+    const pattern = '^[^\\x00-\\x1f\\x7f]*$';
+    const mismatch = (loc: (string | number)[], input: string) => ({
+      loc,
+      type: 'string_pattern_mismatch',
+      msg: `String should match pattern '${pattern}'`,
+      input,
+      ctx: { pattern },
+    });
+    const write = { name: 'Sale\r\n', fromName: 'News\u0000', variants: [{ templateId: 't', label: 'A\u007f' }] };
+    const expected = [mismatch(['name'], 'Sale\r\n'), mismatch(['from_name'], 'News\u0000'), mismatch(['variants', 0, 'label'], 'A\u007f')];
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, ...write }, WORKSPACE))).toEqual(expected);
+    expect(violationsOf(() => campaignPatch(write, WORKSPACE))).toEqual(expected);
+    expect(newCampaign({ workspaceId: WORKSPACE, name: 'Ünïcödé 😀', fromName: '"News" <x>' }, WORKSPACE).fromName).toBe('"News" <x>');
+  });
+
+  it('takes at most 20 variants, and reports a longer list alone, as Pydantic does', () => {
+    const variants = (n: number) => Array.from({ length: n }, (_, i) => ({ templateId: i === 0 ? '' : `t-${i}` }));
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n', variants: variants(20) }, WORKSPACE))).toEqual([
+      expect.objectContaining({ loc: ['variants', 0, 'template_id'], type: 'string_too_short' }),
     ]);
+    const tooLong = {
+      loc: ['variants'],
+      type: 'too_long',
+      msg: 'List should have at most 20 items after validation, not 21',
+      input: variants(21).map(({ templateId }) => ({ template_id: templateId })),
+      ctx: { field_type: 'List', max_length: 20, actual_length: 21 },
+    };
+    expect(violationsOf(() => newCampaign({ workspaceId: WORKSPACE, name: 'n', variants: variants(21) }, WORKSPACE))).toEqual([tooLong]);
+    expect(violationsOf(() => campaignPatch({ variants: variants(21) }, WORKSPACE))).toEqual([tooLong]);
+    const twenty = Array.from({ length: 20 }, (_, i) => ({ templateId: `t-${i}` }));
+    expect(newCampaign({ workspaceId: WORKSPACE, name: 'n', variants: twenty }, WORKSPACE).variants).toHaveLength(20);
   });
 
   it('bounds mssql_query at 20 000 and provider_category_id at 255 characters', () => {

@@ -43,8 +43,8 @@ export async function startCampaignService(): Promise<CampaignService> {
       };
     },
   });
-  const { rpc, client, address, database: postgres, resources: db, close } = service;
-  return { rpc, client, address, db, postgres, close };
+  const { rpc, client, address, database: postgres, resources: db } = service;
+  return { rpc, client, address, db, postgres, close: () => service.close() };
 }
 
 export const { RecipientSource, DeliveryMode } = campaignV1;

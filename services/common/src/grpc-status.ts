@@ -83,7 +83,7 @@ export function violationsOf(error: grpc.ServiceError): Violation[] {
       msg: v.msg,
       input: JSON.parse(v.inputJson || 'null'),
     };
-    if (v.ctxJson) violation.ctx = JSON.parse(v.ctxJson);
+    if (v.ctxJson) violation.ctx = JSON.parse(v.ctxJson) as Violation['ctx'];
     return violation;
   });
 }

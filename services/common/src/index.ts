@@ -1,3 +1,4 @@
+export * from './campaign-fields';
 export * from './change-feed';
 export * from './change-watch';
 export * from './config';
@@ -19,6 +20,5 @@ export * from './validation/email';
 export * from './validation/memo';
 export * from './validation/select-statement';
 export * from './validation/text';
-export * from './validation/write-shape';
 export * from './workspace-states';
 export * from './sendgrid';

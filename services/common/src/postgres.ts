@@ -10,14 +10,14 @@ export interface Migration {
 /** Migrations listed in code, so compiled and test runs see the same set. */
 class ListMigrationSource implements Knex.MigrationSource<Migration> {
   constructor(private readonly migrations: Migration[]) {}
-  async getMigrations(): Promise<Migration[]> {
-    return this.migrations;
+  getMigrations(): Promise<Migration[]> {
+    return Promise.resolve(this.migrations);
   }
   getMigrationName(migration: Migration): string {
     return migration.name;
   }
-  async getMigration(migration: Migration): Promise<Knex.Migration> {
-    return { up: migration.up, down: migration.down };
+  getMigration(migration: Migration): Promise<Knex.Migration> {
+    return Promise.resolve({ up: (db: Knex) => migration.up(db), down: (db: Knex) => migration.down(db) });
   }
 }
 
@@ -54,19 +54,26 @@ export async function openPostgres(options: PostgresOptions): Promise<Knex> {
 /** One connection of a knex pool, as the driver gives it. */
 export type PgConnection = pg.ClientBase;
 
+/** What withConnection uses of knex's client, which knex types as `any`. */
+interface KnexConnectionPool {
+  acquireConnection(): Promise<PgConnection>;
+  releaseConnection(connection: PgConnection): Promise<unknown>;
+}
+
 /**
  * Runs work on one connection of db's pool through the driver alone, for hot
  * paths: knex builds a whole instance per transaction and wraps every query
- * in its runner, which cost the campaign service a third of its CPU and most
- * of the garbage (and so the collector's pauses) of a write.
+ * in its runner, a large share of a write's CPU and of its garbage (and so of
+ * the collector's pauses). Figures: bench/README.md, "Campaign and Postgres".
  */
 export async function withConnection<T>(db: Knex, work: (connection: PgConnection) => Promise<T>): Promise<T> {
-  const connection: PgConnection = await db.client.acquireConnection();
+  const pool = db.client as KnexConnectionPool;
+  const connection = await pool.acquireConnection();
   try {
     return await work(connection);
   } finally {
     // A connection that failed is marked by knex's error listener and dropped by the pool's validation.
-    await db.client.releaseConnection(connection);
+    await pool.releaseConnection(connection);
   }
 }
 

@@ -51,7 +51,7 @@ export async function runService(definition: ServiceDefinition, env = new EnvRea
     const grpcServer = await startGrpcServer(config.grpcAddress, parts.grpcServices, readiness);
     const opsServer = await startOpsServer(config.opsPort, readiness);
     onShutdown(logger, config.shutdownTimeoutMs, [
-      { name: 'mark not ready', run: async () => readiness.markDraining() },
+      { name: 'mark not ready', run: () => Promise.resolve(readiness.markDraining()) },
       { name: 'drain gRPC', run: () => grpcServer.drain(config.shutdownTimeoutMs / 2) },
       { name: 'close ops server', run: () => new Promise((resolve) => opsServer.close(resolve)) },
       ...parts.close,

@@ -35,11 +35,12 @@ export function workspaceStatesMigration(name: string, contentTable: string): Mi
 }
 
 /**
- * A SELECT for a CTE of a write that adds rows of the workspace (its one
- * binding): the workspace id when it is open, locked until commit. Nothing
- * when it is closed, or has no row yet (see insertIntoOpenWorkspace).
+ * A SELECT for a CTE of a write that adds rows of the workspace (its named
+ * parameter :workspaceId, knex's named bindings): the workspace id when it is
+ * open, locked until commit. Nothing when it is closed, or has no row yet
+ * (see insertIntoOpenWorkspace).
  */
-export const OPEN_WORKSPACE = 'SELECT workspace_id FROM workspace_states WHERE workspace_id = ? AND closed_at IS NULL FOR SHARE';
+export const OPEN_WORKSPACE = 'SELECT workspace_id FROM workspace_states WHERE workspace_id = :workspaceId AND closed_at IS NULL FOR SHARE';
 
 /**
  * Runs `insert`, a statement that adds rows of the workspace only where

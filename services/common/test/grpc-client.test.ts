@@ -22,7 +22,7 @@ beforeAll(async () => {
       startGrpcServer(
         '127.0.0.1:0',
         [],
-        new Readiness().add(name, async () => undefined),
+        new Readiness().add(name, () => Promise.resolve()),
       ),
     ),
   );

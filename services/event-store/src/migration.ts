@@ -3,9 +3,9 @@ import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './schema';
 import { identifier, int, sql, str, type SqlFragment } from './sql';
 
 /**
- * Moving a v1 event store to v2. v1 kept the four engagement
- * types in `engagement_events`, with derived tables fed from it by views
- * named `<table>_feed`; v2 keeps every stored type in `events`.
+ * Moving a v1 event store to v2. v1 kept the four engagement types in
+ * `engagement_events`, with derived tables fed from it by views named
+ * `<table>_feed`; v2 keeps every stored type in `events`.
  *
  * The v1 table is renamed before anything is copied, so a writer of the old
  * version fails and retries (its events then reach `events` through a new
@@ -15,19 +15,20 @@ import { identifier, int, sql, str, type SqlFragment } from './sql';
 const V1_TABLE = 'engagement_events';
 const V1_KEPT_TABLE = 'engagement_events_v1';
 const V1_DERIVED_TABLES = ['event_rollup_daily', 'link_rollup_daily', 'events_by_address'];
-/** The name under which migrations record that they are done. */
+/** The row of event_store_migrations that says the copy is complete. */
 const COPIED_MARKER = 'events_from_engagement_events_v1';
 
-export const migrationsTable = (db: SqlFragment): SqlFragment =>
+const migrationsTable = (db: SqlFragment): SqlFragment =>
   sql`CREATE TABLE IF NOT EXISTS ${db}.event_store_migrations (
     name String,
     done_at DateTime('UTC')
   ) ENGINE = ReplacingMergeTree(done_at)
   ORDER BY name`;
 
-/** v1's columns as `events` takes them: no variant, no bounce class, no machine open (a function: schema.ts imports this module). */
+/** The columns of `events` a copy fills, and v1's values for them: no variant, no bounce class, no machine open. */
 const COPIED_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open, email,
   occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, raw, ingested_at`;
+// A function: schema.ts, whose enums it names, imports this module.
 const copiedValues =
   (): SqlFragment => sql`id, workspace_id, campaign_id, toUUID(${str(NO_VARIANT)}), CAST(toString(event_type) AS ${EVENT_TYPE_ENUM}),
   bounce_type, CAST('none' AS ${BOUNCE_CLASS_ENUM}), toUInt8(0), email, occurred_at, received_at, url, reason, user_agent, ip,

@@ -20,7 +20,7 @@ import { closedWorkspacesTable } from './workspace-erasure';
 /** What a marketer reads as engagement: the event list shows these unless asked for another type. */
 export const ENGAGEMENT_EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const;
 export type EngagementEventType = (typeof ENGAGEMENT_EVENT_TYPES)[number];
-/** What the provider reports of a message's way to the inbox. */
+/** The other stored types: what the provider reports of a message's way to the inbox, and spam reports. */
 export const DELIVERY_EVENT_TYPES = ['processed', 'delivered', 'deferred', 'dropped', 'spamreport'] as const;
 /** Every type the events table stores, in the order of its Enum8 values (1-9). */
 export const EVENT_TYPES = [...ENGAGEMENT_EVENT_TYPES, ...DELIVERY_EVENT_TYPES] as const;

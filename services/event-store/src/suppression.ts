@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { identifier, int, join, list, raw, sql, str, stringSet, uuidSet, type SqlFragment } from './sql';
 
-/** Bounce tracking rules (contract, "Engagement events"). */
+/** Bounce tracking rules (docs/api.md, "Bounce tracking and suppressions"). */
 
 /** A hard bounce, an unsubscribe or a spam report suppresses at once; soft bounces need this many ... */
 export const SOFT_BOUNCES_TO_SUPPRESS = 3;

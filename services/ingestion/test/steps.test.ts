@@ -172,6 +172,7 @@ describe('resolveCampaigns', () => {
     expect(rows.value.events.map((row) => [row.provider_event_id, row.event_type, row.campaign_id])).toEqual([
       ['open', 'open', campaignId],
       ['bounce', 'bounce', campaignId],
+      ['spam', 'spamreport', campaignId],
     ]);
     expect(rows.value.signals.map((row) => [row.provider_event_id, row.reason])).toEqual([
       ['bounce', 'hard_bounce'],

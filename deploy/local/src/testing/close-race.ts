@@ -24,7 +24,7 @@ export async function raceCreatesWithClose<T>(
     new Promise((resolve) => setTimeout(resolve, i * 2)).then(() =>
       create().then(
         () => 'created',
-        (error: { code?: number }) => (error.code === status.NOT_FOUND ? 'refused' : `error ${String(error)}`),
+        (error: Error & { code?: number }) => (error.code === status.NOT_FOUND ? 'refused' : `error ${String(error)}`),
       ),
     ),
   );

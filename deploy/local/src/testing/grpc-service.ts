@@ -53,8 +53,8 @@ export interface TestGrpcService<C, D, R> {
   address: string;
   database: D;
   resources: R;
-  /** Closes the client, drains the server, closes the parts and drops the database. */
-  close(): Promise<void>;
+  /** Closes the client, drains the server, closes the parts and drops the database; needs no `this`, so harnesses hand it on. */
+  close: () => Promise<void>;
 }
 
 /** Starts one service's handlers on 127.0.0.1:0 over a private database; a failed start drops the database again. */

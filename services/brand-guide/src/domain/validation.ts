@@ -60,7 +60,7 @@ export function newBrandGuide(workspaceId: string, write: BrandGuideWrite): NewB
   return { description: null, promptContent: null, isActive: true, ...(present(write) as Pick<BrandGuideFields, 'name'>), workspaceId };
 }
 
-/** The contract's PUT rules: omitted is unchanged; null clears description and prompt_content, and leaves name and is_active. */
+/** The PUT rules of docs/api.md: omitted is unchanged; null clears description and prompt_content, and leaves name and is_active. */
 export function brandGuidePatch(write: BrandGuideWrite): BrandGuidePatch {
   throwIfAny(fieldViolations(write));
   return present(write);

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { NotFoundError, OPEN_WORKSPACE, closeWorkspace, containsNul, insertIntoOpenWorkspace } from '@mail/common';
-import type { BrandGuide, BrandGuideFields, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
+import type { BrandGuide, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 
 const COLUMN_OF: Record<keyof NewBrandGuide, string> = {
@@ -27,22 +27,23 @@ function toColumns(fields: Partial<NewBrandGuide>): Record<string, unknown> {
 /** Inserted only while the workspace is open (workspace-states of @mail/common). */
 const CREATE_BRAND_GUIDE = `WITH workspace AS (${OPEN_WORKSPACE})
   INSERT INTO brand_guides (workspace_id, name, description, prompt_content, is_active)
-  SELECT workspace.workspace_id, ?, ?, ?, ? FROM workspace
+  SELECT workspace.workspace_id, :name, :description, :promptContent, :isActive FROM workspace
   RETURNING id, ${Object.entries(COLUMN_OF)
     .map(([field, column]) => `${column} AS "${field}"`)
     .join(', ')},
     created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 export function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandGuide> {
-  const bindings = [guide.workspaceId, guide.name, guide.description, guide.promptContent, guide.isActive];
   return insertIntoOpenWorkspace(db, guide.workspaceId, async () => {
-    const { rows } = await db.raw<{ rows: BrandGuide[] }>(CREATE_BRAND_GUIDE, bindings);
+    const { rows } = await db.raw<{ rows: BrandGuide[] }>(CREATE_BRAND_GUIDE, { ...guide });
     return rows[0];
   });
 }
 
 export async function getBrandGuide(db: Knex, workspaceId: string, id: string): Promise<BrandGuide> {
-  const guide = isUuid(id) ? await db('brand_guides').where({ id, workspace_id: workspaceId }).first(COLUMNS) : undefined;
+  const guide = isUuid(id)
+    ? await db('brand_guides').where({ id, workspace_id: workspaceId }).first<BrandGuide | undefined>(COLUMNS)
+    : undefined;
   if (!guide) throw notFound();
   return guide;
 }
@@ -69,7 +70,7 @@ export async function listBrandGuides(
     base.clone().count({ total: '*' }),
     base
       .clone()
-      .select(COLUMNS)
+      .select<BrandGuide[]>(COLUMNS)
       .orderBy([
         { column: 'created_at', order: 'desc' },
         { column: 'id', order: 'desc' },
@@ -84,8 +85,8 @@ export async function updateBrandGuide(db: Knex, workspaceId: string, id: string
   if (!isUuid(id)) throw notFound();
   const [updated] = await db('brand_guides')
     .where({ id, workspace_id: workspaceId })
-    .update({ ...toColumns(patch as Partial<BrandGuideFields>), updated_at: db.raw('clock_timestamp()') })
-    .returning(COLUMNS);
+    .update({ ...toColumns(patch), updated_at: db.raw('clock_timestamp()') })
+    .returning<(BrandGuide | undefined)[]>(COLUMNS);
   if (!updated) throw notFound();
   return updated;
 }

@@ -1,27 +1,9 @@
+import type { CampaignValues } from '@mail/common';
+
 /** The shapes the domain validates, the store persists and the handlers map to proto messages. */
-export const RECIPIENT_SOURCES = ['mssql_query', 'csv_account_ids'] as const;
-export type RecipientSource = (typeof RECIPIENT_SOURCES)[number];
 
-export const DELIVERY_MODES = ['single_template', 'variants'] as const;
-export type DeliveryMode = (typeof DELIVERY_MODES)[number];
-
-/** The campaign's own columns: everything of the write shape except workspace_id and variants. */
-export interface CampaignFields {
-  name: string;
-  description: string | null;
-  isActive: boolean;
-  sendPriority: number;
-  scheduleCron: string | null;
-  recipientSource: RecipientSource;
-  mssqlQuery: string | null;
-  csvAccountIds: string[] | null;
-  providerCategoryId: string | null;
-  fromEmail: string | null;
-  fromName: string | null;
-  replyTo: string | null;
-  deliveryMode: DeliveryMode;
-  templateId: string | null;
-}
+/** The campaign's own values (CAMPAIGN_FIELDS of @mail/common) but the workspace, which scopes every call. */
+export type CampaignFields = Omit<CampaignValues, 'workspaceId'>;
 
 export interface Variant {
   id: string;

@@ -1,13 +1,17 @@
 import {
+  CAMPAIGN_FIELD_LIST,
   CAMPAIGN_WRITE_FIELDS,
   InvalidArgumentError,
   MSSQL_QUERY_MAX_LENGTH,
   cronViolation,
+  headerSafeViolation,
   invalidEmail,
   nulViolations,
   parseEmail,
   selectStatementViolation,
   valueError,
+  type CampaignFieldName,
+  type CampaignValues,
   type Violation,
 } from '@mail/common';
 import type { CampaignFields, CampaignPatch, NewCampaign, VariantDraft } from './model';
@@ -17,29 +21,22 @@ export const NAME_MAX_LENGTH = 200;
 export const PROVIDER_CATEGORY_ID_MAX_LENGTH = 255;
 export const SEND_PRIORITY_RANGE = { min: 0, max: 1000 };
 export const WEIGHT_RANGE = { min: 0, max: 10_000 };
+export const MAX_VARIANTS = 20;
 /** A variant without a weight gets an equal share: weights are relative among the active variants. */
 export const DEFAULT_WEIGHT = 1;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 500;
 
-const DEFAULTS: Omit<CampaignFields, 'name'> = {
-  description: null,
-  isActive: true,
-  sendPriority: 100,
-  scheduleCron: null,
-  recipientSource: 'mssql_query',
-  mssqlQuery: null,
-  csvAccountIds: null,
-  providerCategoryId: null,
-  fromEmail: null,
-  fromName: null,
-  replyTo: null,
-  deliveryMode: 'single_template',
-  templateId: null,
-};
+/** What a create stores for the fields it omits. */
+const DEFAULTS: Partial<CampaignFields> = Object.fromEntries(
+  CAMPAIGN_FIELD_LIST.flatMap(([name, field]) => ('default' in field ? [[name, field.default]] : [])),
+);
+
+/** The fields without a default: a create must send them. */
+const REQUIRED = CAMPAIGN_FIELD_LIST.filter(([, field]) => !('default' in field));
 
 /** Fields whose null on update means "unchanged" (they cannot be cleared). */
-const NOT_NULLABLE: ReadonlySet<string> = new Set(['name', 'isActive', 'sendPriority', 'recipientSource', 'deliveryMode']);
+const NOT_NULLABLE: ReadonlySet<string> = new Set(CAMPAIGN_FIELD_LIST.flatMap(([name, field]) => (field.nullable ? [] : [name])));
 
 /** A variant item as the caller sent it: an absent key was omitted, null was sent as null. */
 export interface VariantWrite {
@@ -51,8 +48,7 @@ export interface VariantWrite {
 }
 
 /** A write as the caller sent it: an absent key was omitted, null was sent as null. */
-export type CampaignWrite = { [K in keyof CampaignFields]?: CampaignFields[K] | null } & {
-  workspaceId?: string | null;
+export type CampaignWrite = { [K in CampaignFieldName]?: CampaignValues[K] | null } & {
   variants?: VariantWrite[] | null;
 };
 
@@ -91,7 +87,7 @@ function emailViolation(loc: string[], input: string): Violation | undefined {
   return 'reason' in parsed ? invalidEmail(loc, input, parsed.reason) : undefined;
 }
 
-/** The item as the API spells it, for a `missing` entry's input. */
+/** The item as the API spells it, for an entry's input. */
 function variantItem({ id, templateId, weight, label, isActive }: VariantWrite): Record<string, unknown> {
   const item = { id, template_id: templateId, weight, label, is_active: isActive };
   return Object.fromEntries(Object.entries(item).filter(([, value]) => value !== undefined));
@@ -107,19 +103,31 @@ function templateIdViolation(variant: VariantWrite, i: number, isNew: boolean): 
     : { loc, type: 'string_type', msg: 'Input should be a valid string', input: null };
 }
 
+/** Pydantic stops at the item past the limit and reports the list alone, none of its items. */
 function variantViolations(variants: VariantWrite[], creating: boolean): (Violation | undefined)[] {
+  if (variants.length > MAX_VARIANTS) {
+    const msg = `List should have at most ${MAX_VARIANTS} items after validation, not ${variants.length}`;
+    const ctx = { field_type: 'List', max_length: MAX_VARIANTS, actual_length: variants.length };
+    return [{ loc: ['variants'], type: 'too_long', msg, input: variants.map(variantItem), ctx }];
+  }
   return variants.flatMap((variant, i) => [
     templateIdViolation(variant, i, creating || variant.id === undefined),
     variant.weight == null ? undefined : rangeViolation(['variants', i, 'weight'], variant.weight, WEIGHT_RANGE),
+    variant.label == null ? undefined : headerSafeViolation(['variants', i, 'label'], variant.label),
   ]);
 }
+
+/** Whether `loc` is `outer` or lies inside it. */
+const within = (loc: (string | number)[], outer: (string | number)[]): boolean => outer.every((part, i) => loc[i] === part);
 
 const snakeCase = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Every rule beyond types, on the values present; all failures at once. */
 function fieldViolations(write: CampaignWrite, creating: boolean): Violation[] {
   const violations = [
-    write.name == null ? undefined : lengthViolation(['name'], write.name, 1, NAME_MAX_LENGTH),
+    write.name == null
+      ? undefined
+      : (lengthViolation(['name'], write.name, 1, NAME_MAX_LENGTH) ?? headerSafeViolation(['name'], write.name)),
     write.sendPriority == null ? undefined : rangeViolation(['send_priority'], write.sendPriority, SEND_PRIORITY_RANGE),
     write.scheduleCron == null ? undefined : cronViolation(['schedule_cron'], write.scheduleCron),
     write.mssqlQuery == null
@@ -130,11 +138,13 @@ function fieldViolations(write: CampaignWrite, creating: boolean): Violation[] {
       ? undefined
       : lengthViolation(['provider_category_id'], write.providerCategoryId, 0, PROVIDER_CATEGORY_ID_MAX_LENGTH),
     write.fromEmail == null ? undefined : emailViolation(['from_email'], write.fromEmail),
+    write.fromName == null ? undefined : headerSafeViolation(['from_name'], write.fromName),
     write.replyTo == null ? undefined : emailViolation(['reply_to'], write.replyTo),
     ...(write.variants == null ? [] : variantViolations(write.variants, creating)),
-    ...nulViolations(write, [], snakeCase),
-  ];
-  return violations.filter((v): v is Violation => v !== undefined);
+  ].filter((v): v is Violation => v !== undefined);
+  // One entry per field, as Pydantic: the NUL rule, a field validator, runs only where the constraints passed.
+  const nul = nulViolations(write, [], snakeCase).filter(({ loc }) => !violations.some((v) => within(loc, v.loc)));
+  return [...violations, ...nul];
 }
 
 /** A new variant with defaults for what is omitted (validated: it has a template_id). */
@@ -184,22 +194,22 @@ function workspaceViolations(write: CampaignWrite, workspaceId: string): Violati
  * part of the create shape and are ignored.
  */
 export function newCampaign(write: CampaignWrite, workspaceId: string): NewCampaign {
-  const violations: Violation[] = [];
-  if (write.workspaceId == null) violations.push({ loc: ['workspace_id'], type: 'missing', msg: 'Field required', input: null });
+  const violations: Violation[] = REQUIRED.flatMap(([name, { json }]) =>
+    write[name] == null ? [{ loc: [json], type: 'missing', msg: 'Field required', input: null }] : [],
+  );
   violations.push(...workspaceViolations(write, workspaceId));
-  if (write.name == null) violations.push({ loc: ['name'], type: 'missing', msg: 'Field required', input: null });
   violations.push(...fieldViolations(write, true));
   throwIfAny(violations);
   return {
-    ...DEFAULTS,
-    ...(present(write) as Partial<CampaignFields> & Pick<CampaignFields, 'name'>),
+    // Complete: every field without a default was present.
+    ...({ ...DEFAULTS, ...present(write) } as CampaignFields),
     workspaceId: workspaceId.toLowerCase(),
     variants: write.variants?.map(newVariant) ?? null,
   };
 }
 
 /**
- * An update, with the contract's PUT rules: omitted is unchanged, null clears
+ * An update, with the PUT rules of docs/api.md: omitted is unchanged, null clears
  * a nullable field and leaves the others unchanged, and `variants` is the
  * whole desired list, whose items with an id follow the same rules for that
  * variant's fields. A workspace_id in the body must be the one acted in.

@@ -1,7 +1,19 @@
 import type { Knex } from 'knex';
-import { InvalidArgumentError, NotFoundError, unary, valueError, watchChanges, type ChangeFeed, type Logger } from '@mail/common';
+import {
+  CAMPAIGN_FIELD_LIST,
+  InvalidArgumentError,
+  NotFoundError,
+  campaignFieldsFromProto,
+  campaignFieldsToProto,
+  unary,
+  valueError,
+  watchChanges,
+  type CampaignFieldName,
+  type ChangeFeed,
+  type Logger,
+} from '@mail/common';
 import { campaignV1 } from '@mail/proto';
-import type { Campaign, DeliveryMode, Page, RecipientSource } from '../domain/model';
+import type { Campaign, Page } from '../domain/model';
 import { nextRunAt } from '../domain/schedule';
 import { campaignPatch, isUuid, newCampaign, pageWindow, type CampaignWrite, type VariantWrite } from '../domain/validation';
 import {
@@ -14,42 +26,9 @@ import {
   updateCampaign,
 } from '../store/campaigns';
 
-const { RecipientSource: ProtoSource, DeliveryMode: ProtoMode } = campaignV1;
-
-const SOURCE_FROM_PROTO: Partial<Record<campaignV1.RecipientSource, RecipientSource>> = {
-  [ProtoSource.RECIPIENT_SOURCE_MSSQL_QUERY]: 'mssql_query',
-  [ProtoSource.RECIPIENT_SOURCE_CSV_ACCOUNT_IDS]: 'csv_account_ids',
-};
-const SOURCE_TO_PROTO: Record<RecipientSource, campaignV1.RecipientSource> = {
-  mssql_query: ProtoSource.RECIPIENT_SOURCE_MSSQL_QUERY,
-  csv_account_ids: ProtoSource.RECIPIENT_SOURCE_CSV_ACCOUNT_IDS,
-};
-const MODE_FROM_PROTO: Partial<Record<campaignV1.DeliveryMode, DeliveryMode>> = {
-  [ProtoMode.DELIVERY_MODE_SINGLE_TEMPLATE]: 'single_template',
-  [ProtoMode.DELIVERY_MODE_VARIANTS]: 'variants',
-};
-const MODE_TO_PROTO: Record<DeliveryMode, campaignV1.DeliveryMode> = {
-  single_template: ProtoMode.DELIVERY_MODE_SINGLE_TEMPLATE,
-  variants: ProtoMode.DELIVERY_MODE_VARIANTS,
-};
-
 /** update_mask paths (write-shape names) and the write fields they name. */
 const FIELD_OF_PATH: Record<string, keyof CampaignWrite> = {
-  workspace_id: 'workspaceId',
-  name: 'name',
-  description: 'description',
-  is_active: 'isActive',
-  send_priority: 'sendPriority',
-  schedule_cron: 'scheduleCron',
-  recipient_source: 'recipientSource',
-  mssql_query: 'mssqlQuery',
-  csv_account_ids: 'csvAccountIds',
-  provider_category_id: 'providerCategoryId',
-  from_email: 'fromEmail',
-  from_name: 'fromName',
-  reply_to: 'replyTo',
-  delivery_mode: 'deliveryMode',
-  template_id: 'templateId',
+  ...Object.fromEntries(CAMPAIGN_FIELD_LIST.map(([name, { json }]) => [json, name])),
   variants: 'variants',
 };
 
@@ -80,18 +59,10 @@ function variantFromProto({ updateMask, id, ...values }: campaignV1.VariantInput
   return write;
 }
 
-/** The values a CampaignInput carries; unset optional fields (and enum 0, empty workspace_id) are absent. */
+/** The values a CampaignInput carries; unset fields are absent. */
 function writeFromProto(input: campaignV1.CampaignInput | undefined): CampaignWrite {
   if (!input) return {};
-  const { workspaceId, recipientSource, deliveryMode, csvAccountIds, variants, ...scalars } = input;
-  const write: CampaignWrite = {
-    ...scalars,
-    workspaceId: workspaceId || undefined,
-    recipientSource: SOURCE_FROM_PROTO[recipientSource],
-    deliveryMode: MODE_FROM_PROTO[deliveryMode],
-    csvAccountIds: csvAccountIds?.ids,
-    variants: variants?.variants.map(variantFromProto),
-  };
+  const write: CampaignWrite = { ...campaignFieldsFromProto(input), variants: input.variants?.variants.map(variantFromProto) };
   return Object.fromEntries(Object.entries(write).filter(([, value]) => value !== undefined));
 }
 
@@ -108,21 +79,14 @@ function writeFromMask(paths: string[], input: campaignV1.CampaignInput | undefi
 function toProto(campaign: Campaign, now: Date): campaignV1.Campaign {
   const orUndefined = <T>(value: T | null): T | undefined => value ?? undefined;
   return {
-    ...campaign,
-    description: orUndefined(campaign.description),
-    scheduleCron: orUndefined(campaign.scheduleCron),
-    recipientSource: SOURCE_TO_PROTO[campaign.recipientSource],
-    mssqlQuery: orUndefined(campaign.mssqlQuery),
-    csvAccountIds: campaign.csvAccountIds ? { ids: campaign.csvAccountIds } : undefined,
-    providerCategoryId: orUndefined(campaign.providerCategoryId),
-    fromEmail: orUndefined(campaign.fromEmail),
-    fromName: orUndefined(campaign.fromName),
-    replyTo: orUndefined(campaign.replyTo),
-    deliveryMode: MODE_TO_PROTO[campaign.deliveryMode],
-    templateId: orUndefined(campaign.templateId),
+    // A stored campaign has every field that cannot be null, so Campaign's plain fields are all set.
+    ...(campaignFieldsToProto(campaign) as Pick<campaignV1.Campaign, CampaignFieldName>),
+    id: campaign.id,
     variants: campaign.variants
       ? { variants: campaign.variants.map((variant) => ({ ...variant, label: orUndefined(variant.label) })) }
       : undefined,
+    createdAt: campaign.createdAt,
+    updatedAt: campaign.updatedAt,
     nextRunAt: orUndefined(nextRunAt(campaign.scheduleCron, now)),
   };
 }

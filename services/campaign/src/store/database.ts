@@ -47,6 +47,49 @@ export const migrations: Migration[] = [
     },
   },
   workspaceStatesMigration('002_workspace_states', 'campaigns'),
+  {
+    name: '003_category_owners',
+    async up(db) {
+      // A provider_category_id stays bound to the workspace that used it, after its campaign is renamed or
+      // deleted: events still arriving for it must never be matched into another workspace. Only the
+      // workspace's own deletion releases it (closeWorkspaceCampaigns). The trigger claims the category on
+      // every write of the column; a category bound elsewhere fails like the unique index (23505, a 409).
+      // SET search_path FROM CURRENT: the function finds category_owners in the schema it was created in.
+      await db.raw(`
+        CREATE TABLE category_owners (
+          provider_category_id text PRIMARY KEY,
+          workspace_id uuid NOT NULL
+        );
+        CREATE INDEX category_owners_workspace_idx ON category_owners (workspace_id);
+        INSERT INTO category_owners (provider_category_id, workspace_id)
+          SELECT provider_category_id, workspace_id FROM campaigns WHERE provider_category_id IS NOT NULL;
+        CREATE FUNCTION claim_provider_category() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        DECLARE
+          owner uuid;
+        BEGIN
+          IF NEW.provider_category_id IS NOT NULL THEN
+            INSERT INTO category_owners (provider_category_id, workspace_id) VALUES (NEW.provider_category_id, NEW.workspace_id)
+              ON CONFLICT (provider_category_id) DO UPDATE SET workspace_id = category_owners.workspace_id
+              RETURNING workspace_id INTO owner;
+            IF owner <> NEW.workspace_id THEN
+              RAISE unique_violation USING MESSAGE = 'provider_category_id is bound to another workspace';
+            END IF;
+          END IF;
+          RETURN NEW;
+        END
+        $$;
+        CREATE TRIGGER campaigns_claim_category BEFORE INSERT OR UPDATE OF provider_category_id ON campaigns
+          FOR EACH ROW EXECUTE FUNCTION claim_provider_category();
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        DROP TRIGGER campaigns_claim_category ON campaigns;
+        DROP FUNCTION claim_provider_category();
+        DROP TABLE category_owners;
+      `);
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

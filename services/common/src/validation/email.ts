@@ -80,7 +80,7 @@ function domainProblem(domain: string): string | undefined {
     return 'An email address cannot have two letters followed by two dashes immediately after the @-sign or after a period, except Punycode.';
   }
   // Internationalized domains are taken as given: their IDNA checks need the full Unicode tables.
-  if (!ASCII_HOSTNAME.test(domain) && /^[\x00-\x7f]*$/.test(domain)) {
+  if (!ASCII_HOSTNAME.test(domain) && /^\p{ASCII}*$/u.test(domain)) {
     return 'The email address contains invalid characters after the @-sign after IDNA encoding.';
   }
   if (domain.length > 253) return `The email address is too long after the @-sign ${tooMany(domain.length, 253)}.`;

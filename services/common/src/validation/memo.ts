@@ -1,8 +1,8 @@
 /**
  * Remembers the answers of a pure check of a string (same input, same
  * answer), so a campaign saved again with the same query or schedule is not
- * parsed again: parsing costs up to a millisecond of CPU per call. Bounded:
- * forgets everything once full.
+ * parsed again: parsing is not cheap (bench/README.md, "Campaign and
+ * Postgres"). Bounded: forgets everything once full.
  */
 export function memoized<T>(check: (input: string) => T, maxEntries = 1_000): (input: string) => T {
   const answers = new Map<string, T>();

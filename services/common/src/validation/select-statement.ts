@@ -151,7 +151,7 @@ export const readOnlySelectProblem = memoized((sql: string): string | undefined 
   return undefined;
 });
 
-/** Longer recipient queries are refused before parsing: parsing is linear but not cheap (about 10 ms per 3 000 characters). */
+/** Longer recipient queries are refused before parsing: parsing is linear but not cheap (bench/README.md, "Campaign and Postgres"). */
 export const MSSQL_QUERY_MAX_LENGTH = 20_000;
 
 /** The value_error for a recipient query that is not one read-only SELECT (its length is checked apart, first). */

@@ -25,3 +25,19 @@ export function nulViolations(value: unknown, loc: (string | number)[] = [], fie
   }
   return [];
 }
+
+/**
+ * Text that can end up in a mail header (a sender name, a campaign name, a
+ * variant label): no CR or LF, which would start a header of its own, nor any
+ * other C0 control character or DEL. The OpenAPI document declares the same
+ * `pattern`.
+ */
+export const HEADER_SAFE_PATTERN = '^[^\\x00-\\x1f\\x7f]*$';
+const HEADER_SAFE = new RegExp(HEADER_SAFE_PATTERN, 'u');
+
+/** Pydantic's error for a string outside HEADER_SAFE_PATTERN, as a `pattern`-constrained str reports it. */
+export function headerSafeViolation(loc: (string | number)[], input: string): Violation | undefined {
+  if (HEADER_SAFE.test(input)) return undefined;
+  const msg = `String should match pattern '${HEADER_SAFE_PATTERN}'`;
+  return { loc, type: 'string_pattern_mismatch', msg, input, ctx: { pattern: HEADER_SAFE_PATTERN } };
+}

@@ -34,14 +34,15 @@ function toMember({ workspaceId, role, memberCreatedAt, memberUpdatedAt, ...user
 }
 
 async function findMember(db: Knex, workspaceId: string, userId: string): Promise<Member> {
-  const row: MemberRow | undefined = await selectMember(membersOf(db, workspaceId).where('m.user_id', userId)).first();
+  const row = await selectMember(membersOf(db, workspaceId).where('m.user_id', userId)).first<MemberRow | undefined>();
   if (!row) throw memberNotFound();
   return toMember(row);
 }
 
 /** Locks the workspace against deletion until the transaction ends, so the membership insert cannot lose it. */
 async function lockWorkspace(trx: Knex.Transaction, workspaceId: string): Promise<void> {
-  const found = isUuid(workspaceId) && (await trx('workspaces').where({ id: workspaceId }).forKeyShare().first('id'));
+  const found =
+    isUuid(workspaceId) && (await trx('workspaces').where({ id: workspaceId }).forKeyShare().first<{ id: string } | undefined>('id'));
   if (!found) throw new NotFoundError('Workspace');
 }
 
@@ -56,14 +57,14 @@ export async function addMember(db: Knex, workspaceId: string, user: NewUser, ro
   const userId = await db.transaction(async (trx) => {
     await lockWorkspace(trx, workspaceId);
     await trx('users').insert(newUserColumns(user)).onConflict('email').ignore();
-    const { id } = await trx('users').where({ email: user.email }).first('id');
+    const { id } = await trx('users').where({ email: user.email }).first<{ id: string }>('id');
     const added = await trx('memberships')
       .insert({ workspace_id: workspaceId, user_id: id, role })
       .onConflict(['workspace_id', 'user_id'])
       .ignore()
-      .returning('user_id');
+      .returning<{ user_id: string }[]>('user_id');
     if (added.length === 0) throw new ConflictError('User is already a member of this workspace');
-    return id as string;
+    return id;
   });
   return findMember(db, workspaceId, userId);
 }

@@ -7,7 +7,7 @@ import { newUserColumns, updateUser } from './users';
 import { userColumns } from './sql';
 
 function findByIdentity(db: Knex, claims: PrincipalClaims): Promise<User | undefined> {
-  return db('users').where({ issuer: claims.issuer, subject: claims.subject }).first(userColumns());
+  return db('users').where({ issuer: claims.issuer, subject: claims.subject }).first<User | undefined>(userColumns());
 }
 
 /**
@@ -24,13 +24,13 @@ async function provision(db: Knex, claims: PrincipalClaims): Promise<User> {
       .where({ email: profile.email })
       .whereNull('issuer')
       .update({ ...identity, updated_at: db.fn.now() })
-      .returning(userColumns());
+      .returning<User[]>(userColumns());
     if (bound) return bound;
     const [created] = await db('users')
       .insert({ ...newUserColumns(profile), ...identity })
       .onConflict()
       .ignore()
-      .returning(userColumns());
+      .returning<User[]>(userColumns());
     if (created) return created;
     const existing = await findByIdentity(db, claims);
     if (existing) return existing;

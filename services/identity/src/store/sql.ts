@@ -35,8 +35,11 @@ export async function fetchPage<T>(
   items: (query: Knex.QueryBuilder) => Knex.QueryBuilder,
 ): Promise<Page<T>> {
   const [counted, rows] = await Promise.all([
-    base.clone().count({ total: '*' }),
-    items(base.clone()).limit(window.pageSize).offset(window.offset),
+    base.clone().count<{ total: string }[]>({ total: '*' }),
+    items(base.clone())
+      .limit(window.pageSize)
+      .offset(window.offset)
+      .then((found) => found as T[]),
   ]);
-  return { items: rows as T[], total: Number(counted[0].total), page: window.page, pageSize: window.pageSize };
+  return { items: rows, total: Number(counted[0].total), page: window.page, pageSize: window.pageSize };
 }

@@ -12,13 +12,13 @@ export function newUserColumns(user: NewUser): Record<string, unknown> {
 }
 
 export async function createUser(db: Knex, user: NewUser): Promise<User> {
-  const [created] = await db('users').insert(newUserColumns(user)).onConflict('email').ignore().returning(userColumns());
+  const [created] = await db('users').insert(newUserColumns(user)).onConflict('email').ignore().returning<User[]>(userColumns());
   if (!created) throw emailTaken();
   return created;
 }
 
 export async function getUser(db: Knex, id: string): Promise<User> {
-  const user = isUuid(id) ? await db('users').where({ id }).first(userColumns()) : undefined;
+  const user = isUuid(id) ? await db('users').where({ id }).first<User | undefined>(userColumns()) : undefined;
   if (!user) throw notFound();
   return user;
 }
@@ -43,7 +43,7 @@ export async function updateUser(db: Knex, id: string, patch: UserPatch): Promis
         is_platform_admin: patch.isPlatformAdmin,
         updated_at: db.fn.now(),
       })
-      .returning(userColumns());
+      .returning<User[]>(userColumns());
     if (!updated) throw notFound();
     return updated;
   } catch (error) {

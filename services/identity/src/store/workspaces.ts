@@ -7,12 +7,12 @@ import { WORKSPACE_COLUMNS, containsPattern, fetchPage } from './sql';
 const notFound = (): NotFoundError => new NotFoundError('Workspace');
 
 export async function createWorkspace(db: Knex, name: string): Promise<Workspace> {
-  const [workspace] = await db('workspaces').insert({ name }).returning(WORKSPACE_COLUMNS);
+  const [workspace] = await db('workspaces').insert({ name }).returning<Workspace[]>(WORKSPACE_COLUMNS);
   return workspace;
 }
 
 export async function getWorkspace(db: Knex, id: string): Promise<Workspace> {
-  const workspace = isUuid(id) ? await db('workspaces').where({ id }).first(WORKSPACE_COLUMNS) : undefined;
+  const workspace = isUuid(id) ? await db('workspaces').where({ id }).first<Workspace | undefined>(WORKSPACE_COLUMNS) : undefined;
   if (!workspace) throw notFound();
   return workspace;
 }
@@ -27,7 +27,10 @@ export async function listWorkspaces(db: Knex, window: PageWindow, nameContains:
 
 export async function renameWorkspace(db: Knex, id: string, name: string): Promise<Workspace> {
   if (!isUuid(id)) throw notFound();
-  const [workspace] = await db('workspaces').where({ id }).update({ name, updated_at: db.fn.now() }).returning(WORKSPACE_COLUMNS);
+  const [workspace] = await db('workspaces')
+    .where({ id })
+    .update({ name, updated_at: db.fn.now() })
+    .returning<Workspace[]>(WORKSPACE_COLUMNS);
   if (!workspace) throw notFound();
   return workspace;
 }

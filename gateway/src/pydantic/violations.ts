@@ -1,8 +1,7 @@
-import type { Request } from 'express';
 import { containsNul, cronViolation, invalidEmail, nulViolation, parseEmail, selectStatementViolation, type Violation } from '@mail/common';
 import { pythonJsonError } from './python-json';
-import { parseDateOrDateTime, parseUuid } from './pydantic-types';
-import { childSchema, contextOf, isRecord, resolve, type ParameterLocation, type RequestContext, type Schema } from './request-schemas';
+import { parseDateOrDateTime, parseUuid } from './scalars';
+import { childSchema, isRecord, resolve, type ParameterLocation, type RequestContext, type Schema } from './request-schemas';
 
 /**
  * After validation: express-openapi-validator's errors as the `detail`
@@ -55,7 +54,8 @@ const LOCATION_ORDER = ['path', 'query', 'header', 'cookie', 'body'];
 function pythonRepr(value: unknown): string {
   if (typeof value === 'string') return value.includes("'") && !value.includes('"') ? `"${value}"` : `'${value.replace(/'/g, "\\'")}'`;
   if (typeof value === 'boolean') return value ? 'True' : 'False';
-  return value === null ? 'None' : String(value);
+  if (typeof value === 'number') return String(value);
+  return value === null ? 'None' : JSON.stringify(value);
 }
 
 function oneOfText(values: unknown[]): string {
@@ -345,19 +345,17 @@ function violationAt(context: RequestContext, { where, loc, schema, value, paren
 }
 
 /**
- * The `detail` entries FastAPI would give for an express-openapi-validator
- * 400 (validated with allErrors): one per failing field, ordered like
- * FastAPI's, the first MAX_DETAIL_ENTRIES of them. One pass over the
- * validator's errors keeps the first ones in order (a pointer after the last
- * one kept costs one comparison), and only those are turned into entries.
+ * The `detail` entries FastAPI would give for the errors of an
+ * express-openapi-validator 400 (validated with allErrors) on the request of
+ * `context`: one per failing field, ordered like FastAPI's, the first
+ * MAX_DETAIL_ENTRIES of them. One pass over the validator's errors keeps the
+ * first ones in order (a pointer after the last one kept costs one
+ * comparison), and only those are turned into entries.
  */
-export function openApiViolations(error: { errors: ValidatorError[] }, req: Request): Violation[] {
-  const context = contextOf(req);
-  // app.ts makes Express, the validator and pydanticRequests match paths identically, so this cannot happen.
-  if (!context) throw new Error(`no validation context for ${req.method} ${req.path}`);
+export function openApiViolations(errors: ValidatorError[], context: RequestContext): Violation[] {
   const candidateFor = candidates(context);
   const kept: Candidate[] = [];
-  for (const item of [...error.errors, ...nulErrors(context)]) {
+  for (const item of [...errors, ...nulErrors(context)]) {
     // Distinct pointers never compare equal (ranks are unique under a parent), so equal means another error at the same pointer.
     const candidate = candidateFor(item.path, [item]);
     if (kept.length === MAX_DETAIL_ENTRIES && compareCandidates(candidate, kept[kept.length - 1]) > 0) continue;

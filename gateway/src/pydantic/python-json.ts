@@ -13,17 +13,18 @@ export interface PythonJsonError {
   pos: number;
 }
 
-class DecodeError {
+/** Python's JSONDecodeError: `msg` at code point `pos`. */
+class DecodeError extends Error {
   constructor(
     readonly msg: string,
     readonly pos: number,
-  ) {}
+  ) {
+    super(`${msg}: char ${pos}`);
+  }
 }
 
-/** The decoder's StopIteration: no value starts at `pos` (reported as "Expecting value"). */
-class NoValue {
-  constructor(readonly pos: number) {}
-}
+/** The decoder's StopIteration, which json.loads reports as this: no value starts at `pos`. */
+const noValue = (pos: number): DecodeError => new DecodeError('Expecting value', pos);
 
 const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';
 const isHex = (c: string | undefined): boolean => c !== undefined && /^[0-9a-fA-F]$/.test(c);
@@ -74,14 +75,14 @@ export function pythonJsonError(text: string): PythonJsonError | undefined {
 
   const scanNumber = (start: number): number => {
     let i = start;
-    if (s[i] === '-' && ++i >= s.length) throw new NoValue(start);
+    if (s[i] === '-' && ++i >= s.length) throw noValue(start);
     if (s[i] >= '1' && s[i] <= '9') {
       i++;
       while (isDigit(s[i])) i++;
     } else if (s[i] === '0') {
       i++;
     } else {
-      throw new NoValue(start);
+      throw noValue(start);
     }
     if (s[i] === '.' && isDigit(s[i + 1])) {
       i += 2;
@@ -122,7 +123,7 @@ export function pythonJsonError(text: string): PythonJsonError | undefined {
   };
 
   const scanValue = (i: number): number => {
-    if (i >= s.length) throw new NoValue(i);
+    if (i >= s.length) throw noValue(i);
     if (s[i] === '"') return scanString(i + 1);
     if (s[i] === '{') return scanObject(i + 1);
     if (s[i] === '[') return scanArray(i + 1);
@@ -134,7 +135,6 @@ export function pythonJsonError(text: string): PythonJsonError | undefined {
     const end = skipSpace(scanValue(skipSpace(0)));
     return end === s.length ? undefined : { msg: 'Extra data', pos: end };
   } catch (error) {
-    if (error instanceof NoValue) return { msg: 'Expecting value', pos: error.pos };
     if (error instanceof DecodeError) return { msg: error.msg, pos: error.pos };
     throw error;
   }

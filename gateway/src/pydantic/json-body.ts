@@ -1,5 +1,14 @@
 import { isUtf8 } from 'node:buffer';
-import { HttpError } from './http-error';
+import type { IncomingMessage } from 'node:http';
+import type { Request } from 'express';
+import { HttpError } from '../errors/http-error';
+
+declare module 'http' {
+  interface IncomingMessage {
+    /** Set by verifyJsonBody when a JSON body has no bytes: body-parser reads it as {}, FastAPI as no body. */
+    emptyJsonBody?: true;
+  }
+}
 
 /**
  * Nesting deeper than this is refused, about where CPython's json decoder
@@ -62,4 +71,20 @@ export function readableJsonText(raw: Buffer, charset = 'utf-8'): string {
   }
   if (nestingExceeds(text, MAX_JSON_DEPTH)) throw unreadableBody();
   return text;
+}
+
+/** For express.json's `type`: FastAPI reads a body without Content-Type as JSON too. */
+export function isJsonBody(req: IncomingMessage): boolean {
+  return !req.headers['content-type'] || Boolean((req as Request).is(['application/json', 'application/*+json']));
+}
+
+/**
+ * For express.json's `verify`, before parsing: marks an empty body (see
+ * `emptyJsonBody`) and refuses, with FastAPI's 400, a body Python could not
+ * decode at all.
+ */
+export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buffer, charset: string): void {
+  if (buffer.length === 0) req.emptyJsonBody = true;
+  // For its 400 only: body-parser decodes and parses the body itself.
+  readableJsonText(buffer, charset);
 }

@@ -1,14 +1,11 @@
-import type { IncomingMessage } from 'node:http';
-import type { Request, RequestHandler } from 'express';
-import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem } from '@mail/common';
+import type { Request } from 'express';
+import { parseEmail } from '@mail/common';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
-import { readableJsonText } from './json-body';
-import { boolFromString, floatFromString, intFromString, parseDateOrDateTime, parseUuid } from './pydantic-types';
+import { boolFromString, floatFromString, intFromString, parseUuid } from './scalars';
 import {
   childSchema,
   isRecord,
   operationSchemas,
-  rememberContext,
   resolve,
   type OperationSchemas,
   type ParameterLocation,
@@ -22,8 +19,6 @@ import {
  * model, and this module feeds it what Pydantic would have converted
  * (violations.ts turns its errors into Pydantic's `detail` entries).
  */
-
-const emptyBodies = new WeakSet<IncomingMessage>();
 
 /**
  * Stands in for a string Pydantic cannot read as a number: the validator
@@ -85,35 +80,16 @@ const decodesStrictly = (segment: string): boolean => {
   }
 };
 
-/** For express.json's `type`: FastAPI reads a body without Content-Type as JSON too. */
-export function isJsonBody(req: IncomingMessage): boolean {
-  return !req.headers['content-type'] || Boolean((req as Request).is(['application/json', 'application/*+json']));
-}
-
 /**
- * For express.json's `verify`, before parsing: remembers an empty body (body-parser turns it into {},
- * FastAPI into "no body") and refuses, with FastAPI's 400, a body Python could not decode at all.
+ * Runs just before the validator, on a request for the documented operation
+ * `found`: applies Pydantic's lax conversions to the parameters and the body
+ * (numeric strings for integers, "yes"/"off" for booleans, any UUID spelling
+ * to its canonical form, ...), and returns the context errors need, which
+ * quotes what the caller sent.
  */
-export function verifyJsonBody(req: IncomingMessage, _res: unknown, buffer: Buffer, charset: string): void {
-  if (buffer.length === 0) emptyBodies.add(req);
-  // For its 400 only: body-parser decodes and parses the body itself.
-  readableJsonText(buffer, charset);
-}
-
-/**
- * Runs just before the validator: applies Pydantic's lax conversions to the
- * parameters and the body (numeric strings for integers, "yes"/"off" for
- * booleans, any UUID spelling to its canonical form, ...), and remembers
- * what the caller sent so errors can quote it.
- */
-export function pydanticRequests(
-  document: OpenApiDocument,
-  match: (method: string, path: string) => MatchedOperation | undefined,
-): RequestHandler {
+export function laxRequests(document: OpenApiDocument): (req: Request, found: MatchedOperation) => RequestContext {
   const cache = new Map<string, OperationSchemas>();
-  return (req, _res, next) => {
-    const found = match(req.method, req.path);
-    if (!found) return next();
+  return (req, found) => {
     const key = `${req.method} ${found.path}`;
     const schemas = cache.get(key) ?? operationSchemas(document, found.path, req.method);
     cache.set(key, schemas);
@@ -123,7 +99,6 @@ export function pydanticRequests(
       rawParameters: { path: {}, query: {}, header: {}, cookie: {} },
       rawBody: undefined,
     };
-    rememberContext(req, context);
     const schemaOf = (where: ParameterLocation, name: string) =>
       schemas.parameters.find((parameter) => parameter.in === where && parameter.name === name)?.schema;
 
@@ -169,46 +144,13 @@ export function pydanticRequests(
       // check quoting the text, as FastAPI reports the bytes it could not read as JSON.
       const text = typeof req.body === 'string';
       if (text || !req.headers['content-type'] || req.is('application/*+json')) req.headers['content-type'] = 'application/json';
-      if (emptyBodies.has(req) || req.body === '') req.body = undefined;
+      if (req.emptyJsonBody || req.body === '') req.body = undefined;
       // The validator requires a body only when its schema lists required fields (it ignores
       // requestBody.required); null is reported as FastAPI's missing body.
       if (req.body === undefined && schemas.bodyRequired) req.body = null;
       context.rawBody = req.body;
       req.body = lax(document, schemas.body, req.body);
     }
-    next();
+    return context;
   };
-}
-
-/**
- * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
- * `datetime` (an ISO date or date-time), and the campaign rules the model
- * would check with field validators (the campaign service checks them
- * again), so they are reported with every other failing field. A query over
- * the length limit is left to maxLength: it is not parsed.
- */
-export const pydanticFormats = {
-  uuid: (value: string) => 'uuid' in parseUuid(value),
-  email: (value: string) => 'email' in parseEmail(value),
-  'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
-  cron: (value: string) => cronProblem(value) === undefined,
-  'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
-};
-
-/**
- * The validator's copy of the document, adjusted where the validator is
- * stricter than FastAPI: reserved characters in query values are accepted
- * unencoded, and a nullable enum accepts null (Ajv checks `enum` even then).
- */
-export function validatorDocument(document: OpenApiDocument): OpenApiDocument {
-  const copy = structuredClone(document);
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(visit);
-    if (!isRecord(node)) return;
-    if (node.in === 'query' && typeof node.name === 'string') node.allowReserved = true;
-    if (node.nullable === true && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
-    Object.values(node).forEach(visit);
-  };
-  visit(copy);
-  return copy;
 }

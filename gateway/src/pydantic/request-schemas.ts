@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import type { OpenApiDocument } from '../openapi/document';
 
 /**
@@ -47,19 +46,16 @@ export interface OperationSchemas {
   bodyRequired: boolean;
 }
 
-/** What one request was validated against, and its values as the caller sent them (Pydantic reports those). */
+/**
+ * What one request was validated against, and its values as the caller sent
+ * them (Pydantic reports those): made by lax-requests.ts, handed by
+ * validation.ts to violations.ts.
+ */
 export interface RequestContext extends OperationSchemas {
   document: OpenApiDocument;
   rawParameters: Record<ParameterLocation, Record<string, unknown>>;
   rawBody: unknown;
 }
-
-const contexts = new WeakMap<Request, RequestContext>();
-
-/** Remembers what `req` is validated against, for its errors. */
-export const rememberContext = (req: Request, context: RequestContext): void => void contexts.set(req, context);
-
-export const contextOf = (req: Request): RequestContext | undefined => contexts.get(req);
 
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
