@@ -316,7 +316,7 @@ describe('GET /campaign-events/', () => {
 });
 
 /** Every count (zero unless given) and the rates they make, null on a zero denominator. */
-function counts(values: Record<string, number> = {}): Json {
+function counts(values: Record<string, number> = {}): JsonObject {
   const all: Record<string, number> = {
     processed: 0,
     delivered: 0,
@@ -437,11 +437,11 @@ describe('GET /campaign-events/stats', () => {
 describe('delivery events and A/B variants', () => {
   let workspaceB: string;
   let campaignId: string;
-  let variants: Record<'A' | 'B' | 'C', Json>;
+  let variants: Record<'A' | 'B' | 'C', JsonObject>;
   const DELIVERED = 100;
   /** Human unique opens, machine opens (by addresses that never opened themselves) and unique clicks per variant. */
   const OUTCOMES = { A: { opens: 40, machine: 5, clicks: 6 }, B: { opens: 15, machine: 0, clicks: 5 } };
-  const stored: Json[] = [];
+  const stored: JsonObject[] = [];
 
   /** The pooled two-proportion z statistic, computed here on its own. */
   const z = (a: number, b: number, n: number) => {
@@ -449,14 +449,14 @@ describe('delivery events and A/B variants', () => {
     return (a / n - b / n) / Math.sqrt(pooled * (1 - pooled) * (2 / n));
   };
 
-  async function api(method: string, route: string, body: unknown): Promise<Json> {
+  async function api(method: string, route: string, body: unknown): Promise<JsonObject> {
     const response = await fetch(`${gatewayUrl}${route}`, {
       method,
       headers: { workspace_id: workspaceB, 'Content-Type': 'application/json' },
       body: JSON.stringify(body),
     });
     expect(response.status).toBeLessThan(300);
-    return (await response.json()) as Json;
+    return (await response.json()) as JsonObject;
   }
 
   beforeAll(async () => {
@@ -472,10 +472,10 @@ describe('delivery events and A/B variants', () => {
       ],
     });
     campaignId = campaign.id;
-    const [A, B, C] = campaign.variants as Json[];
+    const [A, B, C] = campaign.variants as JsonObject[];
     variants = { A, B, C };
     const on = (day: string) => `2026-06-${day}T10:00:00Z`;
-    const add = (fields: Json) => stored.push(event({ workspace_id: workspaceB, campaign_id: campaignId, ...fields }));
+    const add = (fields: JsonObject) => stored.push(event({ workspace_id: workspaceB, campaign_id: campaignId, ...fields }));
     for (const name of ['A', 'B'] as const) {
       const outcome = OUTCOMES[name];
       for (let i = 0; i < DELIVERED; i++) {
@@ -498,7 +498,7 @@ describe('delivery events and A/B variants', () => {
     const all = await inB('/campaign-events/?page_size=500');
     const engagement = stored.filter((row) => ['open', 'click', 'bounce', 'unsubscribe'].includes(row.event_type as string));
     expect(all.body.total).toBe(engagement.length);
-    expect(new Set(all.body.items.map((item: Json) => item.event_type))).toEqual(new Set(['open', 'click', 'bounce']));
+    expect(new Set(all.body.items.map((item: JsonObject) => item.event_type))).toEqual(new Set(['open', 'click', 'bounce']));
     const delivered = await inB('/campaign-events/?event_type=delivered&page_size=1');
     expect(delivered.body).toMatchObject({ total: 2 * DELIVERED, items: [{ event_type: 'delivered', bounce_class: null }] });
     expect((await inB('/campaign-events/?event_type=spamreport')).body.items).toMatchObject([
@@ -508,8 +508,8 @@ describe('delivery events and A/B variants', () => {
       { bounce_type: 'hard', bounce_class: 'invalid_address', machine_open: false },
     ]);
     const machine = await inB(`/campaign-events/?event_type=open&variant_id=${variants.A.id}&date_from=2026-06-02&date_to=2026-06-02`);
-    expect(machine.body.items.filter((item: Json) => item.machine_open)).toHaveLength(OUTCOMES.A.machine);
-    expect(machine.body.items.every((item: Json) => item.variant_id === variants.A.id)).toBe(true);
+    expect(machine.body.items.filter((item: JsonObject) => item.machine_open)).toHaveLength(OUTCOMES.A.machine);
+    expect(machine.body.items.every((item: JsonObject) => item.variant_id === variants.A.id)).toBe(true);
   });
 
   it('answers each variant with its label, weight and rates, and names the leader only where it is significant', async () => {
@@ -555,7 +555,7 @@ describe('delivery events and A/B variants', () => {
 
   it('narrows the stats to one variant', async () => {
     const answer = await inB(`/campaign-events/stats?variant_id=${variants.B.id}&campaign_id=${campaignId}`);
-    expect(answer.body.variants.map((variant: Json) => variant.variant_id)).toEqual([variants.B.id]);
+    expect(answer.body.variants.map((variant: JsonObject) => variant.variant_id)).toEqual([variants.B.id]);
     expect(answer.body.totals).toMatchObject({ delivered: DELIVERED, unique_opens: OUTCOMES.B.opens });
     expect(answer.body.campaigns[0]).toMatchObject({ leader_by_open_rate: null, leader_by_click_rate: null });
     expect((await inB('/campaign-events/stats?variant_id=nope')).status).toBe(422);
