@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
 import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
-import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './sql';
+import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
  * Tables derived from events by materialized views, so reads need not
@@ -39,6 +39,8 @@ const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
 
 interface DerivedTable {
   name: string;
+  /** Columns of its current layout: a table that lacks one (made by an earlier release) is dropped and made again. */
+  layout: string[];
   /** CREATE TABLE without IF NOT EXISTS: the one process whose statement succeeds fills it from the stored events. */
   create(db: SqlFragment): SqlFragment;
   view(db: SqlFragment): SqlFragment;
@@ -49,6 +51,7 @@ interface DerivedTable {
 const DERIVED_TABLES: DerivedTable[] = [
   {
     name: 'event_rollup_daily',
+    layout: ['variant_id', 'machine_open'],
     create: (db) => sql`CREATE TABLE ${db}.event_rollup_daily (
       workspace_id UUID,
       day Date,
@@ -79,6 +82,7 @@ const DERIVED_TABLES: DerivedTable[] = [
   },
   {
     name: 'link_rollup_daily',
+    layout: ['variant_id'],
     create: (db) => sql`CREATE TABLE ${db}.link_rollup_daily (
       workspace_id UUID,
       day Date,
@@ -109,6 +113,7 @@ const DERIVED_TABLES: DerivedTable[] = [
   },
   {
     name: 'events_by_address',
+    layout: ['variant_id', 'bounce_class', 'machine_open'],
     // The columns of events, so the two cannot drift apart; its raw column stays empty here.
     create: (db) => sql`CREATE TABLE ${db}.events_by_address AS ${db}.events
     ENGINE = ReplacingMergeTree(ingested_at)
@@ -177,12 +182,30 @@ export async function rebuildDerivedDay(
  */
 const BACKFILL_OVERLAP_MS = 10 * 60_000;
 
+/** The derived tables that exist in an earlier layout: they are derived, so they are rebuilt rather than altered. */
+async function outdatedTables(client: ClickHouseClient, db: SqlFragment): Promise<DerivedTable[]> {
+  const result = await client.query({
+    query: sql`SELECT table, name FROM system.columns
+      WHERE database = ${str(db.text)} AND table IN (${list(DERIVED_TABLES.map((table) => str(table.name)))})`.text,
+    format: 'JSONEachRow',
+  });
+  const columns = new Map<string, Set<string>>();
+  for (const row of await result.json<{ table: string; name: string }>()) {
+    columns.set(row.table, (columns.get(row.table) ?? new Set()).add(row.name));
+  }
+  return DERIVED_TABLES.filter((table) => {
+    const present = columns.get(table.name);
+    return present !== undefined && table.layout.some((column) => !present.has(column));
+  });
+}
+
 /**
  * Creates unsettled_days and the derived tables with their views. A derived
  * table this call creates is then filled from the events already stored,
  * month by month, and the days of events stored around that time are marked
- * unsettled. Should the process die during a backfill, the table stays
- * incomplete: drop it (and its view) to have it rebuilt.
+ * unsettled. A derived table in an earlier layout is dropped with its view
+ * first, and so made again. Should the process die during a backfill, the
+ * table stays incomplete: drop it (and its view) to have it rebuilt.
  */
 export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragment): Promise<void> {
   await client.command({ query: unsettledDaysTable(db).text });
@@ -193,6 +216,11 @@ export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragme
     format: 'JSONEachRow',
   });
   const names = new Set((await existing.json<{ name: string }>()).map((row) => row.name));
+  for (const table of await outdatedTables(client, db)) {
+    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(`${table.name}_feed`)}`.text });
+    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(table.name)}`.text });
+    names.delete(table.name);
+  }
   for (const table of DERIVED_TABLES) {
     if (!names.has(table.name)) {
       try {
