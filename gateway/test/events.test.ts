@@ -558,6 +558,11 @@ describe('delivery events and A/B variants', () => {
     expect(answer.body.variants.map((variant: JsonObject) => variant.variant_id)).toEqual([variants.B.id]);
     expect(answer.body.totals).toMatchObject({ delivered: DELIVERED, unique_opens: OUTCOMES.B.opens });
     expect(answer.body.campaigns[0]).toMatchObject({ leader_by_open_rate: null, leader_by_click_rate: null });
+    const spelledOtherwise = (id: string) => id.toUpperCase().replace(/-/g, '');
+    const same = await inB(
+      `/campaign-events/stats?variant_id=${spelledOtherwise(variants.B.id)}&campaign_id=${spelledOtherwise(campaignId)}`,
+    );
+    expect(same.body).toEqual(answer.body);
     expect((await inB('/campaign-events/stats?variant_id=nope')).status).toBe(422);
   });
 });

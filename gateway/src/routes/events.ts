@@ -230,6 +230,6 @@ export const eventRoutes: RouteModule = (router, { clients }) => {
       ),
       campaignVariants(clients, filter.workspaceId, filter.campaignId),
     ]);
-    res.json(statsJson(answer, variantsOf, filter.variantId?.toLowerCase()));
+    res.json(statsJson(answer, variantsOf, filter.variantId));
   });
 };
