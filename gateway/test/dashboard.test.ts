@@ -38,22 +38,78 @@ const CHROMIUM_ARGS = [
 ];
 const DAY_SECONDS = 86_400;
 
+/** The figures of the totals, in the page's order; the rates are the `_rate` ones. */
 const METRICS = [
+  'processed',
+  'delivered',
+  'delivery_rate',
+  'deferred',
+  'dropped',
   'opens',
+  'machine_opens',
   'unique_opens',
+  'open_rate',
   'clicks',
   'unique_clicks',
+  'click_rate',
   'click_to_open_rate',
   'hard_bounces',
   'soft_bounces',
+  'bounce_rate',
   'unsubscribes',
+  'unsubscribe_rate',
+  'spam_reports',
+  'spam_report_rate',
 ] as const;
 type Metric = (typeof METRICS)[number];
-type Counts = Record<Metric, number>;
+type RateMetric = Extract<Metric, `${string}_rate`>;
+/** Counts are numbers; rates are null on a zero denominator. */
+type Counts = Record<Exclude<Metric, RateMetric>, number> & Record<RateMetric, number | null>;
+/** The columns of the per-campaign and per-bucket tables. */
+const TABLE_METRICS: readonly Metric[] = [
+  'processed',
+  'delivered',
+  'delivery_rate',
+  'opens',
+  'unique_opens',
+  'open_rate',
+  'unique_clicks',
+  'click_rate',
+  'click_to_open_rate',
+  'bounce_rate',
+  'unsubscribe_rate',
+  'spam_report_rate',
+];
+/** The figure columns of the variants panel. */
+const VARIANT_METRICS: readonly Metric[] = [
+  'delivered',
+  'opens',
+  'machine_opens',
+  'unique_opens',
+  'open_rate',
+  'unique_clicks',
+  'click_rate',
+  'click_to_open_rate',
+];
+
+interface CampaignStats extends Counts {
+  campaign_id: string;
+  leader_by_open_rate: string | null;
+  leader_by_click_rate: string | null;
+}
+
+interface VariantStats extends Counts {
+  campaign_id: string;
+  variant_id: string;
+  label: string | null;
+  weight: number | null;
+  is_active: boolean;
+}
 
 interface Stats {
   totals: Counts;
-  campaigns: Array<Counts & { campaign_id: string }>;
+  campaigns: CampaignStats[];
+  variants: VariantStats[];
   series: Array<Counts & { bucket_start: string }>;
   top_links: Array<{ campaign_id: string; url: string; clicks: number; unique_clicks: number }>;
   suppressions: { total: number; hard_bounce: number; soft_bounces: number; unsubscribe: number; spam_report: number };
@@ -66,10 +122,18 @@ let browser: Browser;
 let stateDir: string;
 let stackEnv: Record<string, string>;
 let workspaceId: string;
-const campaigns: Record<'spring' | 'news', { id: string; name: string; category: string }> = {
+const campaigns: Record<'spring' | 'news' | 'ab', { id: string; name: string; category: string }> = {
   spring: { id: '', name: 'Spring sale', category: '' },
   news: { id: '', name: 'Weekly newsletter', category: '' },
+  ab: { id: '', name: 'Subject line test', category: '' },
 };
+/** The A/B campaign's variants, as the campaign service made them. */
+let abVariants: Array<{ id: string; label: string }> = [];
+/** Per variant of the A/B campaign: recipients (all delivered), human openers, machine openers, clickers. */
+const AB_OUTCOMES = [
+  { recipients: 60, opens: 30, machine: 4, clicks: 5 },
+  { recipients: 60, opens: 8, machine: 0, clicks: 4 },
+];
 
 /** Seconds since the epoch, `days` days and `hours` hours ago. */
 const ago = (days: number, hours = 0): number => Math.floor(Date.now() / 1000) - days * DAY_SECONDS - hours * 3600;
@@ -93,8 +157,13 @@ function statsQuery(from: string, to: string, interval: 'day' | 'hour'): string 
   return new URLSearchParams({ date_from: from, date_to: to, interval }).toString();
 }
 
-const stats = (from: string, to: string, interval: 'day' | 'hour' = 'day'): Promise<Stats> =>
-  api<Stats>('GET', `/campaign-events/stats?${statsQuery(from, to, interval)}`, undefined, workspaceId);
+const stats = (from: string, to: string, interval: 'day' | 'hour' = 'day', campaignId?: string): Promise<Stats> =>
+  api<Stats>(
+    'GET',
+    `/campaign-events/stats?${statsQuery(from, to, interval)}${campaignId ? `&campaign_id=${campaignId}` : ''}`,
+    undefined,
+    workspaceId,
+  );
 
 /** SendGrid Event Webhook items: opens, clicks, bounces, unsubscribes and a spam report over the last two weeks. */
 function seedEvents(): Array<Record<string, unknown>> {
@@ -136,8 +205,20 @@ function seedEvents(): Array<Record<string, unknown>> {
   add('news', 'open', 'hal@example.com', ago(12));
   add('news', 'click', 'hal@example.com', ago(12), link('https://news.example.com/issue-41'));
   add('news', 'bounce', 'old@example.com', ago(11), { type: 'bounce', reason: '550 5.1.1 no such user' });
-  // Accepted and dropped by the pipeline.
+  add('spring', 'processed', 'ann@example.com', ago(1, 4));
   add('spring', 'delivered', 'ann@example.com', ago(1, 3));
+  // The A/B test: every message processed and delivered; variant A opened far more often (significant), clicks alike.
+  AB_OUTCOMES.forEach((outcome, index) => {
+    const variant = { variant_id: abVariants[index].id };
+    for (let i = 0; i < outcome.recipients; i++) {
+      const email = `ab${index}-${i}@example.com`;
+      add('ab', 'processed', email, ago(2, 2), variant);
+      add('ab', 'delivered', email, ago(2, 1), variant);
+      if (i < outcome.opens) add('ab', 'open', email, ago(i % 2 === 0 ? 1 : 2), variant);
+      if (i >= outcome.recipients - outcome.machine) add('ab', 'open', email, ago(2), { ...variant, sg_machine_open: true });
+      if (i < outcome.clicks) add('ab', 'click', email, ago(1), { ...variant, url: 'https://shop.example.com/ab' });
+    }
+  });
   return events;
 }
 
@@ -185,14 +266,24 @@ beforeAll(async () => {
   workspaceId = (await api<{ id: string }>('POST', '/workspaces/', { name: `Dashboard ${suffix}` }, randomUUID())).id;
   for (const [key, campaign] of Object.entries(campaigns)) {
     campaign.category = `dash-${key}-${suffix}`;
-    campaign.id = (
-      await api<{ id: string }>(
-        'POST',
-        '/email-campaigns/',
-        { workspace_id: workspaceId, name: campaign.name, provider_category_id: campaign.category },
-        workspaceId,
-      )
-    ).id;
+    const variants =
+      key === 'ab'
+        ? {
+            delivery_mode: 'variants',
+            variants: [
+              { template_id: 'tpl-a', weight: 1, label: 'Short subject' },
+              { template_id: 'tpl-b', weight: 1, label: 'Long subject' },
+            ],
+          }
+        : {};
+    const created = await api<{ id: string; variants: Array<{ id: string; label: string }> | null }>(
+      'POST',
+      '/email-campaigns/',
+      { workspace_id: workspaceId, name: campaign.name, provider_category_id: campaign.category, ...variants },
+      workspaceId,
+    );
+    campaign.id = created.id;
+    if (key === 'ab') abVariants = created.variants!;
   }
 
   const events = seedEvents();
@@ -215,8 +306,9 @@ afterAll(async () => {
 });
 
 const formatCount = (value: number): string => value.toLocaleString('en-US');
-const formatRate = (ratio: number): string => `${(ratio * 100).toFixed(1)}%`;
-const format = (metric: Metric, value: number): string => (metric === 'click_to_open_rate' ? formatRate(value) : formatCount(value));
+const formatRate = (ratio: number | null): string => (ratio === null ? '–' : `${(ratio * 100).toFixed(1)}%`);
+const format = (metric: Metric, value: number | null): string => (metric.endsWith('_rate') ? formatRate(value) : formatCount(value ?? 0));
+const cellsOf = (counts: Counts, metrics: readonly Metric[]) => Object.fromEntries(metrics.map((m) => [m, format(m, counts[m])]));
 
 /** What the page shows, read from the DOM (the callbacks run in the page). */
 async function rendered(page: Page) {
@@ -238,8 +330,39 @@ async function rendered(page: Page) {
   const suppressions = await page
     .locator('[data-testid="suppressions-table"] td[data-testid]')
     .evaluateAll((cells) => cells.map((td) => [td.getAttribute('data-testid'), td.textContent?.trim()]));
+  const funnel = await page
+    .locator('[data-testid="funnel"] [data-testid^="funnel-"]')
+    .evaluateAll((nodes) =>
+      nodes.filter((node) => node.tagName !== 'LI').map((node) => [node.getAttribute('data-testid'), node.textContent?.trim()]),
+    );
+  const variantBlocks = await page.locator('[data-testid="variants-campaign"]').evaluateAll((blocks) =>
+    blocks.map((block) => ({
+      campaign: block.getAttribute('data-campaign-id'),
+      openVerdict: [
+        block.querySelector('[data-testid="verdict-open-rate"]')?.getAttribute('data-leader'),
+        block.querySelector('[data-testid="verdict-open-rate"]')?.textContent?.trim(),
+      ],
+      clickVerdict: [
+        block.querySelector('[data-testid="verdict-click-rate"]')?.getAttribute('data-leader'),
+        block.querySelector('[data-testid="verdict-click-rate"]')?.textContent?.trim(),
+      ],
+      rows: [...block.querySelectorAll('tbody tr')].map((row) => ({
+        id: row.getAttribute('data-variant-id'),
+        name: row.querySelector('th')?.textContent?.trim(),
+        leads: row.querySelector('[data-field="leads"]')?.textContent?.trim(),
+        weight: row.querySelector('[data-field="weight"]')?.textContent?.trim(),
+        active: row.querySelector('[data-field="is_active"]')?.textContent?.trim(),
+        cells: Object.fromEntries(
+          [...row.querySelectorAll('td[data-metric]')].map((td) => [td.getAttribute('data-metric'), td.textContent?.trim()]),
+        ),
+      })),
+    })),
+  );
   return {
     totals: Object.fromEntries((totals as string[][]).map(([id, value]) => [id.replace(/^total-/, '').replace(/-/g, '_'), value])),
+    funnel: Object.fromEntries(funnel as string[][]),
+    variants: variantBlocks,
+    variantsShown: await page.isVisible('[data-testid="variants"]'),
     campaigns: campaignRows,
     links,
     suppressions: Object.fromEntries(suppressions as string[][]),
@@ -253,13 +376,58 @@ async function rendered(page: Page) {
 async function expectPageShows(page: Page, api: Stats): Promise<void> {
   const names = new Map(Object.values(campaigns).map((c) => [c.id, c.name]));
   const shown = await rendered(page);
-  expect(shown.totals).toEqual(Object.fromEntries(METRICS.map((m) => [m, format(m, api.totals[m])])));
+  expect(shown.totals).toEqual(cellsOf(api.totals, METRICS));
+  const totals = api.totals;
+  expect(shown.funnel).toEqual({
+    'funnel-processed-value': formatCount(totals.processed),
+    'funnel-delivered-value': formatCount(totals.delivered),
+    'funnel-delivery-rate': `${formatRate(totals.delivery_rate)} delivery rate`,
+    'funnel-unique-opens-value': formatCount(totals.unique_opens),
+    'funnel-open-rate': `${formatRate(totals.open_rate)} open rate`,
+    'funnel-opens':
+      totals.opens === 0 ? '0 opens' : `${formatCount(totals.opens)} opens, ${formatRate(totals.machine_opens / totals.opens)} machine`,
+    'funnel-unique-clicks-value': formatCount(totals.unique_clicks),
+    'funnel-click-rate': `${formatRate(totals.click_rate)} click rate`,
+    'funnel-click-to-open-rate': `${formatRate(totals.click_to_open_rate)} click-to-open`,
+  });
   expect(shown.campaigns).toEqual(
     api.campaigns.map((row) => ({
       id: row.campaign_id,
       name: names.get(row.campaign_id),
-      cells: Object.fromEntries(METRICS.map((m) => [m, format(m, row[m])])),
+      cells: cellsOf(row, TABLE_METRICS),
     })),
+  );
+  const withVariants = api.campaigns.filter((campaign) => api.variants.some((variant) => variant.campaign_id === campaign.campaign_id));
+  expect(shown.variantsShown).toBe(withVariants.length > 0);
+  const variantName = (variant: VariantStats | undefined) => variant?.label ?? `Variant ${variant?.variant_id.slice(0, 8)}…`;
+  expect(shown.variants).toEqual(
+    withVariants.map((campaign) => {
+      const own = api.variants.filter((variant) => variant.campaign_id === campaign.campaign_id);
+      const verdict = (leader: string | null, rate: string) => [
+        leader ?? '',
+        leader
+          ? `Leader by ${rate}: ${variantName(own.find((variant) => variant.variant_id === leader))} (95 % confidence)`
+          : `By ${rate}: no significant difference yet`,
+      ];
+      return {
+        campaign: campaign.campaign_id,
+        openVerdict: verdict(campaign.leader_by_open_rate, 'open rate'),
+        clickVerdict: verdict(campaign.leader_by_click_rate, 'click rate'),
+        rows: own.map((variant) => ({
+          id: variant.variant_id,
+          name: variantName(variant),
+          leads: [
+            variant.variant_id === campaign.leader_by_open_rate ? 'open rate' : undefined,
+            variant.variant_id === campaign.leader_by_click_rate ? 'click rate' : undefined,
+          ]
+            .filter((mark) => mark !== undefined)
+            .join(', '),
+          weight: variant.weight === null ? '–' : String(variant.weight),
+          active: variant.is_active ? 'yes' : 'no',
+          cells: cellsOf(variant, VARIANT_METRICS),
+        })),
+      };
+    }),
   );
   expect(shown.links).toEqual(
     api.top_links.map((link) => [link.url, names.get(link.campaign_id), formatCount(link.clicks), formatCount(link.unique_clicks)]),
@@ -280,8 +448,8 @@ async function expectPageShows(page: Page, api: Stats): Promise<void> {
 }
 
 /** The page has rendered the answer for exactly these filters. */
-async function waitForView(page: Page, from: string, to: string, interval: 'day' | 'hour'): Promise<void> {
-  const query = new URLSearchParams({ workspace_id: workspaceId, date_from: from, date_to: to, interval, campaign_id: '' });
+async function waitForView(page: Page, from: string, to: string, interval: 'day' | 'hour', campaignId = ''): Promise<void> {
+  const query = new URLSearchParams({ workspace_id: workspaceId, date_from: from, date_to: to, interval, campaign_id: campaignId });
   await page.waitForSelector(`main[data-status="ready"][data-query="${query.toString()}"]`, { timeout: 10_000 });
 }
 
@@ -337,6 +505,19 @@ test('the dashboard shows the API numbers for the chosen workspace and dates, an
   await page.selectOption('[data-testid="interval"]', 'hour');
   await waitForView(page, utcDate(13), utcDate(0), 'hour');
   await expectPageShows(page, await stats(utcDate(13), utcDate(0), 'hour'));
+
+  // One campaign: its funnel, and its variants with the leader marked.
+  await page.selectOption('[data-testid="interval"]', 'day');
+  await waitForView(page, utcDate(13), utcDate(0), 'day');
+  await page.selectOption('[data-testid="campaign"]', campaigns.ab.id);
+  await waitForView(page, utcDate(13), utcDate(0), 'day', campaigns.ab.id);
+  const ab = await stats(utcDate(13), utcDate(0), 'day', campaigns.ab.id);
+  expect(ab.variants.map((variant) => variant.label)).toEqual(['Short subject', 'Long subject']);
+  // The seed makes the first variant's open rate lead at 95 % and the click rates alike: one leader, one verdict of none.
+  expect(ab.campaigns).toMatchObject([{ leader_by_open_rate: abVariants[0].id, leader_by_click_rate: null }]);
+  expect(ab.totals).toMatchObject({ processed: 120, delivered: 120, machine_opens: 4, unique_opens: 38 });
+  await expectPageShows(page, ab);
+  await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'dashboard-variants.png'), fullPage: true });
 
   expect(problems).toEqual([]);
   expect(foreignRequests).toEqual([]);

@@ -267,18 +267,32 @@ it('stores a batch delivered three times once: listed and counted once', async (
 
   const stats = await json('GET', '/campaign-events/stats', workspaceId);
   expect(stats.status).toBe(200);
+  // Nothing was processed or delivered: the rates over them are null.
   const counts = {
+    processed: 0,
+    delivered: 0,
+    deferred: 0,
+    dropped: 0,
+    hard_bounces: 1,
+    soft_bounces: 1,
+    spam_reports: 0,
+    unsubscribes: 0,
     opens: 3,
+    machine_opens: 0,
     unique_opens: 2,
     clicks: 1,
     unique_clicks: 1,
+    delivery_rate: null,
+    open_rate: null,
+    click_rate: null,
     click_to_open_rate: 0.5,
-    hard_bounces: 1,
-    soft_bounces: 1,
-    unsubscribes: 0,
+    bounce_rate: null,
+    unsubscribe_rate: null,
+    spam_report_rate: null,
   };
   expect(stats.body.totals).toEqual(counts);
-  expect(stats.body.campaigns).toEqual([{ campaign_id: campaignId, ...counts }]);
+  expect(stats.body.campaigns).toEqual([{ campaign_id: campaignId, ...counts, leader_by_open_rate: null, leader_by_click_rate: null }]);
+  expect(stats.body.variants).toEqual([]);
   expect(stats.body.top_links).toEqual([{ campaign_id: campaignId, url: 'https://example.com/a', clicks: 1, unique_clicks: 1 }]);
 });
 

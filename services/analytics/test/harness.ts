@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
 import { createLogger } from '@mail/common';
-import { refreshSuppressionState } from '@mail/event-store';
+import { NO_VARIANT, refreshSuppressionState, type StoredBounceClass, type StoredEventType } from '@mail/event-store';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
@@ -14,8 +14,13 @@ export interface EventRow {
   id: string;
   workspace_id: string;
   campaign_id: string;
-  event_type: 'open' | 'click' | 'bounce' | 'unsubscribe';
+  /** NO_VARIANT when attributed to no variant. */
+  variant_id: string;
+  event_type: StoredEventType;
   bounce_type: 'none' | 'hard' | 'soft';
+  bounce_class: StoredBounceClass;
+  /** 1 on an open flagged as machine-generated. */
+  machine_open: number;
   email: string;
   occurred_at: string;
   received_at: string;
@@ -108,7 +113,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     },
     clickhouse,
     database: service.database.database,
-    close: service.close,
+    close: () => service.close(),
   };
 }
 
@@ -124,8 +129,11 @@ export function event(overrides: Partial<EventRow> & Pick<EventRow, 'workspace_i
   const occurredAt = overrides.occurred_at ?? '2026-03-10T12:00:00Z';
   return {
     id: crypto.randomUUID(),
+    variant_id: NO_VARIANT,
     event_type: 'open',
     bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
     email: 'reader@example.com',
     occurred_at: occurredAt,
     received_at: occurredAt,

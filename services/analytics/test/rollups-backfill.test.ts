@@ -60,3 +60,32 @@ it('fills new rollups from the stored events, copies once, and marks the days of
   // Only the event stamped just now could also have reached the rollups through their views.
   expect(await rows('SELECT toString(day) AS day FROM unsettled_days')).toEqual([{ day: '2026-05-05' }]);
 });
+
+it('rebuilds a rollup made in an earlier layout, without the variant and machine-open keys', async () => {
+  const workspaceId = randomUUID();
+  await database.clickhouse.insert({
+    table: 'events',
+    values: [
+      event({ workspace_id: workspaceId, campaign_id: C1, email: 'a@example.com', machine_open: 1, occurred_at: '2026-06-10T09:00:00Z' }),
+      event({ workspace_id: workspaceId, campaign_id: C1, email: 'b@example.com', occurred_at: '2026-06-10T10:00:00Z' }),
+    ],
+    format: 'JSONEachRow',
+  });
+  await database.clickhouse.command({ query: 'DROP TABLE event_rollup_daily_feed' });
+  await database.clickhouse.command({ query: 'DROP TABLE event_rollup_daily' });
+  await database.clickhouse.command({
+    query: `CREATE TABLE event_rollup_daily (workspace_id UUID, day Date, campaign_id UUID, event_type Enum8('open' = 1),
+      bounce_type Enum8('none' = 0), events AggregateFunction(count), addresses AggregateFunction(uniqExact, UInt64))
+      ENGINE = AggregatingMergeTree() ORDER BY (workspace_id, day, campaign_id, event_type, bounce_type)`,
+  });
+
+  await ensureEventSchema(database.url, database.database);
+
+  expect(
+    await rows(`SELECT machine_open, countMerge(events) AS events FROM event_rollup_daily
+      WHERE workspace_id = '${workspaceId}' GROUP BY machine_open ORDER BY machine_open`),
+  ).toEqual([
+    { machine_open: 0, events: '1' },
+    { machine_open: 1, events: '1' },
+  ]);
+});

@@ -1,20 +1,22 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
 import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
-import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './sql';
+import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
- * Tables derived from events by materialized views, so reads need
- * not deduplicate every stored row. They are exact because ingestion stores
- * each provider event once; the exception is a fault, after which ingestion
+ * Tables derived from events by materialized views, so reads need not
+ * deduplicate every stored row. They are exact because ingestion stores each
+ * provider event once; the exception is a fault, after which ingestion
  * records the (workspace, day) in unsettled_days (a view's insert is not
  * atomic with its base table's: ClickHouse dying in between commits the event
  * without its rollup, and the retry then skips it as stored). Readers take
- * unsettled days, and partial days at the ends of a range, from
- * events itself.
+ * unsettled days, and partial days at the ends of a range, from events itself.
  * - event_rollup_daily: events and distinct addresses (64-bit hashes, exact
- *   sets) per workspace, day, campaign, type and bounce type;
- * - link_rollup_daily: clicks and distinct addresses per link and day;
+ *   sets) per workspace, day, campaign, variant, type, bounce type and
+ *   machine-open flag, so that unique human opens and every per-variant figure
+ *   come from it;
+ * - link_rollup_daily: clicks and distinct addresses per link and day (and
+ *   variant, for the variant filter);
  * - events_by_address: the events sorted by address, for the address filter.
  * Aggregate states are merged at read time (parts may not have merged yet).
  * Small index granules let a campaign filter skip most of a workspace's days,
@@ -23,6 +25,9 @@ import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './s
 /** The columns events_by_address is filled with: all of events but raw. */
 const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open,
   email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
+
+/** The key of event_rollup_daily below the day, in its order. */
+const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
 
 const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
   sql`CREATE TABLE IF NOT EXISTS ${db}.unsettled_days (
@@ -34,6 +39,8 @@ const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
 
 interface DerivedTable {
   name: string;
+  /** Columns of its current layout: a table that lacks one (made by an earlier release) is dropped and made again. */
+  layout: string[];
   /** CREATE TABLE without IF NOT EXISTS: the one process whose statement succeeds fills it from the stored events. */
   create(db: SqlFragment): SqlFragment;
   view(db: SqlFragment): SqlFragment;
@@ -44,64 +51,70 @@ interface DerivedTable {
 const DERIVED_TABLES: DerivedTable[] = [
   {
     name: 'event_rollup_daily',
+    layout: ['variant_id', 'machine_open'],
     create: (db) => sql`CREATE TABLE ${db}.event_rollup_daily (
       workspace_id UUID,
       day Date,
       campaign_id UUID,
+      variant_id UUID,
       event_type ${EVENT_TYPE_ENUM},
       bounce_type ${BOUNCE_TYPE_ENUM},
+      machine_open UInt8,
       events AggregateFunction(count),
       addresses AggregateFunction(uniqExact, UInt64)
     ) ENGINE = AggregatingMergeTree()
     PARTITION BY toYYYYMM(day)
-    ORDER BY (workspace_id, day, campaign_id, event_type, bounce_type)
+    ORDER BY (workspace_id, day, ${EVENT_ROLLUP_KEY})
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.event_rollup_daily_feed TO ${db}.event_rollup_daily AS
-      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type,
+      SELECT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY},
         countState() AS events, uniqExactState(cityHash64(email)) AS addresses
       FROM ${db}.events
-      GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
+      GROUP BY workspace_id, day, ${EVENT_ROLLUP_KEY}`,
     backfill: (db, where) => sql`INSERT INTO ${db}.event_rollup_daily
-      SELECT workspace_id, day, campaign_id, event_type, bounce_type, countState() AS events, uniqExactState(address) AS addresses
+      SELECT workspace_id, day, ${EVENT_ROLLUP_KEY}, countState() AS events, uniqExactState(address) AS addresses
       FROM (
-        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type, provider_event_id,
+        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY}, provider_event_id,
           cityHash64(email) AS address
         FROM ${db}.events WHERE ${where}
       )
-      GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
+      GROUP BY workspace_id, day, ${EVENT_ROLLUP_KEY}`,
   },
   {
     name: 'link_rollup_daily',
+    layout: ['variant_id'],
     create: (db) => sql`CREATE TABLE ${db}.link_rollup_daily (
       workspace_id UUID,
       day Date,
       campaign_id UUID,
+      variant_id UUID,
       url String,
       clicks AggregateFunction(count),
       addresses AggregateFunction(uniqExact, UInt64)
     ) ENGINE = AggregatingMergeTree()
     PARTITION BY toYYYYMM(day)
-    ORDER BY (workspace_id, day, campaign_id, url)
+    ORDER BY (workspace_id, day, campaign_id, variant_id, url)
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.link_rollup_daily_feed TO ${db}.link_rollup_daily AS
-      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url,
+      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, variant_id, assumeNotNull(url) AS url,
         countState() AS clicks, uniqExactState(cityHash64(email)) AS addresses
       FROM ${db}.events
       WHERE event_type = 'click' AND isNotNull(url)
-      GROUP BY workspace_id, day, campaign_id, url`,
+      GROUP BY workspace_id, day, campaign_id, variant_id, url`,
     backfill: (db, where) => sql`INSERT INTO ${db}.link_rollup_daily
-      SELECT workspace_id, day, campaign_id, url, countState() AS clicks, uniqExactState(address) AS addresses
+      SELECT workspace_id, day, campaign_id, variant_id, url, countState() AS clicks, uniqExactState(address) AS addresses
       FROM (
-        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url, provider_event_id,
-          cityHash64(email) AS address
+        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, variant_id, assumeNotNull(url) AS url,
+          provider_event_id, cityHash64(email) AS address
         FROM ${db}.events
         WHERE ${where} AND event_type = 'click' AND isNotNull(url)
       )
-      GROUP BY workspace_id, day, campaign_id, url`,
+      GROUP BY workspace_id, day, campaign_id, variant_id, url`,
   },
   {
     name: 'events_by_address',
-    // events' columns, so the two cannot drift apart; its raw column stays empty here.
+    layout: ['variant_id', 'bounce_class', 'machine_open'],
+    // The columns of events, so the two cannot drift apart; its raw column stays empty here.
     create: (db) => sql`CREATE TABLE ${db}.events_by_address AS ${db}.events
     ENGINE = ReplacingMergeTree(ingested_at)
     PARTITION BY toYYYYMM(occurred_at)
@@ -169,12 +182,30 @@ export async function rebuildDerivedDay(
  */
 const BACKFILL_OVERLAP_MS = 10 * 60_000;
 
+/** The derived tables that exist in an earlier layout: they are derived, so they are rebuilt rather than altered. */
+async function outdatedTables(client: ClickHouseClient, db: SqlFragment): Promise<DerivedTable[]> {
+  const result = await client.query({
+    query: sql`SELECT table, name FROM system.columns
+      WHERE database = ${str(db.text)} AND table IN (${list(DERIVED_TABLES.map((table) => str(table.name)))})`.text,
+    format: 'JSONEachRow',
+  });
+  const columns = new Map<string, Set<string>>();
+  for (const row of await result.json<{ table: string; name: string }>()) {
+    columns.set(row.table, (columns.get(row.table) ?? new Set()).add(row.name));
+  }
+  return DERIVED_TABLES.filter((table) => {
+    const present = columns.get(table.name);
+    return present !== undefined && table.layout.some((column) => !present.has(column));
+  });
+}
+
 /**
  * Creates unsettled_days and the derived tables with their views. A derived
  * table this call creates is then filled from the events already stored,
  * month by month, and the days of events stored around that time are marked
- * unsettled. Should the process die during a backfill, the table stays
- * incomplete: drop it (and its view) to have it rebuilt.
+ * unsettled. A derived table in an earlier layout is dropped with its view
+ * first, and so made again. Should the process die during a backfill, the
+ * table stays incomplete: drop it (and its view) to have it rebuilt.
  */
 export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragment): Promise<void> {
   await client.command({ query: unsettledDaysTable(db).text });
@@ -185,6 +216,11 @@ export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragme
     format: 'JSONEachRow',
   });
   const names = new Set((await existing.json<{ name: string }>()).map((row) => row.name));
+  for (const table of await outdatedTables(client, db)) {
+    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(`${table.name}_feed`)}`.text });
+    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(table.name)}`.text });
+    names.delete(table.name);
+  }
   for (const table of DERIVED_TABLES) {
     if (!names.has(table.name)) {
       try {

@@ -1,4 +1,4 @@
-import { ENGAGEMENT_EVENT_TYPES, EVENT_TYPES, chsql } from '@mail/event-store';
+import { EVENT_TYPES, chsql, type StoredEventType } from '@mail/event-store';
 import type { EventFilter } from '../domain/filter';
 
 const { dateTime, join, list, oneOf, raw, sql, str, uuid } = chsql;
@@ -25,11 +25,8 @@ export function timeConditions(column: chsql.SqlFragment, from?: Date, before?: 
   ];
 }
 
-/** The filter's event type; without one, the engagement types (delivery events are read only when asked for). */
-export function eventTypeCondition(filter: EventFilter): chsql.SqlFragment {
-  return filter.eventType
-    ? sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`
-    : sql`event_type IN (${list(ENGAGEMENT_EVENT_TYPES.map(str))})`;
+export function eventTypeCondition(types: readonly StoredEventType[]): chsql.SqlFragment {
+  return sql`event_type IN (${list(types.map((type) => oneOf(type, EVENT_TYPES)))})`;
 }
 
 /** WHERE conditions of an event filter; the workspace comes first, as in the sort key. */
@@ -37,9 +34,10 @@ export function eventConditions(filter: EventFilter): chsql.SqlFragment {
   const conditions = [
     sql`workspace_id = ${uuid(filter.workspaceId)}`,
     ...timeConditions(raw.trusted('occurred_at'), filter.from, filter.before),
-    eventTypeCondition(filter),
   ];
+  if (filter.eventTypes) conditions.push(eventTypeCondition(filter.eventTypes));
   if (filter.campaignId) conditions.push(sql`campaign_id = ${uuid(filter.campaignId)}`);
+  if (filter.variantId) conditions.push(sql`variant_id = ${uuid(filter.variantId)}`);
   if (filter.email !== undefined) conditions.push(sql`email = ${str(filter.email)}`);
   return join(conditions, ' AND ');
 }

@@ -86,13 +86,14 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
     ...(split.wholeDays.before ? [sql`day < ${toDate(split.wholeDays.before)}`] : []),
     ...(split.unsettled.length > 0 ? [sql`day NOT IN (${list(split.unsettled.map(toDate))})`] : []),
     ...(filter.campaignId ? [sql`campaign_id = ${uuid(filter.campaignId)}`] : []),
+    ...(filter.variantId ? [sql`variant_id = ${uuid(filter.variantId)}`] : []),
   ];
   return {
     rows,
     uncovered,
     rollups: {
-      events: join([...days, eventTypeCondition(filter)], ' AND '),
-      links: filter.eventType === undefined || filter.eventType === 'click' ? join(days, ' AND ') : undefined,
+      events: join([...days, ...(filter.eventTypes ? [eventTypeCondition(filter.eventTypes)] : [])], ' AND '),
+      links: filter.eventTypes === undefined || filter.eventTypes.includes('click') ? join(days, ' AND ') : undefined,
     },
   };
 }
