@@ -125,7 +125,7 @@ async function ensureData(): Promise<void> {
   const admin = createClickHouseClient({ url: CLICKHOUSE_URL, database: 'default' });
   const count = async () => {
     const result = await client.query({
-      query: sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(WORKSPACE)}`.text,
+      query: sql`SELECT count() AS n FROM events WHERE workspace_id = ${uuid(WORKSPACE)}`.text,
       format: 'JSONEachRow',
     });
     return Number((await result.json<{ n: string }>())[0].n);
@@ -147,21 +147,18 @@ async function ensureData(): Promise<void> {
   // The suite's own database: dropped whole, so tables of an older schema go too.
   await admin.command({ query: sql`DROP DATABASE IF EXISTS ${chsql.identifier(DATABASE)}`.text });
   await ensureEventSchema(CLICKHOUSE_URL, DATABASE);
-  await command('big workspace', sql`INSERT INTO engagement_events ${generatedEvents(uuid(WORKSPACE), EVENTS, 1)}`);
+  await command('big workspace', sql`INSERT INTO events ${generatedEvents(uuid(WORKSPACE), EVENTS, 1)}`);
   for (let index = 0; index < 20; index++) {
     const noise = uuid(`0b0b0b0b-0000-4000-8000-${String(index + 2).padStart(12, '0')}`);
-    await command(
-      `other workspace ${index + 1}`,
-      sql`INSERT INTO engagement_events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`,
-    );
+    await command(`other workspace ${index + 1}`, sql`INSERT INTO events ${generatedEvents(noise, NOISE_EVENTS / 20, index + 2)}`);
   }
   const crashDays = chsql.list(CRASH_DAYS_AGO.map((days) => sql`toDate(${dateTime(new Date(END.getTime() - days * DAY_MS))})`));
   await command(
     `copies left by a crash on ${CRASH_DAYS_AGO.length} days (10 % of their events)`,
-    sql`INSERT INTO engagement_events
+    sql`INSERT INTO events
       SELECT generateUUIDv4(), workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at, url, reason,
         user_agent, ip, provider, provider_event_id, provider_message_id, raw, now() + 1
-      FROM engagement_events
+      FROM events
       WHERE workspace_id = ${uuid(WORKSPACE)} AND toDate(occurred_at) IN (${crashDays}) AND cityHash64(provider_event_id) % 10 = 0`,
   );
   await command(
@@ -175,7 +172,7 @@ async function ensureData(): Promise<void> {
         CAST(multiIf(bounce_type = 'hard', 'hard_bounce', bounce_type = 'soft', 'soft_bounce', 'unsubscribe')
           AS Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4)),
         occurred_at, provider_event_id, ingested_at
-      FROM engagement_events WHERE event_type IN ('bounce', 'unsubscribe')`,
+      FROM events WHERE event_type IN ('bounce', 'unsubscribe')`,
   );
   await backfillSuppressionState(client);
   await client.command({ query: 'CREATE TABLE bench_data_set (version UInt32, events UInt64) ENGINE = TinyLog' });
@@ -211,14 +208,14 @@ async function settleParts(): Promise<void> {
   const compacted = await compactClosedMonths(client, DATABASE);
   const parts = await client.query({
     query:
-      sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'engagement_events' AND active`
+      sql`SELECT count() AS parts, max(level) AS level FROM system.parts WHERE database = ${chsql.str(DATABASE)} AND table = 'events' AND active`
         .text,
     format: 'JSONEachRow',
   });
   const [{ parts: count, level }] = await parts.json<{ parts: string; level: number }>();
   console.log(
     `merges done and ${compacted.length} partitions compacted after ${((performance.now() - started) / 1000).toFixed(0)} s: ` +
-      `${count} active parts of engagement_events (max level ${level})`,
+      `${count} active parts of events (max level ${level})`,
   );
   await client.close();
 }
@@ -356,15 +353,15 @@ async function compareShapes(): Promise<Result[]> {
     ['events per day, all time: rollup', sql`SELECT day, countMerge(events) FROM event_rollup_daily WHERE ${where} GROUP BY day`],
     [
       'events per day, all time: exact over the rows',
-      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM engagement_events WHERE ${where} GROUP BY d`,
+      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events WHERE ${where} GROUP BY d`,
     ],
     [
       'one address per day: events_by_address',
       sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events_by_address WHERE ${where} AND ${email} GROUP BY d`,
     ],
     [
-      'one address per day: engagement_events',
-      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM engagement_events WHERE ${where} AND ${email} GROUP BY d`,
+      'one address per day: events',
+      sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events WHERE ${where} AND ${email} GROUP BY d`,
     ],
     [
       'distinct openers per campaign, all time: rollup address sets (used)',
@@ -372,7 +369,7 @@ async function compareShapes(): Promise<Result[]> {
     ],
     [
       'distinct openers per campaign, all time: rows',
-      sql`SELECT campaign_id, uniqExact(cityHash64(email)) FROM engagement_events WHERE ${where} AND event_type = 'open' GROUP BY campaign_id`,
+      sql`SELECT campaign_id, uniqExact(cityHash64(email)) FROM events WHERE ${where} AND event_type = 'open' GROUP BY campaign_id`,
     ],
   ];
   const results: Result[] = [];

@@ -162,6 +162,8 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
       provider: 'sendgrid',
       eventType: eventsV1.EventType.EVENT_TYPE_OPEN,
       bounceType: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
+      bounceClass: eventsV1.BounceClass.BOUNCE_CLASS_UNSPECIFIED,
+      machineOpen: false,
       email: `recipient-${i}@example.com`,
       occurredAt: now,
       receivedAt: now,
@@ -197,9 +199,7 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
   const clickhouse = createClickHouse(bench.clickhouse.url, bench.clickhouse.database);
   const stored = async (): Promise<number> =>
     Number(
-      (
-        await (await clickhouse.query({ query: 'SELECT count() AS n FROM engagement_events', format: 'JSONEachRow' })).json<{ n: string }>()
-      )[0].n,
+      (await (await clickhouse.query({ query: 'SELECT count() AS n FROM events', format: 'JSONEachRow' })).json<{ n: string }>())[0].n,
     );
   try {
     const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createClickHouse } from '@mail/event-store';
+import { NO_VARIANT, createClickHouse } from '@mail/event-store';
 import { startGatewayStack, type GatewayStack } from './support/stack';
 
 /**
@@ -35,6 +35,9 @@ function event(fields: Record<string, unknown>) {
     provider_message_id: null,
     raw: '{}',
     ingested_at: new Date().toISOString(),
+    variant_id: NO_VARIANT,
+    bounce_class: 'none',
+    machine_open: 0,
     ...fields,
   };
 }
@@ -43,7 +46,12 @@ let rows: ReturnType<typeof event>[];
 let click: ReturnType<typeof event>;
 
 beforeAll(async () => {
-  gateway = await startGatewayStack({ label: 'events', processes: ['identity', 'analytics'], clickhouse: true, workspaces: ['Events'] });
+  gateway = await startGatewayStack({
+    label: 'events',
+    processes: ['identity', 'campaign', 'analytics'],
+    clickhouse: true,
+    workspaces: ['Events', 'Variants'],
+  });
   gatewayUrl = gateway.url;
   [workspace] = gateway.workspaces;
 
@@ -67,9 +75,9 @@ beforeAll(async () => {
     event({ occurred_at: '2026-03-10T23:59:59Z', event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' }),
     event({ occurred_at: '2026-03-11T00:00:00Z', event_type: 'unsubscribe' }),
   ];
-  await clickhouse.insert({ table: 'engagement_events', values: rows, format: 'JSONEachRow' });
+  await clickhouse.insert({ table: 'events', values: rows, format: 'JSONEachRow' });
   // A second copy of the click, as a fault can store it: ingestion then marks its day unsettled.
-  await clickhouse.insert({ table: 'engagement_events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
+  await clickhouse.insert({ table: 'events', values: [{ ...click, id: randomUUID() }], format: 'JSONEachRow' });
   await clickhouse.insert({
     table: 'unsettled_days',
     values: [{ workspace_id: click.workspace_id, day: '2026-03-10', marked_at: new Date().toISOString() }],
@@ -120,6 +128,9 @@ describe('GET /campaign-events/', () => {
       provider: 'sendgrid',
       provider_event_id: 'sg-click-1',
       provider_message_id: 'msg-1',
+      machine_open: false,
+      variant_id: null,
+      bounce_class: null,
     });
     expect(answer.body.items[1]).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' });
   });
@@ -188,16 +199,17 @@ describe('GET /campaign-events/', () => {
         ],
       },
     });
-    expect(await get('/campaign-events/?page_size=501&event_type=spamreport&campaign_id=nope')).toEqual({
+    const expected = "'open', 'click', 'bounce', 'unsubscribe', 'processed', 'delivered', 'deferred', 'dropped' or 'spamreport'";
+    expect(await get('/campaign-events/?page_size=501&event_type=spam&campaign_id=nope')).toEqual({
       status: 422,
       body: {
         detail: [
           {
             type: 'enum',
             loc: ['query', 'event_type'],
-            msg: "Input should be 'open', 'click', 'bounce' or 'unsubscribe'",
-            input: 'spamreport',
-            ctx: { expected: "'open', 'click', 'bounce' or 'unsubscribe'" },
+            msg: `Input should be ${expected}`,
+            input: 'spam',
+            ctx: { expected },
           },
           {
             type: 'uuid_parsing',
@@ -274,7 +286,7 @@ describe('GET /campaign-events/', () => {
   });
 
   it('treats injection attempts as data', async () => {
-    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE engagement_events; --"]) {
+    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\'; DROP TABLE events; --"]) {
       expect(await get(`/campaign-events/?email=${encodeURIComponent(email)}`)).toMatchObject({
         status: 200,
         body: { items: [], total: 0 },
@@ -284,7 +296,7 @@ describe('GET /campaign-events/', () => {
     const refused: [string, string, string][] = [
       ['event_type', "open' OR '1'='1", 'enum'],
       ['date_from', "2026-03-09' OR '1'='1", 'datetime_from_date_parsing'],
-      ['date_to', '2026-03-12T00:00:00Z; DROP TABLE engagement_events', 'datetime_from_date_parsing'],
+      ['date_to', '2026-03-12T00:00:00Z; DROP TABLE events', 'datetime_from_date_parsing'],
     ];
     for (const [parameter, value, type] of refused) {
       for (const path of ['/campaign-events/', '/campaign-events/stats']) {
@@ -306,59 +318,62 @@ describe('GET /campaign-events/', () => {
   });
 });
 
-describe('GET /campaign-events/stats', () => {
-  const zeros = {
+/** Every count (zero unless given) and the rates they make, null on a zero denominator. */
+function counts(values: Record<string, number> = {}): Json {
+  const all: Record<string, number> = {
+    processed: 0,
+    delivered: 0,
+    deferred: 0,
+    dropped: 0,
+    hard_bounces: 0,
+    soft_bounces: 0,
+    spam_reports: 0,
+    unsubscribes: 0,
     opens: 0,
+    machine_opens: 0,
     unique_opens: 0,
     clicks: 0,
     unique_clicks: 0,
-    click_to_open_rate: 0,
-    hard_bounces: 0,
-    soft_bounces: 0,
-    unsubscribes: 0,
+    ...values,
   };
+  const ratio = (part: number, whole: number) => (whole === 0 ? null : part / whole);
+  return {
+    ...all,
+    delivery_rate: ratio(all.delivered, all.processed),
+    open_rate: ratio(all.unique_opens, all.delivered),
+    click_rate: ratio(all.unique_clicks, all.delivered),
+    click_to_open_rate: ratio(all.unique_clicks, all.unique_opens),
+    bounce_rate: ratio(all.hard_bounces + all.soft_bounces, all.processed),
+    unsubscribe_rate: ratio(all.unsubscribes, all.delivered),
+    spam_report_rate: ratio(all.spam_reports, all.delivered),
+  };
+}
+
+describe('GET /campaign-events/stats', () => {
+  const zeros = counts();
+  const noLeaders = { leader_by_open_rate: null, leader_by_click_rate: null };
 
   it('answers totals, campaigns, a filled series, top links and suppressions in snake_case', async () => {
     const answer = await get('/campaign-events/stats?date_from=2026-03-09&date_to=2026-03-12');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
-      totals: {
-        ...zeros,
-        opens: 2,
-        unique_opens: 2,
-        clicks: 1,
-        unique_clicks: 1,
-        click_to_open_rate: 0.5,
-        soft_bounces: 1,
-        unsubscribes: 1,
-      },
+      totals: counts({ opens: 2, unique_opens: 2, clicks: 1, unique_clicks: 1, soft_bounces: 1, unsubscribes: 1 }),
       campaigns: [
         {
           campaign_id: C1,
-          ...zeros,
-          opens: 1,
-          unique_opens: 1,
-          clicks: 1,
-          unique_clicks: 1,
-          click_to_open_rate: 1,
-          soft_bounces: 1,
-          unsubscribes: 1,
+          ...counts({ opens: 1, unique_opens: 1, clicks: 1, unique_clicks: 1, soft_bounces: 1, unsubscribes: 1 }),
+          ...noLeaders,
         },
-        { campaign_id: C2, ...zeros, opens: 1, unique_opens: 1 },
+        { campaign_id: C2, ...counts({ opens: 1, unique_opens: 1 }), ...noLeaders },
       ],
+      variants: [],
       series: [
-        { bucket_start: '2026-03-09T00:00:00.000Z', ...zeros, opens: 1, unique_opens: 1 },
+        { bucket_start: '2026-03-09T00:00:00.000Z', ...counts({ opens: 1, unique_opens: 1 }) },
         {
           bucket_start: '2026-03-10T00:00:00.000Z',
-          ...zeros,
-          opens: 1,
-          unique_opens: 1,
-          clicks: 1,
-          unique_clicks: 1,
-          click_to_open_rate: 1,
-          soft_bounces: 1,
+          ...counts({ opens: 1, unique_opens: 1, clicks: 1, unique_clicks: 1, soft_bounces: 1 }),
         },
-        { bucket_start: '2026-03-11T00:00:00.000Z', ...zeros, unsubscribes: 1 },
+        { bucket_start: '2026-03-11T00:00:00.000Z', ...counts({ unsubscribes: 1 }) },
         { bucket_start: '2026-03-12T00:00:00.000Z', ...zeros },
       ],
       top_links: [{ campaign_id: C1, url: 'https://example.com/offer', clicks: 1, unique_clicks: 1 }],
@@ -382,6 +397,7 @@ describe('GET /campaign-events/stats', () => {
       body: {
         totals: zeros,
         campaigns: [],
+        variants: [],
         series: [],
         top_links: [],
         suppressions: { total: 0, hard_bounce: 0, soft_bounces: 0, unsubscribe: 0, spam_report: 0 },
@@ -418,5 +434,133 @@ describe('GET /campaign-events/stats', () => {
     expect([...starts].sort()).toEqual(starts);
     for (const bucket of long.body.series)
       expect(bucket.opens + bucket.clicks + bucket.hard_bounces + bucket.soft_bounces + bucket.unsubscribes).toBeGreaterThan(0);
+  });
+});
+
+describe('delivery events and A/B variants', () => {
+  let workspaceB: string;
+  let campaignId: string;
+  let variants: Record<'A' | 'B' | 'C', Json>;
+  const DELIVERED = 100;
+  /** Human unique opens, machine opens (by addresses that never opened themselves) and unique clicks per variant. */
+  const OUTCOMES = { A: { opens: 40, machine: 5, clicks: 6 }, B: { opens: 15, machine: 0, clicks: 5 } };
+  const stored: Json[] = [];
+
+  /** The pooled two-proportion z statistic, computed here on its own. */
+  const z = (a: number, b: number, n: number) => {
+    const pooled = (a + b) / (2 * n);
+    return (a / n - b / n) / Math.sqrt(pooled * (1 - pooled) * (2 / n));
+  };
+
+  async function api(method: string, route: string, body: unknown): Promise<Json> {
+    const response = await fetch(`${gatewayUrl}${route}`, {
+      method,
+      headers: { workspace_id: workspaceB, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBeLessThan(300);
+    return (await response.json()) as Json;
+  }
+
+  beforeAll(async () => {
+    workspaceB = gateway.workspaces[1];
+    const campaign = await api('POST', '/email-campaigns/', {
+      workspace_id: workspaceB,
+      name: 'A/B',
+      delivery_mode: 'variants',
+      variants: [
+        { template_id: 'tpl-a', weight: 3, label: 'A' },
+        { template_id: 'tpl-b', weight: 1, label: 'B' },
+        { template_id: 'tpl-c', weight: 1, label: 'C', is_active: false },
+      ],
+    });
+    campaignId = campaign.id;
+    const [A, B, C] = campaign.variants as Json[];
+    variants = { A, B, C };
+    const on = (day: string) => `2026-06-${day}T10:00:00Z`;
+    const add = (fields: Json) => stored.push(event({ workspace_id: workspaceB, campaign_id: campaignId, ...fields }));
+    for (const name of ['A', 'B'] as const) {
+      const outcome = OUTCOMES[name];
+      for (let i = 0; i < DELIVERED; i++) {
+        const base = { variant_id: variants[name].id, email: `${name.toLowerCase()}${i}@example.com` };
+        add({ ...base, event_type: 'processed', occurred_at: on('01') });
+        add({ ...base, event_type: 'delivered', occurred_at: on('01') });
+        if (i < outcome.opens) add({ ...base, event_type: 'open', occurred_at: on(i % 2 === 0 ? '02' : '03') });
+        if (i >= DELIVERED - outcome.machine) add({ ...base, event_type: 'open', machine_open: 1, occurred_at: on('02') });
+        if (i < outcome.clicks) add({ ...base, event_type: 'click', url: 'https://example.com/ab', occurred_at: on('03') });
+      }
+    }
+    add({ event_type: 'bounce', bounce_type: 'hard', bounce_class: 'invalid_address', email: 'gone@example.com', occurred_at: on('04') });
+    add({ event_type: 'spamreport', email: 'a0@example.com', occurred_at: on('04') });
+    await clickhouse.insert({ table: 'events', values: stored, format: 'JSONEachRow' });
+  });
+
+  const inB = (route: string) => get(route, workspaceB);
+
+  it('lists the four engagement types without event_type, any stored type with it', async () => {
+    const all = await inB('/campaign-events/?page_size=500');
+    const engagement = stored.filter((row) => ['open', 'click', 'bounce', 'unsubscribe'].includes(row.event_type as string));
+    expect(all.body.total).toBe(engagement.length);
+    expect(new Set(all.body.items.map((item: Json) => item.event_type))).toEqual(new Set(['open', 'click', 'bounce']));
+    const delivered = await inB('/campaign-events/?event_type=delivered&page_size=1');
+    expect(delivered.body).toMatchObject({ total: 2 * DELIVERED, items: [{ event_type: 'delivered', bounce_class: null }] });
+    expect((await inB('/campaign-events/?event_type=spamreport')).body.items).toMatchObject([
+      { event_type: 'spamreport', email: 'a0@example.com', variant_id: null },
+    ]);
+    expect((await inB('/campaign-events/?event_type=bounce')).body.items).toMatchObject([
+      { bounce_type: 'hard', bounce_class: 'invalid_address', machine_open: false },
+    ]);
+    const machine = await inB(`/campaign-events/?event_type=open&variant_id=${variants.A.id}&date_from=2026-06-02&date_to=2026-06-02`);
+    expect(machine.body.items.filter((item: Json) => item.machine_open)).toHaveLength(OUTCOMES.A.machine);
+    expect(machine.body.items.every((item: Json) => item.variant_id === variants.A.id)).toBe(true);
+  });
+
+  it('answers each variant with its label, weight and rates, and names the leader only where it is significant', async () => {
+    expect(Math.abs(z(OUTCOMES.A.opens, OUTCOMES.B.opens, DELIVERED))).toBeGreaterThan(1.959964);
+    expect(Math.abs(z(OUTCOMES.A.clicks, OUTCOMES.B.clicks, DELIVERED))).toBeLessThan(1.959964);
+    const answer = await inB('/campaign-events/stats?date_from=2026-06-01&date_to=2026-06-04');
+    expect(answer.status).toBe(200);
+    const variantCounts = (name: 'A' | 'B') =>
+      counts({
+        processed: DELIVERED,
+        delivered: DELIVERED,
+        opens: OUTCOMES[name].opens + OUTCOMES[name].machine,
+        machine_opens: OUTCOMES[name].machine,
+        unique_opens: OUTCOMES[name].opens,
+        clicks: OUTCOMES[name].clicks,
+        unique_clicks: OUTCOMES[name].clicks,
+      });
+    expect(answer.body.variants).toEqual([
+      { campaign_id: campaignId, variant_id: variants.A.id, label: 'A', weight: 3, is_active: true, ...variantCounts('A') },
+      { campaign_id: campaignId, variant_id: variants.B.id, label: 'B', weight: 1, is_active: true, ...variantCounts('B') },
+      { campaign_id: campaignId, variant_id: variants.C.id, label: 'C', weight: 1, is_active: false, ...counts() },
+    ]);
+    expect(answer.body.campaigns).toEqual([
+      {
+        campaign_id: campaignId,
+        ...counts({
+          processed: 2 * DELIVERED,
+          delivered: 2 * DELIVERED,
+          hard_bounces: 1,
+          spam_reports: 1,
+          opens: 60,
+          machine_opens: 5,
+          unique_opens: 55,
+          clicks: 11,
+          unique_clicks: 11,
+        }),
+        leader_by_open_rate: variants.A.id,
+        leader_by_click_rate: null,
+      },
+    ]);
+    expect(answer.body.totals).toMatchObject({ delivery_rate: 1, open_rate: 55 / 200, bounce_rate: 1 / 200, spam_report_rate: 1 / 200 });
+  });
+
+  it('narrows the stats to one variant', async () => {
+    const answer = await inB(`/campaign-events/stats?variant_id=${variants.B.id}&campaign_id=${campaignId}`);
+    expect(answer.body.variants.map((variant: Json) => variant.variant_id)).toEqual([variants.B.id]);
+    expect(answer.body.totals).toMatchObject({ delivered: DELIVERED, unique_opens: OUTCOMES.B.opens });
+    expect(answer.body.campaigns[0]).toMatchObject({ leader_by_open_rate: null, leader_by_click_rate: null });
+    expect((await inB('/campaign-events/stats?variant_id=nope')).status).toBe(422);
   });
 });

@@ -455,10 +455,10 @@ it('the invariant checker reports lost, duplicate and unexpected events and 5xx 
   // A second copy of a stored event, as a fault can store it (ingestion marks its day unsettled): the API still counts it once, the store check sees it.
   const copied = sample[1].eventIds[0];
   await clickhouse.command({
-    query: `INSERT INTO engagement_events SELECT * FROM engagement_events WHERE provider_event_id = '${copied}' LIMIT 1`,
+    query: `INSERT INTO events SELECT * FROM events WHERE provider_event_id = '${copied}' LIMIT 1`,
   });
   await clickhouse.command({
-    query: `INSERT INTO unsettled_days SELECT workspace_id, toDate(occurred_at), now() FROM engagement_events WHERE provider_event_id = '${copied}' LIMIT 1`,
+    query: `INSERT INTO unsettled_days SELECT workspace_id, toDate(occurred_at), now() FROM events WHERE provider_event_id = '${copied}' LIMIT 1`,
   });
   const withCopy = await collectStoreView({ gatewayUrl: stack.urls.gateway, workspaceId, campaignId, clickhouse });
   expect(withCopy.total).toBe(view.total);

@@ -179,7 +179,7 @@ it('makes a SendGrid batch with every event type queryable through the API withi
 
   const stored = await rows<Record<string, string | null>>(
     `SELECT provider_event_id, toString(campaign_id) AS campaign_id, toString(workspace_id) AS workspace_id, event_type, bounce_type, email, url, reason, user_agent, ip, occurred_at, raw
-     FROM engagement_events ${where} ORDER BY provider_event_id`,
+     FROM events ${where} ORDER BY provider_event_id`,
   );
   const byId = new Map(stored.map((row) => [row.provider_event_id!.slice(p.length + 1), row]));
   expect([...byId.keys()].sort()).toEqual(['click', 'group-unsub', 'hard', 'open', 'soft', 'unsub']);
@@ -237,7 +237,7 @@ it('stores a batch delivered three times once: listed and counted once', async (
     );
   }
 
-  expect(await count(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`)).toBe(batch.length);
+  expect(await count(`SELECT count() AS n FROM events WHERE provider_event_id LIKE '${p}%'`)).toBe(batch.length);
   const { body: listed } = await json('GET', '/campaign-events/?page_size=500', workspaceId);
   expect(listed.total).toBe(batch.length);
   expect(listed.items.map((item: { provider_event_id: string }) => item.provider_event_id).sort()).toEqual(
@@ -299,7 +299,7 @@ it('lists and counts events that came before their campaign took the category, o
   expect(
     (await deliver([...batch, sendgridEvent({ event: 'open', sg_event_id: `${p}-later`, category, email: 'late@example.com' })])).status,
   ).toBe(202);
-  await waitForCount(`SELECT count() AS n FROM engagement_events WHERE provider_event_id = '${p}-later'`, 1, 10_000);
+  await waitForCount(`SELECT count() AS n FROM events WHERE provider_event_id = '${p}-later'`, 1, 10_000);
   expect((await listed()).body.total).toBe(4);
 });
 
@@ -310,7 +310,7 @@ it('loses and duplicates nothing when ingestion is SIGKILLed mid-stream and rest
   const calls = 200;
   const perCall = 100;
   const total = calls * perCall;
-  const inCampaign = `FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`;
+  const inCampaign = `FROM events WHERE campaign_id = toUUID('${campaign.id}')`;
 
   let next = 0;
   const sender = async (): Promise<void> => {
@@ -363,7 +363,7 @@ it('deletes a deleted workspace’s events, rollups and suppressions from ClickH
     sendgridEvent({ event: 'bounce', sg_event_id: `${prefix}-hard`, category: eventCategory, type: 'bounce' }),
   ];
   expect((await deliver([...eventsOf(`${p}-doomed`, category), ...eventsOf(`${p}-kept`, `kept-${run}`)])).status).toBe(202);
-  await waitForCount(`SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`, 6, 10_000);
+  await waitForCount(`SELECT count() AS n FROM events WHERE provider_event_id LIKE '${p}%'`, 6, 10_000);
   // A lift and a day marked unsettled (as after a fault), so that every table holds some of the workspace.
   await waitForCount(
     `SELECT count() AS n FROM suppression_state FINAL WHERE workspace_id = toUUID('${doomed}') AND reason = 'hard_bounce'`,

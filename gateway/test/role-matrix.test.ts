@@ -185,7 +185,7 @@ async function seedWorkspace(fixtures: Fixtures, name: string): Promise<void> {
     raw: '{}',
     ingested_at: now,
   };
-  await clickhouse.insert({ table: 'engagement_events', values: [event], format: 'JSONEachRow' });
+  await clickhouse.insert({ table: 'events', values: [event], format: 'JSONEachRow' });
 }
 
 beforeAll(async () => {

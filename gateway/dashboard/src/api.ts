@@ -13,19 +13,45 @@ export interface Me {
   memberships: Membership[];
 }
 
+/** Event counts are distinct provider events, unique counts exact distinct addresses; a rate is null on a zero denominator. */
 export interface EngagementCounts {
+  processed: number;
+  delivered: number;
+  deferred: number;
+  dropped: number;
+  hard_bounces: number;
+  soft_bounces: number;
+  spam_reports: number;
+  unsubscribes: number;
   opens: number;
+  machine_opens: number;
   unique_opens: number;
   clicks: number;
   unique_clicks: number;
-  click_to_open_rate: number;
-  hard_bounces: number;
-  soft_bounces: number;
-  unsubscribes: number;
+  delivery_rate: number | null;
+  open_rate: number | null;
+  click_rate: number | null;
+  click_to_open_rate: number | null;
+  bounce_rate: number | null;
+  unsubscribe_rate: number | null;
+  spam_report_rate: number | null;
 }
+
+export type CountKey = { [K in keyof EngagementCounts]: EngagementCounts[K] extends number ? K : never }[keyof EngagementCounts];
+export type RateKey = Exclude<keyof EngagementCounts, CountKey>;
 
 export interface CampaignStats extends EngagementCounts {
   campaign_id: string;
+  leader_by_open_rate: string | null;
+  leader_by_click_rate: string | null;
+}
+
+export interface VariantStats extends EngagementCounts {
+  campaign_id: string;
+  variant_id: string;
+  label: string | null;
+  weight: number | null;
+  is_active: boolean;
 }
 
 export interface SeriesBucket extends EngagementCounts {
@@ -50,6 +76,7 @@ export interface SuppressionCounts {
 export interface Stats {
   totals: EngagementCounts;
   campaigns: CampaignStats[];
+  variants: VariantStats[];
   series: SeriesBucket[];
   top_links: LinkStats[];
   suppressions: SuppressionCounts;

@@ -6,9 +6,14 @@ export function formatCount(value: number): string {
   return integer.format(value);
 }
 
-/** A 0..1 ratio as a percentage with one decimal ("12.5%"). */
-export function formatRate(ratio: number): string {
-  return `${(ratio * 100).toFixed(1)}%`;
+/** A 0..1 ratio as a percentage with one decimal ("12.5%"); a rate without a denominator as "–". */
+export function formatRate(ratio: number | null): string {
+  return ratio === null ? '–' : `${(ratio * 100).toFixed(1)}%`;
+}
+
+/** "1,200 opens, 35.0% machine": the opens and the share of them flagged as machine-generated. */
+export function formatOpens(opens: number, machineOpens: number): string {
+  return opens === 0 ? '0 opens' : `${formatCount(opens)} opens, ${formatRate(machineOpens / opens)} machine`;
 }
 
 /** "2026-11-21" for day buckets, "2026-11-21 14:00" for hour buckets, in UTC. */

@@ -2,7 +2,7 @@ import './style.css';
 import { Api, ApiError, type CampaignSummary, type Me, type StatsQuery } from './api';
 import { SeriesChart } from './chart';
 import { utcDate } from './format';
-import { renderCampaigns, renderLinks, renderSeriesTable, renderSuppressions, renderTotals } from './render';
+import { renderCampaigns, renderFunnel, renderLinks, renderSeriesTable, renderSuppressions, renderTotals, renderVariants } from './render';
 
 /**
  * The analytics dashboard. The token the user pastes stays in this tab's
@@ -38,7 +38,10 @@ const ui = {
   error: byId<HTMLParagraphElement>('error'),
   status: byId<HTMLParagraphElement>('status'),
   results: byId<HTMLElement>('results'),
+  funnel: byId<HTMLElement>('funnel'),
   totals: byId<HTMLElement>('totals'),
+  variantsSection: byId<HTMLElement>('variants-section'),
+  variants: byId<HTMLElement>('variants'),
   chartFigure: byId<HTMLElement>('chart-figure'),
   chartCaption: byId<HTMLElement>('chart-caption'),
   seriesTable: document.querySelector<HTMLTableElement>('[data-testid="series-table"]')!,
@@ -193,8 +196,10 @@ async function loadStats(): Promise<void> {
 
   const data = stats.value;
   ui.results.hidden = false; // before drawing, so the chart takes its real width
+  renderFunnel(ui.funnel, data.totals);
   renderTotals(ui.totals, data.totals);
   renderCampaigns(ui.campaignsTable, data.campaigns, names);
+  renderVariants(ui.variantsSection, ui.variants, data, names);
   renderSeriesTable(ui.seriesTable, data.series, query.interval);
   renderSuppressions(ui.suppressionsTable, data);
   renderLinks(ui.linksTable, data.top_links, names);
@@ -242,9 +247,13 @@ ui.signOut.addEventListener('click', () => {
   setStatus('idle');
 });
 
-ui.workspace.addEventListener('change', () => loadWorkspace().catch(onFailure));
+ui.workspace.addEventListener('change', () => {
+  loadWorkspace().catch(onFailure);
+});
 for (const input of [ui.from, ui.to, ui.interval, ui.campaign]) {
-  input.addEventListener('change', () => loadStats().catch(onFailure));
+  input.addEventListener('change', () => {
+    loadStats().catch(onFailure);
+  });
 }
 ui.filters.addEventListener('submit', (event) => {
   event.preventDefault();

@@ -1,29 +1,82 @@
-import type { EngagementCounts } from './api';
+import type { CountKey, EngagementCounts, RateKey } from './api';
 import { formatCount, formatRate } from './format';
 
-export type CountKey = Exclude<keyof EngagementCounts, 'click_to_open_rate'>;
+export type { CountKey };
 
 export interface Metric {
   key: keyof EngagementCounts;
   label: string;
-  format: (value: number) => string;
+  /** Counts are never null; rates are when their denominator is 0. */
+  format: (value: number | null) => string;
 }
 
-/** The columns of EngagementCounts, in the order the page shows them. */
+const count = (key: CountKey, label: string): Metric => ({ key, label, format: (value) => formatCount(value ?? 0) });
+const rate = (key: RateKey, label: string): Metric => ({ key, label, format: formatRate });
+
+/** Every figure of EngagementCounts, in the order the totals show them. */
 export const METRICS: readonly Metric[] = [
-  { key: 'opens', label: 'Opens', format: formatCount },
-  { key: 'unique_opens', label: 'Unique opens', format: formatCount },
-  { key: 'clicks', label: 'Clicks', format: formatCount },
-  { key: 'unique_clicks', label: 'Unique clicks', format: formatCount },
-  { key: 'click_to_open_rate', label: 'Click-to-open rate', format: formatRate },
-  { key: 'hard_bounces', label: 'Hard bounces', format: formatCount },
-  { key: 'soft_bounces', label: 'Soft bounces', format: formatCount },
-  { key: 'unsubscribes', label: 'Unsubscribes', format: formatCount },
+  count('processed', 'Processed'),
+  count('delivered', 'Delivered'),
+  rate('delivery_rate', 'Delivery rate'),
+  count('deferred', 'Deferred'),
+  count('dropped', 'Dropped'),
+  count('opens', 'Opens'),
+  count('machine_opens', 'Machine opens'),
+  count('unique_opens', 'Unique opens'),
+  rate('open_rate', 'Open rate'),
+  count('clicks', 'Clicks'),
+  count('unique_clicks', 'Unique clicks'),
+  rate('click_rate', 'Click rate'),
+  rate('click_to_open_rate', 'Click-to-open rate'),
+  count('hard_bounces', 'Hard bounces'),
+  count('soft_bounces', 'Soft bounces'),
+  rate('bounce_rate', 'Bounce rate'),
+  count('unsubscribes', 'Unsubscribes'),
+  rate('unsubscribe_rate', 'Unsubscribe rate'),
+  count('spam_reports', 'Spam reports'),
+  rate('spam_report_rate', 'Spam report rate'),
 ];
+
+/** The columns of the per-campaign, per-bucket and per-variant tables: the funnel and what goes wrong. */
+export const TABLE_METRICS: readonly Metric[] = METRICS.filter((metric) =>
+  (
+    [
+      'processed',
+      'delivered',
+      'delivery_rate',
+      'opens',
+      'unique_opens',
+      'open_rate',
+      'unique_clicks',
+      'click_rate',
+      'click_to_open_rate',
+      'bounce_rate',
+      'unsubscribe_rate',
+      'spam_report_rate',
+    ] as (keyof EngagementCounts)[]
+  ).includes(metric.key),
+);
+
+/** The columns of the variants panel: what an A/B test compares. */
+export const VARIANT_METRICS: readonly Metric[] = METRICS.filter((metric) =>
+  (
+    [
+      'delivered',
+      'opens',
+      'machine_opens',
+      'unique_opens',
+      'open_rate',
+      'unique_clicks',
+      'click_rate',
+      'click_to_open_rate',
+    ] as (keyof EngagementCounts)[]
+  ).includes(metric.key),
+);
 
 /** The event counts drawn as lines, each with its colour (a rate has no place on a count axis). */
 /** Unique counts are dashed: they often equal their total and would hide it. */
 export const CHART_SERIES: ReadonlyArray<{ key: CountKey; label: string; color: string; dash?: number[] }> = [
+  { key: 'delivered', label: 'Delivered', color: '#64748b' },
   { key: 'opens', label: 'Opens', color: '#2563eb' },
   { key: 'unique_opens', label: 'Unique opens', color: '#60a5fa', dash: [6, 4] },
   { key: 'clicks', label: 'Clicks', color: '#059669' },

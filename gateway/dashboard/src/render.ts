@@ -1,6 +1,6 @@
-import type { CampaignStats, LinkStats, SeriesBucket, Stats } from './api';
-import { formatBucket, formatCount } from './format';
-import { METRICS } from './metrics';
+import type { CampaignStats, EngagementCounts, LinkStats, SeriesBucket, Stats, VariantStats } from './api';
+import { formatBucket, formatCount, formatOpens, formatRate } from './format';
+import { METRICS, TABLE_METRICS, VARIANT_METRICS, type Metric } from './metrics';
 
 /** DOM building with text nodes only: nothing from the API is ever parsed as HTML. */
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -35,11 +35,55 @@ export function renderTotals(container: HTMLElement, totals: Stats['totals']): v
   );
 }
 
-function header(first: string): HTMLTableSectionElement {
+function header(first: string, metrics: readonly Metric[] = TABLE_METRICS, ...more: string[]): HTMLTableSectionElement {
   return el(
     'thead',
     {},
-    el('tr', {}, el('th', { scope: 'col' }, first), ...METRICS.map((m) => el('th', { scope: 'col', class: 'num' }, m.label))),
+    el(
+      'tr',
+      {},
+      el('th', { scope: 'col' }, first),
+      ...more.map((label) => el('th', { scope: 'col' }, label)),
+      ...metrics.map((m) => el('th', { scope: 'col', class: 'num' }, m.label)),
+    ),
+  );
+}
+
+function metricCells(counts: EngagementCounts, metrics: readonly Metric[] = TABLE_METRICS): HTMLTableCellElement[] {
+  return metrics.map((m) => el('td', { class: 'num', 'data-metric': m.key }, m.format(counts[m.key])));
+}
+
+/**
+ * The funnel of the chosen range and campaign: processed -> delivered ->
+ * unique opens -> unique clicks, each step with its rate, and the opens with
+ * their machine share beside the unique opens.
+ */
+export function renderFunnel(container: HTMLElement, totals: EngagementCounts): void {
+  const step = (id: string, label: string, value: number, ...notes: Array<[string, string]>) =>
+    el(
+      'li',
+      { class: 'step', 'data-testid': `funnel-${id}` },
+      el('span', { class: 'step-label' }, label),
+      el('strong', { 'data-testid': `funnel-${id}-value` }, formatCount(value)),
+      ...notes.map(([noteId, text]) => el('span', { class: 'step-note', 'data-testid': `funnel-${noteId}` }, text)),
+    );
+  container.replaceChildren(
+    step('processed', 'Processed', totals.processed),
+    step('delivered', 'Delivered', totals.delivered, ['delivery-rate', `${formatRate(totals.delivery_rate)} delivery rate`]),
+    step(
+      'unique-opens',
+      'Unique opens',
+      totals.unique_opens,
+      ['open-rate', `${formatRate(totals.open_rate)} open rate`],
+      ['opens', formatOpens(totals.opens, totals.machine_opens)],
+    ),
+    step(
+      'unique-clicks',
+      'Unique clicks',
+      totals.unique_clicks,
+      ['click-rate', `${formatRate(totals.click_rate)} click rate`],
+      ['click-to-open-rate', `${formatRate(totals.click_to_open_rate)} click-to-open`],
+    ),
   );
 }
 
@@ -47,13 +91,13 @@ export function renderCampaigns(table: HTMLTableElement, rows: CampaignStats[], 
   table.tHead!.replaceWith(header('Campaign'));
   table.tBodies[0].replaceChildren(
     ...(rows.length === 0
-      ? [emptyRow(METRICS.length + 1, 'No events for these filters.')]
+      ? [emptyRow(TABLE_METRICS.length + 1, 'No events for these filters.')]
       : rows.map((row) =>
           el(
             'tr',
             { 'data-campaign-id': row.campaign_id },
             el('th', { scope: 'row', title: row.campaign_id }, campaignName(row.campaign_id, names)),
-            ...METRICS.map((m) => el('td', { class: 'num', 'data-metric': m.key }, m.format(row[m.key]))),
+            ...metricCells(row),
           ),
         )),
   );
@@ -63,15 +107,73 @@ export function renderSeriesTable(table: HTMLTableElement, series: SeriesBucket[
   table.tHead!.replaceWith(header(interval === 'day' ? 'Day (UTC)' : 'Hour (UTC)'));
   table.tBodies[0].replaceChildren(
     ...(series.length === 0
-      ? [emptyRow(METRICS.length + 1, 'No events for these filters.')]
+      ? [emptyRow(TABLE_METRICS.length + 1, 'No events for these filters.')]
       : series.map((bucket) =>
-          el(
-            'tr',
-            {},
-            el('th', { scope: 'row' }, formatBucket(bucket.bucket_start, interval)),
-            ...METRICS.map((m) => el('td', { class: 'num' }, m.format(bucket[m.key]))),
-          ),
+          el('tr', {}, el('th', { scope: 'row' }, formatBucket(bucket.bucket_start, interval)), ...metricCells(bucket)),
         )),
+  );
+}
+
+const variantName = (variant: VariantStats): string => variant.label ?? `Variant ${variant.variant_id.slice(0, 8)}…`;
+
+/** The verdict on one rate: the leader's name, or that no variant leads at 95 % confidence. */
+function verdict(id: string, rate: string, leader: VariantStats | undefined): HTMLParagraphElement {
+  return el(
+    'p',
+    { class: leader ? 'verdict leader' : 'verdict', 'data-testid': id, 'data-leader': leader?.variant_id ?? '' },
+    leader ? `Leader by ${rate}: ${variantName(leader)} (95 % confidence)` : `By ${rate}: no significant difference yet`,
+  );
+}
+
+/**
+ * The A/B panel: for each campaign with variants, every variant's figures,
+ * the leaders marked, and the verdict on open and click rate. Hidden when no
+ * campaign in the answer has variants.
+ */
+export function renderVariants(section: HTMLElement, container: HTMLElement, stats: Stats, names: ReadonlyMap<string, string>): void {
+  const withVariants = stats.campaigns.filter((campaign) => stats.variants.some((variant) => variant.campaign_id === campaign.campaign_id));
+  section.hidden = withVariants.length === 0;
+  container.replaceChildren(
+    ...withVariants.map((campaign) => {
+      const variants = stats.variants.filter((variant) => variant.campaign_id === campaign.campaign_id);
+      const byId = (id: string | null) => variants.find((variant) => variant.variant_id === id);
+      const marks = (variant: VariantStats) =>
+        [
+          variant.variant_id === campaign.leader_by_open_rate ? 'open rate' : undefined,
+          variant.variant_id === campaign.leader_by_click_rate ? 'click rate' : undefined,
+        ].filter((mark): mark is string => mark !== undefined);
+      return el(
+        'div',
+        { class: 'variants', 'data-testid': 'variants-campaign', 'data-campaign-id': campaign.campaign_id },
+        el('h3', { title: campaign.campaign_id }, campaignName(campaign.campaign_id, names)),
+        verdict('verdict-open-rate', 'open rate', byId(campaign.leader_by_open_rate)),
+        verdict('verdict-click-rate', 'click rate', byId(campaign.leader_by_click_rate)),
+        el(
+          'div',
+          { class: 'scroll' },
+          el(
+            'table',
+            { 'data-testid': 'variants-table' },
+            header('Variant', VARIANT_METRICS, 'Weight', 'Active', 'Leads on'),
+            el(
+              'tbody',
+              {},
+              ...variants.map((variant) =>
+                el(
+                  'tr',
+                  { 'data-variant-id': variant.variant_id, class: marks(variant).length > 0 ? 'leader' : '' },
+                  el('th', { scope: 'row', title: variant.variant_id }, variantName(variant)),
+                  el('td', { 'data-field': 'weight' }, variant.weight === null ? '–' : String(variant.weight)),
+                  el('td', { 'data-field': 'is_active' }, variant.is_active ? 'yes' : 'no'),
+                  el('td', { 'data-field': 'leads' }, marks(variant).join(', ')),
+                  ...metricCells(variant, VARIANT_METRICS),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
+    }),
   );
 }
 

@@ -1,8 +1,10 @@
 import type { Request } from 'express';
-import { analyticsV1, eventsV1 } from '@mail/proto';
+import { analyticsV1, eventsV1, type campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import { parseDateOrDateTime } from '../pydantic/scalars';
 import type { RouteModule } from './context';
+import type { ServiceClients } from '../clients';
+import { HttpError } from '../errors/http-error';
 import { callService, page } from './grpc';
 import { pageRequest, type Json } from './http';
 
@@ -14,6 +16,11 @@ const EVENT_TYPES: Record<string, eventsV1.EventType> = {
   click: EventType.EVENT_TYPE_CLICK,
   bounce: EventType.EVENT_TYPE_BOUNCE,
   unsubscribe: EventType.EVENT_TYPE_UNSUBSCRIBE,
+  processed: EventType.EVENT_TYPE_PROCESSED,
+  delivered: EventType.EVENT_TYPE_DELIVERED,
+  deferred: EventType.EVENT_TYPE_DEFERRED,
+  dropped: EventType.EVENT_TYPE_DROPPED,
+  spamreport: EventType.EVENT_TYPE_SPAM_REPORT,
 };
 const EVENT_TYPE_NAMES = Object.fromEntries(Object.entries(EVENT_TYPES).map(([name, value]) => [value, name]));
 const BOUNCE_TYPE_NAMES: Partial<Record<eventsV1.BounceType, string>> = {
@@ -47,6 +54,7 @@ function eventFilter(req: Request, workspaceId: string): analyticsV1.EventFilter
     eventType: query.event_type === undefined ? undefined : EVENT_TYPES[query.event_type as string],
     campaignId: query.campaign_id as string | undefined,
     email: query.email as string | undefined,
+    variantId: query.variant_id as string | undefined,
     ...dateRange(query),
   };
 }
@@ -72,26 +80,81 @@ function eventJson(event: analyticsV1.EventRecord): Json {
     provider: event.provider,
     provider_event_id: event.providerEventId,
     provider_message_id: event.providerMessageId ?? null,
+    machine_open: event.machineOpen,
+    variant_id: event.variantId ?? null,
+    bounce_class: event.bounceClass ?? null,
   };
 }
 
 function countsJson(counts: analyticsV1.EngagementCounts | undefined): Json {
+  const rate = (value: number | undefined) => value ?? null;
   return {
+    processed: counts?.processed ?? 0,
+    delivered: counts?.delivered ?? 0,
+    deferred: counts?.deferred ?? 0,
+    dropped: counts?.dropped ?? 0,
+    hard_bounces: counts?.hardBounces ?? 0,
+    soft_bounces: counts?.softBounces ?? 0,
+    spam_reports: counts?.spamReports ?? 0,
+    unsubscribes: counts?.unsubscribes ?? 0,
     opens: counts?.opens ?? 0,
+    machine_opens: counts?.machineOpens ?? 0,
     unique_opens: counts?.uniqueOpens ?? 0,
     clicks: counts?.clicks ?? 0,
     unique_clicks: counts?.uniqueClicks ?? 0,
-    click_to_open_rate: counts?.clickToOpenRate ?? 0,
-    hard_bounces: counts?.hardBounces ?? 0,
-    soft_bounces: counts?.softBounces ?? 0,
-    unsubscribes: counts?.unsubscribes ?? 0,
+    delivery_rate: rate(counts?.deliveryRate),
+    open_rate: rate(counts?.openRate),
+    click_rate: rate(counts?.clickRate),
+    click_to_open_rate: rate(counts?.clickToOpenRate),
+    bounce_rate: rate(counts?.bounceRate),
+    unsubscribe_rate: rate(counts?.unsubscribeRate),
+    spam_report_rate: rate(counts?.spamReportRate),
   };
 }
 
-function statsJson(stats: analyticsV1.GetStatsResponse): Json {
+/**
+ * Every variant of each campaign in the stats that has variants: the campaign
+ * service's variants in its order (zeros where they have no events), then any
+ * variant the events name that the campaign no longer has (deleted: no label
+ * or weight, inactive). A variant filter keeps its variant only.
+ */
+function variantsJson(stats: analyticsV1.GetStatsResponse, variantsOf: Map<string, campaignV1.Variant[]>, variantId?: string): Json[] {
+  const measured = new Map(stats.variants.map((variant) => [`${variant.campaignId} ${variant.variantId}`, variant.counts]));
+  return stats.campaigns.flatMap(({ campaignId }) => {
+    const known = (variantsOf.get(campaignId) ?? []).filter((variant) => variantId === undefined || variant.id === variantId);
+    const knownIds = new Set(known.map((variant) => variant.id));
+    const gone = stats.variants.filter((variant) => variant.campaignId === campaignId && !knownIds.has(variant.variantId));
+    return [
+      ...known.map((variant) => ({
+        campaign_id: campaignId,
+        variant_id: variant.id,
+        label: variant.label ?? null,
+        weight: variant.weight,
+        is_active: variant.isActive,
+        ...countsJson(measured.get(`${campaignId} ${variant.id}`)),
+      })),
+      ...gone.map((variant) => ({
+        campaign_id: campaignId,
+        variant_id: variant.variantId,
+        label: null,
+        weight: null,
+        is_active: false,
+        ...countsJson(variant.counts),
+      })),
+    ];
+  });
+}
+
+function statsJson(stats: analyticsV1.GetStatsResponse, variantsOf: Map<string, campaignV1.Variant[]>, variantId?: string): Json {
   return {
     totals: countsJson(stats.totals),
-    campaigns: stats.campaigns.map((campaign) => ({ campaign_id: campaign.campaignId, ...countsJson(campaign.counts) })),
+    campaigns: stats.campaigns.map((campaign) => ({
+      campaign_id: campaign.campaignId,
+      ...countsJson(campaign.counts),
+      leader_by_open_rate: campaign.leaderByOpenRate ?? null,
+      leader_by_click_rate: campaign.leaderByClickRate ?? null,
+    })),
+    variants: variantsJson(stats, variantsOf, variantId),
     series: stats.series.map((bucket) => ({ bucket_start: bucket.bucketStart?.toISOString(), ...countsJson(bucket.counts) })),
     top_links: stats.topLinks.map((link) => ({
       campaign_id: link.campaignId,
@@ -109,7 +172,42 @@ function statsJson(stats: analyticsV1.GetStatsResponse): Json {
   };
 }
 
-/** /campaign-events/ and /campaign-events/stats: HTTP JSON <-> analytics.v1, one call per request. */
+const CAMPAIGN_PAGE_SIZE = 500;
+
+/**
+ * The variants of the workspace's campaigns (of the one campaign asked for),
+ * by campaign id: labels, weights and activity belong to the campaign service.
+ * A campaign that no longer exists has none.
+ */
+async function campaignVariants(
+  clients: ServiceClients,
+  workspaceId: string,
+  campaignId?: string,
+): Promise<Map<string, campaignV1.Variant[]>> {
+  const service = clients.campaign;
+  const variantsOf = (campaigns: campaignV1.Campaign[]) =>
+    new Map(campaigns.map((campaign) => [campaign.id, campaign.variants?.variants ?? []]));
+  if (campaignId !== undefined) {
+    try {
+      const answer = await callService(service.getCampaign.bind(service), { workspaceId, id: campaignId }, 'query');
+      return variantsOf(answer.campaign ? [answer.campaign] : []);
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 404) return new Map();
+      throw error;
+    }
+  }
+  const listPage = (pageNumber: number) =>
+    callService(service.listCampaigns.bind(service), { workspaceId, page: { page: pageNumber, pageSize: CAMPAIGN_PAGE_SIZE } }, 'query');
+  const first = await listPage(1);
+  const pages = Math.ceil((first.page?.total ?? 0) / CAMPAIGN_PAGE_SIZE);
+  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, index) => listPage(index + 2)));
+  return variantsOf([first, ...rest].flatMap((answer) => answer.campaigns));
+}
+
+/**
+ * /campaign-events/ and /campaign-events/stats: HTTP JSON <-> analytics.v1, one call per request; the stats
+ * also read the campaigns' variants from campaign.v1, at the same time.
+ */
 export const eventRoutes: RouteModule = (router, { clients }) => {
   const service = clients.analytics;
 
@@ -123,14 +221,15 @@ export const eventRoutes: RouteModule = (router, { clients }) => {
   });
 
   router.get('/campaign-events/stats', async (req, res) => {
-    const answer = await callService(
-      service.getStats.bind(service),
-      {
-        filter: eventFilter(req, workspaceIdOf(res)),
-        interval: req.query.interval === 'hour' ? Interval.INTERVAL_HOUR : Interval.INTERVAL_DAY,
-      },
-      'query',
-    );
-    res.json(statsJson(answer));
+    const filter = eventFilter(req, workspaceIdOf(res));
+    const [answer, variantsOf] = await Promise.all([
+      callService(
+        service.getStats.bind(service),
+        { filter, interval: req.query.interval === 'hour' ? Interval.INTERVAL_HOUR : Interval.INTERVAL_DAY },
+        'query',
+      ),
+      campaignVariants(clients, filter.workspaceId, filter.campaignId),
+    ]);
+    res.json(statsJson(answer, variantsOf, filter.variantId?.toLowerCase()));
   });
 };

@@ -14,7 +14,7 @@ export interface StoreView {
   listed: Map<string, number>;
   /** The `total` the API reported. */
   total: number;
-  /** Rows in the store (engagement_events), copies included. */
+  /** Rows in the store (events), copies included. */
   storedRows: number;
   /** provider_event_ids the store holds more than once, with their number of copies. */
   storedCopies: Map<string, number>;
@@ -123,9 +123,9 @@ export async function collectStoreView(options: {
   }
   const where = `campaign_id = toUUID('${campaignId}')`;
   const rows = async <T>(query: string): Promise<T[]> => (await clickhouse.query({ query, format: 'JSONEachRow' })).json<T>();
-  const [{ n }] = await rows<{ n: string }>(`SELECT count() AS n FROM engagement_events WHERE ${where}`);
+  const [{ n }] = await rows<{ n: string }>(`SELECT count() AS n FROM events WHERE ${where}`);
   const copies = await rows<{ id: string; copies: string }>(
-    `SELECT provider_event_id AS id, count() AS copies FROM engagement_events WHERE ${where} GROUP BY provider_event_id HAVING copies > 1`,
+    `SELECT provider_event_id AS id, count() AS copies FROM events WHERE ${where} GROUP BY provider_event_id HAVING copies > 1`,
   );
   return { listed, total, storedRows: Number(n), storedCopies: new Map(copies.map((row) => [row.id, Number(row.copies)])) };
 }

@@ -12,9 +12,10 @@ it('creates the database and the shared tables when ingestion never ran', async 
     const tables = await store.rows<{ name: string }>(sql`SELECT name FROM system.tables WHERE database = ${str(database)} ORDER BY name`);
     expect(tables.map((table) => table.name)).toEqual([
       'closed_workspaces',
-      'engagement_events',
       'event_rollup_daily',
       'event_rollup_daily_feed',
+      'event_store_migrations',
+      'events',
       'events_by_address',
       'events_by_address_feed',
       'link_rollup_daily',

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { NO_VARIANT } from '@mail/event-store';
+import type { eventsV1 } from '@mail/proto';
 import { EventType, BounceType, event, failure, startAnalytics, status, type Analytics, type EventRow } from './harness';
 
 const W = randomUUID();
@@ -83,6 +85,7 @@ describe('ListEvents', () => {
       reason: '550 5.1.1 unknown user',
       provider: 'sendgrid',
       providerEventId: bounce.provider_event_id,
+      machineOpen: false,
     });
     expect(events[3]).toMatchObject({
       url: 'https://example.com/offer',
@@ -174,7 +177,7 @@ describe('ListEvents', () => {
   it('refuses invalid arguments with every violation', async () => {
     const result = await failure(
       analytics.rpc('listEvents', {
-        filter: { workspaceId: 'nope', campaignId: "' OR 1=1 --", eventType: EventType.EVENT_TYPE_SPAM_REPORT },
+        filter: { workspaceId: 'nope', campaignId: "' OR 1=1 --", variantId: 'x', eventType: 99 as eventsV1.EventType },
         page: { page: 1, pageSize: 501 },
       }),
     );
@@ -182,23 +185,78 @@ describe('ListEvents', () => {
     expect(result.violations.map((v) => [v.loc, v.type])).toEqual([
       [['workspace_id'], 'uuid_parsing'],
       [['campaign_id'], 'uuid_parsing'],
+      [['variant_id'], 'uuid_parsing'],
       [['event_type'], 'enum'],
       [['page_size'], 'less_than_equal'],
     ]);
   });
 
   it('treats injection attempts in the address as data', async () => {
-    for (const email of [
-      "' OR 1=1 --",
-      "a@example.com' OR '1'='1",
-      "\\' OR 1=1 --",
-      'a@example.com\\',
-      "'; DROP TABLE engagement_events; --",
-      '\0',
-    ]) {
+    for (const email of ["' OR 1=1 --", "a@example.com' OR '1'='1", "\\' OR 1=1 --", 'a@example.com\\', "'; DROP TABLE events; --", '\0']) {
       expect(await list({ email })).toMatchObject({ ids: [], total: 0 });
     }
     expect((await list()).total).toBe(6);
+  });
+});
+
+describe('ListEvents of every stored type', () => {
+  const workspaceId = randomUUID();
+  const variantId = randomUUID();
+  const on = (minute: number) => `2026-03-20T10:${String(minute).padStart(2, '0')}:00Z`;
+  const typed = {
+    processed: event({ workspace_id: workspaceId, campaign_id: C1, variant_id: variantId, event_type: 'processed', occurred_at: on(0) }),
+    delivered: event({ workspace_id: workspaceId, campaign_id: C1, variant_id: variantId, event_type: 'delivered', occurred_at: on(1) }),
+    deferred: event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'deferred', reason: '421 try later', occurred_at: on(2) }),
+    machineOpen: event({ workspace_id: workspaceId, campaign_id: C1, variant_id: variantId, machine_open: 1, occurred_at: on(3) }),
+    bounce: event({
+      workspace_id: workspaceId,
+      campaign_id: C1,
+      event_type: 'bounce',
+      bounce_type: 'hard',
+      bounce_class: 'invalid_address',
+      occurred_at: on(4),
+    }),
+    dropped: event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'dropped', occurred_at: on(5) }),
+    spamreport: event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'spamreport', occurred_at: on(6) }),
+  };
+  const listOf = async (filter: Record<string, unknown> = {}) => {
+    const response = await analytics.rpc('listEvents', { filter: { workspaceId, ...filter }, page: { page: 1, pageSize: 50 } });
+    return { ids: response.events.map((e) => e.providerEventId), total: response.page?.total, events: response.events };
+  };
+  const idsOf = (...names: (keyof typeof typed)[]) => names.map((name) => typed[name].provider_event_id);
+
+  beforeAll(() => analytics.insertEvents(Object.values(typed)));
+
+  it('lists the engagement types only when no type is asked for', async () => {
+    expect(await listOf()).toMatchObject({ ids: idsOf('bounce', 'machineOpen'), total: 2 });
+  });
+
+  it.each([
+    [EventType.EVENT_TYPE_PROCESSED, 'processed'],
+    [EventType.EVENT_TYPE_DELIVERED, 'delivered'],
+    [EventType.EVENT_TYPE_DEFERRED, 'deferred'],
+    [EventType.EVENT_TYPE_DROPPED, 'dropped'],
+    [EventType.EVENT_TYPE_SPAM_REPORT, 'spamreport'],
+  ] as const)('lists the events of type %s on request', async (eventType, name) => {
+    const { ids: found, total, events } = await listOf({ eventType });
+    expect({ found, total }).toEqual({ found: idsOf(name), total: 1 });
+    expect(events[0].eventType).toBe(eventType);
+  });
+
+  it('maps the machine flag, the variant and the bounce class', async () => {
+    const { events } = await listOf();
+    expect(events[0]).toMatchObject({ bounceClass: 'invalid_address', machineOpen: false });
+    expect(events[0].variantId).toBeUndefined();
+    expect(events[1]).toMatchObject({ machineOpen: true, variantId });
+    expect(events[1].bounceClass).toBeUndefined();
+  });
+
+  it('filters by variant, the nil UUID selecting the events of no variant', async () => {
+    expect((await listOf({ variantId })).ids).toEqual(idsOf('machineOpen'));
+    expect((await listOf({ variantId: variantId.toUpperCase(), eventType: EventType.EVENT_TYPE_DELIVERED })).ids).toEqual(
+      idsOf('delivered'),
+    );
+    expect((await listOf({ variantId: NO_VARIANT })).ids).toEqual(idsOf('bounce'));
   });
 });
 

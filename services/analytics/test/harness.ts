@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
 import { createLogger } from '@mail/common';
-import { refreshSuppressionState } from '@mail/event-store';
+import { NO_VARIANT, refreshSuppressionState, type StoredBounceClass, type StoredEventType } from '@mail/event-store';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
@@ -9,13 +9,18 @@ import { openEventStore } from '../src/store/connection';
 
 export { failure, type Failure } from '@mail/local';
 
-/** A stored engagement_events row, every column (JSONEachRow fills omitted ones with zeros, not defaults). */
+/** A stored events row, every column (JSONEachRow fills omitted ones with zeros, not defaults). */
 export interface EventRow {
   id: string;
   workspace_id: string;
   campaign_id: string;
-  event_type: 'open' | 'click' | 'bounce' | 'unsubscribe';
+  /** NO_VARIANT when attributed to no variant. */
+  variant_id: string;
+  event_type: StoredEventType;
   bounce_type: 'none' | 'hard' | 'soft';
+  bounce_class: StoredBounceClass;
+  /** 1 on an open flagged as machine-generated. */
+  machine_open: number;
   email: string;
   occurred_at: string;
   received_at: string;
@@ -45,7 +50,7 @@ export interface Analytics {
   /** Each call is one INSERT, so rows of separate calls land in separate parts (unmerged duplicates). */
   insertEvents(rows: EventRow[]): Promise<void>;
   /**
-   * Stores rows again as a fault can (they reach engagement_events and the
+   * Stores rows again as a fault can (they reach events and the
    * rollups a second time) and marks their days unsettled, as ingestion does.
    */
   insertFaultCopies(rows: EventRow[]): Promise<void>;
@@ -93,9 +98,9 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     );
   return {
     rpc: service.rpc,
-    insertEvents: (rows) => insert('engagement_events', rows),
+    insertEvents: (rows) => insert('events', rows),
     insertFaultCopies: async (rows) => {
-      await insert('engagement_events', rows);
+      await insert('events', rows);
       for (const row of rows) await markUnsettled(row.workspace_id, [row.occurred_at.slice(0, 10)]);
     },
     markUnsettled,
@@ -108,7 +113,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     },
     clickhouse,
     database: service.database.database,
-    close: service.close,
+    close: () => service.close(),
   };
 }
 
@@ -124,8 +129,11 @@ export function event(overrides: Partial<EventRow> & Pick<EventRow, 'workspace_i
   const occurredAt = overrides.occurred_at ?? '2026-03-10T12:00:00Z';
   return {
     id: crypto.randomUUID(),
+    variant_id: NO_VARIANT,
     event_type: 'open',
     bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
     email: 'reader@example.com',
     occurred_at: occurredAt,
     received_at: occurredAt,

@@ -35,7 +35,7 @@ it('fills new rollups from the stored events, copies once, and marks the days of
     { ...click, id: randomUUID() },
     event({ workspace_id: W, campaign_id: C1, occurred_at: '2026-05-05T09:00:00Z' }),
   ];
-  await database.clickhouse.insert({ table: 'engagement_events', values: stored, format: 'JSONEachRow' });
+  await database.clickhouse.insert({ table: 'events', values: stored, format: 'JSONEachRow' });
   for (const table of DERIVED) {
     await database.clickhouse.command({ query: `DROP TABLE ${table}_feed` });
     await database.clickhouse.command({ query: `DROP TABLE ${table}` });

@@ -1,15 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { eventsV1 } from '@mail/proto';
+import { ENGAGEMENT_EVENT_TYPES, NO_VARIANT } from '@mail/event-store';
 import { EventType, Interval, event, startAnalytics, type Analytics, type EventRow } from './harness';
 
 /**
  * Reads answered from the daily rollups (whole settled days) and from rows
  * (partial days, unsettled days, one address) must equal the exact answer
- * computed here from the distinct events.
+ * computed here from the distinct events: every count and rate, per
+ * campaign, per variant and per bucket.
  */
 const W = randomUUID();
 const C1 = '00000000-0000-4000-8000-0000000000c1';
 const C2 = '00000000-0000-4000-8000-0000000000c2';
+const VARIANTS = [NO_VARIANT, '00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000a2'];
 const DAYS = ['2026-04-01', '2026-04-02', '2026-04-03', '2026-04-04', '2026-04-05'];
 /** Holds copies of some events, as a fault can leave them; marked unsettled. */
 const DUPLICATED_DAY = '2026-04-03';
@@ -20,16 +23,35 @@ let analytics: Analytics;
 const stored: EventRow[] = [];
 
 function generated(): EventRow[] {
-  const types = ['open', 'open', 'open', 'click', 'click', 'bounce', 'bounce', 'unsubscribe'] as const;
-  return Array.from({ length: 400 }, (_, i) => {
+  const types = [
+    'open',
+    'open',
+    'open',
+    'click',
+    'click',
+    'bounce',
+    'bounce',
+    'unsubscribe',
+    'processed',
+    'processed',
+    'delivered',
+    'delivered',
+    'deferred',
+    'dropped',
+    'spamreport',
+  ] as const;
+  return Array.from({ length: 600 }, (_, i) => {
     const type = types[(i * 7) % types.length];
     const seconds = (i * 7919) % 86_400;
     const time = new Date(Date.parse(`${DAYS[i % DAYS.length]}T00:00:00Z`) + seconds * 1000).toISOString();
     return event({
       workspace_id: W,
       campaign_id: (i * 13) % 3 === 0 ? C2 : C1,
+      variant_id: VARIANTS[(i * 5) % VARIANTS.length],
       event_type: type,
       bounce_type: type === 'bounce' ? (i % 2 === 0 ? 'hard' : 'soft') : 'none',
+      bounce_class: type === 'bounce' ? 'invalid_address' : 'none',
+      machine_open: type === 'open' && i % 4 === 0 ? 1 : 0,
       email: `r${(i * 31) % 17}@example.com`,
       occurred_at: time,
       received_at: time,
@@ -52,11 +74,13 @@ beforeAll(async () => {
   );
   await analytics.clickhouse.command({
     query: `INSERT INTO event_rollup_daily
-      SELECT toUUID('${W}'), toDate('${SKEWED_DAY}'), toUUID('${C1}'), 'open', 'none', countState(), uniqExactState(number) FROM numbers(5)`,
+      SELECT toUUID('${W}'), toDate('${SKEWED_DAY}'), toUUID('${C1}'), toUUID('${NO_VARIANT}'), 'open', 'none', 0,
+        countState(), uniqExactState(number) FROM numbers(5)`,
   });
   await analytics.clickhouse.command({
     query: `INSERT INTO link_rollup_daily
-      SELECT toUUID('${W}'), toDate('${SKEWED_DAY}'), toUUID('${C1}'), 'https://example.com/0', countState(), uniqExactState(number) FROM numbers(50)`,
+      SELECT toUUID('${W}'), toDate('${SKEWED_DAY}'), toUUID('${C1}'), toUUID('${NO_VARIANT}'), 'https://example.com/0',
+        countState(), uniqExactState(number) FROM numbers(50)`,
   });
   await analytics.markUnsettled(W, [SKEWED_DAY]);
 });
@@ -66,6 +90,7 @@ afterAll(() => analytics.close());
 interface Filter {
   eventType?: eventsV1.EventType;
   campaignId?: string;
+  variantId?: string;
   email?: string;
   occurredFrom?: Date;
   occurredBefore?: Date;
@@ -76,14 +101,17 @@ const TYPES: Record<string, EventRow['event_type']> = {
   [EventType.EVENT_TYPE_CLICK]: 'click',
   [EventType.EVENT_TYPE_BOUNCE]: 'bounce',
   [EventType.EVENT_TYPE_UNSUBSCRIBE]: 'unsubscribe',
+  [EventType.EVENT_TYPE_DELIVERED]: 'delivered',
 };
 
+/** The events the stats count: every type unless one is asked for. */
 function matching(filter: Filter): EventRow[] {
   return stored.filter((row) => {
     const time = new Date(row.occurred_at);
     return (
       (filter.eventType === undefined || row.event_type === TYPES[filter.eventType]) &&
       (filter.campaignId === undefined || row.campaign_id === filter.campaignId) &&
+      (filter.variantId === undefined || row.variant_id === filter.variantId) &&
       (filter.email === undefined || row.email === filter.email) &&
       (filter.occurredFrom === undefined || time >= filter.occurredFrom) &&
       (filter.occurredBefore === undefined || time < filter.occurredBefore)
@@ -91,19 +119,60 @@ function matching(filter: Filter): EventRow[] {
   });
 }
 
+/** The events the list shows: the engagement types unless a type is asked for. */
+function listed(filter: Filter): EventRow[] {
+  const engagement: readonly string[] = ENGAGEMENT_EVENT_TYPES;
+  return matching(filter).filter((row) => filter.eventType !== undefined || engagement.includes(row.event_type));
+}
+
+/** A rate as the proto carries it: absent (undefined) on a zero denominator. */
+const ratio = (part: number, whole: number) => (whole === 0 ? undefined : part / whole);
+
 function expectedCounts(rows: EventRow[]) {
-  const distinct = (type: string) => new Set(rows.filter((row) => row.event_type === type).map((row) => row.email)).size;
-  const [uniqueOpens, uniqueClicks] = [distinct('open'), distinct('click')];
+  const count = (test: (row: EventRow) => boolean) => rows.filter(test).length;
+  const distinct = (test: (row: EventRow) => boolean) => new Set(rows.filter(test).map((row) => row.email)).size;
+  const processed = count((row) => row.event_type === 'processed');
+  const delivered = count((row) => row.event_type === 'delivered');
+  const hardBounces = count((row) => row.bounce_type === 'hard');
+  const softBounces = count((row) => row.bounce_type === 'soft');
+  const unsubscribes = count((row) => row.event_type === 'unsubscribe');
+  const spamReports = count((row) => row.event_type === 'spamreport');
+  const uniqueOpens = distinct((row) => row.event_type === 'open' && row.machine_open === 0);
+  const uniqueClicks = distinct((row) => row.event_type === 'click');
   return {
-    opens: rows.filter((row) => row.event_type === 'open').length,
+    processed,
+    delivered,
+    deferred: count((row) => row.event_type === 'deferred'),
+    dropped: count((row) => row.event_type === 'dropped'),
+    hardBounces,
+    softBounces,
+    spamReports,
+    unsubscribes,
+    opens: count((row) => row.event_type === 'open'),
+    machineOpens: count((row) => row.event_type === 'open' && row.machine_open === 1),
     uniqueOpens,
-    clicks: rows.filter((row) => row.event_type === 'click').length,
+    clicks: count((row) => row.event_type === 'click'),
     uniqueClicks,
-    clickToOpenRate: uniqueOpens === 0 ? 0 : uniqueClicks / uniqueOpens,
-    hardBounces: rows.filter((row) => row.bounce_type === 'hard').length,
-    softBounces: rows.filter((row) => row.bounce_type === 'soft').length,
-    unsubscribes: rows.filter((row) => row.event_type === 'unsubscribe').length,
+    deliveryRate: ratio(delivered, processed),
+    openRate: ratio(uniqueOpens, delivered),
+    clickRate: ratio(uniqueClicks, delivered),
+    clickToOpenRate: ratio(uniqueClicks, uniqueOpens),
+    bounceRate: ratio(hardBounces + softBounces, processed),
+    unsubscribeRate: ratio(unsubscribes, delivered),
+    spamReportRate: ratio(spamReports, delivered),
   };
+}
+
+/** Each campaign's variants (events of no variant left out), in campaign then variant order. */
+function expectedVariants(rows: EventRow[]) {
+  return [
+    ...groupBy(
+      rows.filter((row) => row.variant_id !== NO_VARIANT),
+      (row) => `${row.campaign_id} ${row.variant_id}`,
+    ),
+  ]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([, group]) => ({ campaignId: group[0].campaign_id, variantId: group[0].variant_id, counts: expectedCounts(group) }));
 }
 
 function groupBy(rows: EventRow[], key: (row: EventRow) => string): Map<string, EventRow[]> {
@@ -151,16 +220,17 @@ const FILTERS: [string, Filter][] = [
   ['one campaign', { campaignId: C2 }],
   ['one address', { email: 'r3@example.com' }],
   ['campaign and clicks', { campaignId: C1, eventType: EventType.EVENT_TYPE_CLICK }],
+  ['delivered', { eventType: EventType.EVENT_TYPE_DELIVERED }],
+  ['one variant', { variantId: VARIANTS[1] }],
+  ['no variant, one campaign', { variantId: NO_VARIANT, campaignId: C1 }],
 ];
 const CASES = RANGES.flatMap(([range, bounds]) =>
   FILTERS.map(([name, filter]) => [`${name}, ${range}`, { ...filter, ...bounds }] as const),
 );
 
 describe.each(CASES)('%s', (_name, filter) => {
-  const expected = () => matching(filter);
-
   it('lists every event once, newest first, with the exact total', async () => {
-    const newestFirst = expected()
+    const newestFirst = listed(filter)
       .sort((a, b) => b.occurred_at.localeCompare(a.occurred_at) || (b.provider_event_id < a.provider_event_id ? -1 : 1))
       .map((row) => row.provider_event_id);
     const response = await analytics.rpc('listEvents', { filter: { workspaceId: W, ...filter }, page: { page: 1, pageSize: 500 } });
@@ -171,14 +241,15 @@ describe.each(CASES)('%s', (_name, filter) => {
   });
 
   it('counts daily stats exactly', async () => {
-    const rows = expected();
+    const rows = matching(filter);
     const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_DAY });
     expect(stats.totals).toEqual(expectedCounts(rows));
-    expect(stats.campaigns).toEqual(
+    expect(stats.campaigns.map(({ campaignId, counts }) => ({ campaignId, counts }))).toEqual(
       [...groupBy(rows, (row) => row.campaign_id)]
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
     );
+    expect(stats.variants).toEqual(expectedVariants(rows));
     const byDay = groupBy(rows, (row) => row.occurred_at.slice(0, 10));
     expect(stats.series.filter((bucket) => byDay.has(bucket.bucketStart!.toISOString().slice(0, 10)))).toEqual(
       [...byDay]
@@ -203,11 +274,12 @@ it.each([
   const rows = matching(filter);
   const stats = await analytics.rpc('getStats', { filter: { workspaceId: W, ...filter }, interval: Interval.INTERVAL_HOUR });
   expect(stats.totals).toEqual(expectedCounts(rows));
-  expect(stats.campaigns).toEqual(
+  expect(stats.campaigns.map(({ campaignId, counts }) => ({ campaignId, counts }))).toEqual(
     [...groupBy(rows, (row) => row.campaign_id)]
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([campaignId, group]) => ({ campaignId, counts: expectedCounts(group) })),
   );
+  expect(stats.variants).toEqual(expectedVariants(rows));
   expect(stats.series).toHaveLength(hours);
   const byHour = groupBy(rows, (row) => row.occurred_at.slice(0, 13));
   for (const bucket of stats.series) {
@@ -239,7 +311,8 @@ it('reads a day marked unsettled since the workspace was last read as unsettled'
 
   await analytics.clickhouse.command({
     query: `INSERT INTO event_rollup_daily
-      SELECT toUUID('${workspaceId}'), toDate('2026-06-02'), toUUID('${C1}'), 'open', 'none', countState(), uniqExactState(number) FROM numbers(40)`,
+      SELECT toUUID('${workspaceId}'), toDate('2026-06-02'), toUUID('${C1}'), toUUID('${NO_VARIANT}'), 'open', 'none', 0,
+        countState(), uniqExactState(number) FROM numbers(40)`,
   });
   await analytics.markUnsettled(workspaceId, ['2026-06-02']);
   expect(await read()).toEqual({ total: 3, opens: 3 });

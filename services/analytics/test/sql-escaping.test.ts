@@ -10,7 +10,7 @@ const HOSTILE = [
   '\\',
   "\\'",
   "\\\\'",
-  "'; DROP TABLE engagement_events; --",
+  "'; DROP TABLE events; --",
   "' OR '1'='1",
   "a@example.com' OR email != '",
   '\0',
@@ -50,11 +50,11 @@ describe('str() against the real server', () => {
     await analytics.insertEvents(HOSTILE.map((email) => event({ workspace_id: workspaceId, campaign_id: randomUUID(), email })));
     for (const value of HOSTILE) {
       const matches = await scalar<string>(
-        sql`SELECT count() AS value FROM engagement_events WHERE workspace_id = ${uuid(workspaceId)} AND email = ${str(value)}`,
+        sql`SELECT count() AS value FROM events WHERE workspace_id = ${uuid(workspaceId)} AND email = ${str(value)}`,
       );
       expect([value, Number(matches)]).toEqual([value, 1]);
     }
-    expect(Number(await scalar(sql`SELECT count() AS value FROM engagement_events`))).toBe(HOSTILE.length);
+    expect(Number(await scalar(sql`SELECT count() AS value FROM events`))).toBe(HOSTILE.length);
   });
 });
 

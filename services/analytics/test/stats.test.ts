@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EventType, Interval, event, failure, signal, startAnalytics, status, type Analytics } from './harness';
+import { EventType, Interval, event, failure, signal, startAnalytics, status, type Analytics, type EventRow } from './harness';
 
 const W = randomUUID();
 const C1 = '00000000-0000-4000-8000-000000000001';
@@ -10,17 +10,36 @@ const at = (iso: string) => new Date(iso);
 
 let analytics: Analytics;
 
+/** A rate as the proto carries it: absent (undefined) on a zero denominator. */
+const ratio = (part: number, whole: number) => (whole === 0 ? undefined : part / whole);
+
+/** Every count (zero unless given) and the rates they make. */
 function counts(values: Partial<Record<string, number>> = {}) {
-  return {
+  const all = {
+    processed: 0,
+    delivered: 0,
+    deferred: 0,
+    dropped: 0,
+    hardBounces: 0,
+    softBounces: 0,
+    spamReports: 0,
+    unsubscribes: 0,
     opens: 0,
+    machineOpens: 0,
     uniqueOpens: 0,
     clicks: 0,
     uniqueClicks: 0,
-    clickToOpenRate: 0,
-    hardBounces: 0,
-    softBounces: 0,
-    unsubscribes: 0,
     ...values,
+  };
+  return {
+    ...all,
+    deliveryRate: ratio(all.delivered, all.processed),
+    openRate: ratio(all.uniqueOpens, all.delivered),
+    clickRate: ratio(all.uniqueClicks, all.delivered),
+    clickToOpenRate: ratio(all.uniqueClicks, all.uniqueOpens),
+    bounceRate: ratio(all.hardBounces + all.softBounces, all.processed),
+    unsubscribeRate: ratio(all.unsubscribes, all.delivered),
+    spamReportRate: ratio(all.spamReports, all.delivered),
   };
 }
 
@@ -29,12 +48,12 @@ const C1_COUNTS = counts({
   uniqueOpens: 2,
   clicks: 3,
   uniqueClicks: 2,
-  clickToOpenRate: 1,
+
   hardBounces: 1,
   softBounces: 1,
   unsubscribes: 1,
 });
-const C2_COUNTS = counts({ opens: 2, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 });
+const C2_COUNTS = counts({ opens: 2, uniqueOpens: 1, clicks: 1, uniqueClicks: 1 });
 
 beforeAll(async () => {
   analytics = await startAnalytics('analytics_stats');
@@ -115,7 +134,7 @@ describe('GetStats', () => {
   it('counts totals and campaigns exactly, each provider event once', async () => {
     const result = await stats();
     expect(result.totals).toEqual(
-      counts({ opens: 5, uniqueOpens: 3, clicks: 4, uniqueClicks: 3, clickToOpenRate: 1, hardBounces: 1, softBounces: 1, unsubscribes: 1 }),
+      counts({ opens: 5, uniqueOpens: 3, clicks: 4, uniqueClicks: 3, hardBounces: 1, softBounces: 1, unsubscribes: 1 }),
     );
     expect(result.campaigns).toEqual([
       { campaignId: C1, counts: C1_COUNTS },
@@ -127,11 +146,11 @@ describe('GetStats', () => {
     expect((await stats()).series).toEqual([
       {
         bucketStart: at('2026-03-10T00:00:00Z'),
-        counts: counts({ opens: 3, uniqueOpens: 2, clicks: 2, uniqueClicks: 1, clickToOpenRate: 0.5 }),
+        counts: counts({ opens: 3, uniqueOpens: 2, clicks: 2, uniqueClicks: 1 }),
       },
       {
         bucketStart: at('2026-03-11T00:00:00Z'),
-        counts: counts({ opens: 2, uniqueOpens: 2, clicks: 2, uniqueClicks: 2, clickToOpenRate: 1 }),
+        counts: counts({ opens: 2, uniqueOpens: 2, clicks: 2, uniqueClicks: 2 }),
       },
       { bucketStart: at('2026-03-12T00:00:00Z'), counts: counts({ hardBounces: 1, softBounces: 1, unsubscribes: 1 }) },
     ]);
@@ -160,7 +179,7 @@ describe('GetStats', () => {
       { bucketStart: at('2026-03-10T23:00:00Z'), counts: counts({ opens: 1, uniqueOpens: 1 }) },
       {
         bucketStart: at('2026-03-11T00:00:00Z'),
-        counts: counts({ opens: 1, uniqueOpens: 1, clicks: 1, uniqueClicks: 1, clickToOpenRate: 1 }),
+        counts: counts({ opens: 1, uniqueOpens: 1, clicks: 1, uniqueClicks: 1 }),
       },
     ]);
     expect(result.campaigns).toEqual([{ campaignId: C2, counts: C2_COUNTS }]);
@@ -193,9 +212,7 @@ describe('GetStats', () => {
     expect(c2.topLinks).toEqual([{ campaignId: C2, url: LINK_A, clicks: 1, uniqueClicks: 1 }]);
 
     expect((await stats({ eventType: EventType.EVENT_TYPE_CLICK })).totals).toEqual(counts({ clicks: 4, uniqueClicks: 3 }));
-    expect((await stats({ email: 'a@example.com' })).totals).toEqual(
-      counts({ opens: 2, uniqueOpens: 1, clicks: 2, uniqueClicks: 1, clickToOpenRate: 1 }),
-    );
+    expect((await stats({ email: 'a@example.com' })).totals).toEqual(counts({ opens: 2, uniqueOpens: 1, clicks: 2, uniqueClicks: 1 }));
   });
 
   it('answers zeros for an empty range, not an error', async () => {
@@ -209,6 +226,7 @@ describe('GetStats', () => {
       ],
       topLinks: [],
       suppressions: { total: 0, hardBounce: 0, softBounces: 0, unsubscribe: 0, spamReport: 0 },
+      variants: [],
     });
     const nothing = await analytics.rpc('getStats', { filter: { workspaceId: randomUUID() }, interval: Interval.INTERVAL_UNSPECIFIED });
     expect(nothing).toMatchObject({ totals: counts(), campaigns: [], series: [], topLinks: [] });
@@ -252,11 +270,160 @@ describe('GetStats', () => {
   });
 
   it('treats injection attempts as data', async () => {
-    for (const email of ["' OR 1=1 --", "\\'; DROP TABLE engagement_events; --", 'a@example.com\\']) {
+    for (const email of ["' OR 1=1 --", "\\'; DROP TABLE events; --", 'a@example.com\\']) {
       expect((await stats({ email })).totals).toEqual(counts());
     }
     const result = await failure(stats({ campaignId: "00000000-0000-4000-8000-000000000001' OR '1'='1" }));
     expect(result.code).toBe(status.INVALID_ARGUMENT);
     expect((await stats()).totals?.opens).toBe(5);
+  });
+});
+
+describe('GetStats of delivery events, machine opens and rates', () => {
+  const workspaceId = randomUUID();
+  const campaignId = randomUUID();
+  const row = (type: EventRow['event_type'], email: string, occurredAt: string, extra: Partial<EventRow> = {}) =>
+    event({ workspace_id: workspaceId, campaign_id: campaignId, event_type: type, email, occurred_at: occurredAt, ...extra });
+  const redelivered = row('delivered', 'j@example.com', '2026-04-02T09:00:00Z');
+
+  beforeAll(async () => {
+    const addresses = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'].map((name) => `${name}@example.com`);
+    await analytics.insertEvents([
+      // 10 processed; 8 delivered (one of them redelivered below), 1 deferred, 1 dropped; 2 bounced.
+      ...addresses.map((email) => row('processed', email, '2026-04-01T08:00:00Z')),
+      ...addresses.slice(0, 7).map((email) => row('delivered', email, '2026-04-01T08:01:00Z')),
+      redelivered,
+      row('deferred', 'h@example.com', '2026-04-01T08:02:00Z', { reason: '421 try later' }),
+      row('dropped', 'i@example.com', '2026-04-01T08:02:00Z'),
+      row('bounce', 'h@example.com', '2026-04-02T08:03:00Z', { bounce_type: 'hard', bounce_class: 'invalid_address' }),
+      row('bounce', 'i@example.com', '2026-04-02T08:03:00Z', { bounce_type: 'soft', bounce_class: 'mailbox_unavailable' }),
+      // Human opens: a on both days (one unique open), b, c; d's only open is a machine's; a has a machine open too.
+      row('open', 'a@example.com', '2026-04-01T10:00:00Z'),
+      row('open', 'a@example.com', '2026-04-02T10:00:00Z'),
+      row('open', 'a@example.com', '2026-04-03T10:00:00Z', { machine_open: 1 }),
+      row('open', 'b@example.com', '2026-04-02T11:00:00Z'),
+      row('open', 'c@example.com', '2026-04-03T12:00:00Z'),
+      row('open', 'd@example.com', '2026-04-01T09:00:00Z', { machine_open: 1 }),
+      // Clicks: a on two days, b.
+      row('click', 'a@example.com', '2026-04-01T10:05:00Z', { url: 'https://example.com/x' }),
+      row('click', 'a@example.com', '2026-04-03T10:05:00Z', { url: 'https://example.com/x' }),
+      row('click', 'b@example.com', '2026-04-02T11:05:00Z', { url: 'https://example.com/y' }),
+      row('unsubscribe', 'c@example.com', '2026-04-03T12:05:00Z'),
+      row('spamreport', 'e@example.com', '2026-04-03T13:00:00Z'),
+    ]);
+    await analytics.insertFaultCopies([{ ...redelivered, id: randomUUID() }]);
+  });
+
+  // Computed by hand from the events above.
+  const EXPECTED = {
+    processed: 10,
+    delivered: 8,
+    deferred: 1,
+    dropped: 1,
+    hardBounces: 1,
+    softBounces: 1,
+    spamReports: 1,
+    unsubscribes: 1,
+    opens: 6,
+    machineOpens: 2,
+    uniqueOpens: 3,
+    clicks: 3,
+    uniqueClicks: 2,
+    deliveryRate: 0.8,
+    openRate: 3 / 8,
+    clickRate: 2 / 8,
+    clickToOpenRate: 2 / 3,
+    bounceRate: 0.2,
+    unsubscribeRate: 1 / 8,
+    spamReportRate: 1 / 8,
+  };
+
+  it.each([
+    ['whole days (rollups)', { occurredFrom: at('2026-04-01T00:00:00Z'), occurredBefore: at('2026-04-04T00:00:00Z') }],
+    ['partial days (rows)', { occurredFrom: at('2026-04-01T07:00:00Z'), occurredBefore: at('2026-04-03T23:00:00Z') }],
+    ['all time', {}],
+  ])('counts every figure and rate exactly over %s', async (_name, range) => {
+    const result = await analytics.rpc('getStats', { filter: { workspaceId, ...range }, interval: Interval.INTERVAL_DAY });
+    expect(result.totals).toEqual(EXPECTED);
+    expect(result.campaigns).toEqual([{ campaignId, counts: EXPECTED }]);
+    // Unique opens per day are 1, 2 and 1 (a sum would say 4): the range's are exact.
+    expect(result.series.map((bucket) => bucket.counts?.uniqueOpens)).toEqual([1, 2, 1]);
+    expect(result.variants).toEqual([]);
+  });
+
+  it('counts a redelivered event once, hourly too', async () => {
+    const result = await analytics.rpc('getStats', {
+      filter: { workspaceId, occurredFrom: at('2026-04-02T09:00:00Z'), occurredBefore: at('2026-04-02T10:00:00Z') },
+      interval: Interval.INTERVAL_HOUR,
+    });
+    expect(result.totals).toMatchObject({ delivered: 1, processed: 0 });
+    expect(result.totals?.deliveryRate).toBeUndefined();
+  });
+});
+
+describe('GetStats of variants', () => {
+  const workspaceId = randomUUID();
+  const campaignId = randomUUID();
+  const [A, B] = [randomUUID(), randomUUID()].sort();
+  const delivered = 200;
+  /** Unique opens and clicks per variant: opens differ significantly, clicks do not. */
+  const outcomes = { [A]: { opens: 80, clicks: 12 }, [B]: { opens: 40, clicks: 9 } };
+
+  /** The pooled two-proportion z statistic, computed here on its own. */
+  function z(successesA: number, successesB: number, trials: number): number {
+    const pA = successesA / trials;
+    const pB = successesB / trials;
+    const pooled = (successesA + successesB) / (2 * trials);
+    return (pA - pB) / Math.sqrt(pooled * (1 - pooled) * (2 / trials));
+  }
+
+  beforeAll(async () => {
+    const rows: EventRow[] = [];
+    for (const variantId of [A, B]) {
+      for (let i = 0; i < delivered; i++) {
+        const email = `${variantId.slice(0, 8)}-${i}@example.com`;
+        const base = { workspace_id: workspaceId, campaign_id: campaignId, variant_id: variantId, email };
+        rows.push(event({ ...base, event_type: 'processed', occurred_at: '2026-05-01T08:00:00Z' }));
+        rows.push(event({ ...base, event_type: 'delivered', occurred_at: '2026-05-01T08:01:00Z' }));
+        if (i < outcomes[variantId].opens) rows.push(event({ ...base, event_type: 'open', occurred_at: '2026-05-01T09:00:00Z' }));
+        if (i < outcomes[variantId].clicks) {
+          rows.push(event({ ...base, event_type: 'click', url: 'https://example.com/', occurred_at: '2026-05-02T09:00:00Z' }));
+        }
+      }
+    }
+    // Events of the campaign sent without a variant count for the campaign, not for a variant.
+    rows.push(event({ workspace_id: workspaceId, campaign_id: campaignId, event_type: 'delivered', occurred_at: '2026-05-01T08:01:00Z' }));
+    await analytics.insertEvents(rows);
+  });
+
+  it('names the open-rate leader when it differs at 95 %, and no click-rate leader when it does not', async () => {
+    expect(Math.abs(z(80, 40, delivered))).toBeGreaterThan(1.959964);
+    expect(Math.abs(z(12, 9, delivered))).toBeLessThan(1.959964);
+    const result = await analytics.rpc('getStats', { filter: { workspaceId }, interval: Interval.INTERVAL_DAY });
+    expect(result.campaigns).toHaveLength(1);
+    expect(result.campaigns[0].leaderByOpenRate).toBe(A);
+    expect(result.campaigns[0].leaderByClickRate).toBeUndefined();
+    expect(result.campaigns[0].counts).toMatchObject({ delivered: 2 * delivered + 1, uniqueOpens: 120 });
+    expect(result.variants).toEqual(
+      [A, B].map((variantId) => ({
+        campaignId,
+        variantId,
+        counts: counts({
+          processed: delivered,
+          delivered,
+          opens: outcomes[variantId].opens,
+          uniqueOpens: outcomes[variantId].opens,
+          clicks: outcomes[variantId].clicks,
+          uniqueClicks: outcomes[variantId].clicks,
+        }),
+      })),
+    );
+  });
+
+  it('narrows to one variant with the variant filter, where no leader can be named', async () => {
+    const result = await analytics.rpc('getStats', { filter: { workspaceId, variantId: B }, interval: Interval.INTERVAL_DAY });
+    expect(result.variants.map((variant) => variant.variantId)).toEqual([B]);
+    expect(result.totals).toMatchObject({ delivered, uniqueOpens: 40, uniqueClicks: 9 });
+    expect(result.campaigns[0].leaderByOpenRate).toBeUndefined();
   });
 });

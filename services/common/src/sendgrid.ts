@@ -1,6 +1,6 @@
 import { eventsV1 } from '@mail/proto';
 
-const { EventType, BounceType } = eventsV1;
+const { EventType, BounceType, BounceClass } = eventsV1;
 
 /**
  * SendGrid event name → what is stored; names not listed (processed,
@@ -62,5 +62,7 @@ export function fromSendgridEvent(event: SendgridEventFields, occurredAt: Date, 
     userAgent: text(event.useragent),
     ip: text(event.ip),
     rawJson: JSON.stringify(event),
+    machineOpen: false,
+    bounceClass: BounceClass.BOUNCE_CLASS_UNSPECIFIED,
   };
 }

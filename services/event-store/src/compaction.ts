@@ -2,7 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { identifier, int, list, sql, str } from './sql';
 
 /** The event tables partitioned by month (toYYYYMM of an event's time). */
-export const MONTHLY_TABLES = ['engagement_events', 'events_by_address', 'event_rollup_daily', 'link_rollup_daily', 'unmatched_events'];
+export const MONTHLY_TABLES = ['events', 'events_by_address', 'event_rollup_daily', 'link_rollup_daily', 'unmatched_events'];
 
 /**
  * A month counts as closed this long after it ended: its events can still

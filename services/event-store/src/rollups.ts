@@ -1,30 +1,33 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
+import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
 import { dateTime, identifier, int, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
- * Tables derived from engagement_events by materialized views, so reads need
- * not deduplicate every stored row. They are exact because ingestion stores
- * each provider event once; the exception is a fault, after which ingestion
+ * Tables derived from events by materialized views, so reads need not
+ * deduplicate every stored row. They are exact because ingestion stores each
+ * provider event once; the exception is a fault, after which ingestion
  * records the (workspace, day) in unsettled_days (a view's insert is not
  * atomic with its base table's: ClickHouse dying in between commits the event
  * without its rollup, and the retry then skips it as stored). Readers take
- * unsettled days, and partial days at the ends of a range, from
- * engagement_events itself.
+ * unsettled days, and partial days at the ends of a range, from events itself.
  * - event_rollup_daily: events and distinct addresses (64-bit hashes, exact
- *   sets) per workspace, day, campaign, type and bounce type;
- * - link_rollup_daily: clicks and distinct addresses per link and day;
+ *   sets) per workspace, day, campaign, variant, type, bounce type and
+ *   machine-open flag, so that unique human opens and every per-variant figure
+ *   come from it;
+ * - link_rollup_daily: clicks and distinct addresses per link and day (and
+ *   variant, for the variant filter);
  * - events_by_address: the events sorted by address, for the address filter.
  * Aggregate states are merged at read time (parts may not have merged yet).
  * Small index granules let a campaign filter skip most of a workspace's days,
  * and an address's few events be read without the rows around them.
  */
-const EVENT_TYPE = sql`Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4)`;
-const BOUNCE_TYPE = sql`Enum8('none' = 0, 'hard' = 1, 'soft' = 2)`;
+/** The columns events_by_address is filled with: all of events but raw. */
+const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open,
+  email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
 
-/** The columns events_by_address is filled with: all of engagement_events but raw. */
-const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at,
-  url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
+/** The key of event_rollup_daily below the day, in its order. */
+const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
 
 const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
   sql`CREATE TABLE IF NOT EXISTS ${db}.unsettled_days (
@@ -50,27 +53,29 @@ const DERIVED_TABLES: DerivedTable[] = [
       workspace_id UUID,
       day Date,
       campaign_id UUID,
-      event_type ${EVENT_TYPE},
-      bounce_type ${BOUNCE_TYPE},
+      variant_id UUID,
+      event_type ${EVENT_TYPE_ENUM},
+      bounce_type ${BOUNCE_TYPE_ENUM},
+      machine_open UInt8,
       events AggregateFunction(count),
       addresses AggregateFunction(uniqExact, UInt64)
     ) ENGINE = AggregatingMergeTree()
     PARTITION BY toYYYYMM(day)
-    ORDER BY (workspace_id, day, campaign_id, event_type, bounce_type)
+    ORDER BY (workspace_id, day, ${EVENT_ROLLUP_KEY})
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.event_rollup_daily_feed TO ${db}.event_rollup_daily AS
-      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type,
+      SELECT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY},
         countState() AS events, uniqExactState(cityHash64(email)) AS addresses
-      FROM ${db}.engagement_events
-      GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
+      FROM ${db}.events
+      GROUP BY workspace_id, day, ${EVENT_ROLLUP_KEY}`,
     backfill: (db, where) => sql`INSERT INTO ${db}.event_rollup_daily
-      SELECT workspace_id, day, campaign_id, event_type, bounce_type, countState() AS events, uniqExactState(address) AS addresses
+      SELECT workspace_id, day, ${EVENT_ROLLUP_KEY}, countState() AS events, uniqExactState(address) AS addresses
       FROM (
-        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, event_type, bounce_type, provider_event_id,
+        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY}, provider_event_id,
           cityHash64(email) AS address
-        FROM ${db}.engagement_events WHERE ${where}
+        FROM ${db}.events WHERE ${where}
       )
-      GROUP BY workspace_id, day, campaign_id, event_type, bounce_type`,
+      GROUP BY workspace_id, day, ${EVENT_ROLLUP_KEY}`,
   },
   {
     name: 'link_rollup_daily',
@@ -78,46 +83,47 @@ const DERIVED_TABLES: DerivedTable[] = [
       workspace_id UUID,
       day Date,
       campaign_id UUID,
+      variant_id UUID,
       url String,
       clicks AggregateFunction(count),
       addresses AggregateFunction(uniqExact, UInt64)
     ) ENGINE = AggregatingMergeTree()
     PARTITION BY toYYYYMM(day)
-    ORDER BY (workspace_id, day, campaign_id, url)
+    ORDER BY (workspace_id, day, campaign_id, variant_id, url)
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.link_rollup_daily_feed TO ${db}.link_rollup_daily AS
-      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url,
+      SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, variant_id, assumeNotNull(url) AS url,
         countState() AS clicks, uniqExactState(cityHash64(email)) AS addresses
-      FROM ${db}.engagement_events
+      FROM ${db}.events
       WHERE event_type = 'click' AND isNotNull(url)
-      GROUP BY workspace_id, day, campaign_id, url`,
+      GROUP BY workspace_id, day, campaign_id, variant_id, url`,
     backfill: (db, where) => sql`INSERT INTO ${db}.link_rollup_daily
-      SELECT workspace_id, day, campaign_id, url, countState() AS clicks, uniqExactState(address) AS addresses
+      SELECT workspace_id, day, campaign_id, variant_id, url, countState() AS clicks, uniqExactState(address) AS addresses
       FROM (
-        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, assumeNotNull(url) AS url, provider_event_id,
-          cityHash64(email) AS address
-        FROM ${db}.engagement_events
+        SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, campaign_id, variant_id, assumeNotNull(url) AS url,
+          provider_event_id, cityHash64(email) AS address
+        FROM ${db}.events
         WHERE ${where} AND event_type = 'click' AND isNotNull(url)
       )
-      GROUP BY workspace_id, day, campaign_id, url`,
+      GROUP BY workspace_id, day, campaign_id, variant_id, url`,
   },
   {
     name: 'events_by_address',
-    // engagement_events' columns, so the two cannot drift apart; its raw column stays empty here.
-    create: (db) => sql`CREATE TABLE ${db}.events_by_address AS ${db}.engagement_events
+    // The columns of events, so the two cannot drift apart; its raw column stays empty here.
+    create: (db) => sql`CREATE TABLE ${db}.events_by_address AS ${db}.events
     ENGINE = ReplacingMergeTree(ingested_at)
     PARTITION BY toYYYYMM(occurred_at)
     ORDER BY (workspace_id, email, occurred_at, provider_event_id)
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_by_address_feed TO ${db}.events_by_address AS
-      SELECT ${EVENTS_BY_ADDRESS_COLUMNS}, '' AS raw FROM ${db}.engagement_events`,
+      SELECT ${EVENTS_BY_ADDRESS_COLUMNS}, '' AS raw FROM ${db}.events`,
     // Readers deduplicate an address's few rows exactly, so copies may stay.
     backfill: (db, where) => sql`INSERT INTO ${db}.events_by_address (${EVENTS_BY_ADDRESS_COLUMNS})
-      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.engagement_events WHERE ${where}`,
+      SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.events WHERE ${where}`,
   },
 ];
 
-/** The events of one workspace's UTC day (YYYY-MM-DD), as a condition on engagement_events and its copies. */
+/** The events of one workspace's UTC day (YYYY-MM-DD), as a condition on events and its copies. */
 export function eventsOfDay(workspaceId: string, day: string): SqlFragment {
   const from = new Date(`${day}T00:00:00Z`);
   return sql`workspace_id = ${uuid(workspaceId)} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
@@ -201,7 +207,7 @@ export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragme
   }
   if (created.length === 0) return;
   const result = await client.query({
-    query: sql`SELECT DISTINCT toYYYYMM(occurred_at) AS month FROM ${db}.engagement_events ORDER BY month`.text,
+    query: sql`SELECT DISTINCT toYYYYMM(occurred_at) AS month FROM ${db}.events ORDER BY month`.text,
     format: 'JSONEachRow',
   });
   const months = (await result.json<{ month: number }>()).map((row) => int(Number(row.month)));
@@ -212,6 +218,6 @@ export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragme
   await client.command({
     query: sql`INSERT INTO ${db}.unsettled_days
       SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at
-      FROM ${db}.engagement_events WHERE ingested_at >= ${dateTime(viewsFrom)}`.text,
+      FROM ${db}.events WHERE ingested_at >= ${dateTime(viewsFrom)}`.text,
   });
 }

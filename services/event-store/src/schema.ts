@@ -1,34 +1,74 @@
 import { createClickHouse } from './client';
-import { identifier, sql, type SqlFragment } from './sql';
+import { identifier, raw, sql, type SqlFragment } from './sql';
+import { migrateFromV1 } from './migration';
 import { ensureEventRollups } from './rollups';
 import { ensureSuppressionState } from './suppression';
 import { closedWorkspacesTable } from './workspace-erasure';
 
 /**
- * The engagement event store, shared by ingestion (writes) and analytics
- * (reads), as in PostHog's pipeline. Written for ClickHouse 18.16 (what these
- * machines run) and current releases alike: no DateTime64, no LowCardinality,
- * no TTL or codecs.
+ * The event store, shared by ingestion (writes) and analytics (reads), as in
+ * PostHog's pipeline. Written for ClickHouse 18.16 (what these machines run)
+ * and current releases alike: no DateTime64, no LowCardinality, no TTL or
+ * codecs.
  *
  * Exactly-once per provider event: ingestion skips events whose
  * provider_event_id is already stored (checked inside the event's
  * workspace and time range, which the sort key makes cheap), and the
  * ReplacingMergeTree key collapses any duplicate that still slips in.
  */
-export const EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const;
+
+/** What a marketer reads as engagement: the event list shows these unless asked for another type. */
+export const ENGAGEMENT_EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const;
+export type EngagementEventType = (typeof ENGAGEMENT_EVENT_TYPES)[number];
+/** What the provider reports of a message's way to the inbox. */
+export const DELIVERY_EVENT_TYPES = ['processed', 'delivered', 'deferred', 'dropped', 'spamreport'] as const;
+/** Every type the events table stores, in the order of its Enum8 values (1-9). */
+export const EVENT_TYPES = [...ENGAGEMENT_EVENT_TYPES, ...DELIVERY_EVENT_TYPES] as const;
 export type StoredEventType = (typeof EVENT_TYPES)[number];
 export const BOUNCE_TYPES = ['none', 'hard', 'soft'] as const;
 export type StoredBounceType = (typeof BOUNCE_TYPES)[number];
+/** Why a bounce happened, as the provider classifies it. */
+export const BOUNCE_CLASSES = [
+  'invalid_address',
+  'mailbox_unavailable',
+  'technical',
+  'content',
+  'reputation',
+  'frequency_or_volume',
+  'unclassified',
+] as const;
+export type BounceClass = (typeof BOUNCE_CLASSES)[number];
+/** The bounce_class column: 'none' on every event but a bounce. */
+export type StoredBounceClass = 'none' | BounceClass;
+/**
+ * Soft bounces of these classes say nothing about the address (the sender's
+ * reputation, the content, a technical fault, the volume): they do not count
+ * towards the soft-bounce suppression.
+ */
+export const SENDER_SIDE_BOUNCE_CLASSES: readonly StoredBounceClass[] = ['technical', 'content', 'reputation', 'frequency_or_volume'];
+/** variant_id of an event attributed to no variant (the API shows null). */
+export const NO_VARIANT = '00000000-0000-0000-0000-000000000000';
 export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
 export type SignalReason = (typeof SIGNAL_REASONS)[number];
 
-const tables = (db: SqlFragment): SqlFragment[] => [
-  sql`CREATE TABLE IF NOT EXISTS ${db}.engagement_events (
+/** Enum8 members named in order from `first`. */
+const enum8 = (names: readonly string[], first: number): SqlFragment =>
+  raw.trusted(`Enum8(${names.map((name, index) => `'${name}' = ${first + index}`).join(', ')})`);
+export const EVENT_TYPE_ENUM = enum8(EVENT_TYPES, 1);
+export const BOUNCE_TYPE_ENUM = enum8(BOUNCE_TYPES, 0);
+export const BOUNCE_CLASS_ENUM = enum8(['none', ...BOUNCE_CLASSES], 0);
+
+/** Every stored event, engagement and delivery alike. */
+const eventsTable = (db: SqlFragment): SqlFragment =>
+  sql`CREATE TABLE IF NOT EXISTS ${db}.events (
     id UUID,
     workspace_id UUID,
     campaign_id UUID,
-    event_type Enum8('open' = 1, 'click' = 2, 'bounce' = 3, 'unsubscribe' = 4),
-    bounce_type Enum8('none' = 0, 'hard' = 1, 'soft' = 2),
+    variant_id UUID,
+    event_type ${EVENT_TYPE_ENUM},
+    bounce_type ${BOUNCE_TYPE_ENUM},
+    bounce_class ${BOUNCE_CLASS_ENUM},
+    machine_open UInt8,
     email String,
     occurred_at DateTime('UTC'),
     received_at DateTime('UTC'),
@@ -43,7 +83,10 @@ const tables = (db: SqlFragment): SqlFragment[] => [
     ingested_at DateTime('UTC')
   ) ENGINE = ReplacingMergeTree(ingested_at)
   PARTITION BY toYYYYMM(occurred_at)
-  ORDER BY (workspace_id, occurred_at, provider_event_id)`,
+  ORDER BY (workspace_id, occurred_at, provider_event_id)`;
+
+const tables = (db: SqlFragment): SqlFragment[] => [
+  eventsTable(db),
 
   // Events whose category names no campaign: kept, never lost, for later inspection.
   sql`CREATE TABLE IF NOT EXISTS ${db}.unmatched_events (
@@ -91,8 +134,10 @@ const tables = (db: SqlFragment): SqlFragment[] => [
 ];
 
 /**
- * Creates the database and tables if missing (suppression_state filled from
- * the signals already stored); safe to run from every replica at start-up.
+ * Creates the database and tables if missing, takes a v1 store over
+ * (migrateFromV1), then creates the derived tables (filled from the stored
+ * events) and suppression_state (filled from the signals already stored);
+ * safe to run from every replica at start-up.
  * It connects to `default`, because a client bound to a database that does
  * not exist yet cannot run CREATE DATABASE.
  */
@@ -102,6 +147,7 @@ export async function ensureEventSchema(url: string, database: string): Promise<
     const db = identifier(database);
     await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
     for (const statement of tables(db)) await client.command({ query: statement.text });
+    await migrateFromV1(client, db);
     await ensureEventRollups(client, db);
   } finally {
     await client.close();

@@ -73,8 +73,9 @@ const sameFigures = (a: Figures, b: Figures): boolean => a.size === b.size && [.
 function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
   const workspace = uuid(day.workspaceId);
   const inDay = eventsOfDay(day.workspaceId, day.day);
-  const rollupKey = sql`concat(toString(campaign_id), ' ', toString(event_type), ' ', toString(bounce_type))`;
-  const linkKey = sql`concat(toString(campaign_id), ' ', url)`;
+  const rollupKey = sql`concat(toString(campaign_id), ' ', toString(variant_id), ' ', toString(event_type), ' ',
+    toString(bounce_type), ' ', toString(machine_open))`;
+  const linkKey = sql`concat(toString(campaign_id), ' ', toString(variant_id), ' ', url)`;
   const both = (events: SqlFragment, addresses: SqlFragment) => sql`concat(toString(${events}), ' ', toString(${addresses}))`;
   const eventCount = sql`uniqExact(cityHash64(provider_event_id))`;
   const addressCount = sql`uniqExact(cityHash64(email))`;
@@ -82,19 +83,19 @@ function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
     [
       sql`SELECT ${rollupKey} AS key, ${both(sql`countMerge(events)`, sql`uniqExactMerge(addresses)`)} AS figures
         FROM event_rollup_daily WHERE workspace_id = ${workspace} AND day = toDate(${str(day.day)}) GROUP BY key`,
-      sql`SELECT ${rollupKey} AS key, ${both(eventCount, addressCount)} AS figures FROM engagement_events WHERE ${inDay} GROUP BY key`,
+      sql`SELECT ${rollupKey} AS key, ${both(eventCount, addressCount)} AS figures FROM events WHERE ${inDay} GROUP BY key`,
     ],
     [
       sql`SELECT ${linkKey} AS key, ${both(sql`countMerge(clicks)`, sql`uniqExactMerge(addresses)`)} AS figures
         FROM link_rollup_daily WHERE workspace_id = ${workspace} AND day = toDate(${str(day.day)}) GROUP BY key`,
       sql`SELECT ${linkKey} AS key, ${both(eventCount, addressCount)} AS figures
-        FROM (SELECT campaign_id, assumeNotNull(url) AS url, provider_event_id, email FROM engagement_events
+        FROM (SELECT campaign_id, variant_id, assumeNotNull(url) AS url, provider_event_id, email FROM events
           WHERE ${inDay} AND event_type = 'click' AND isNotNull(url))
         GROUP BY key`,
     ],
     [
       sql`SELECT 'events' AS key, toString(${eventCount}) AS figures FROM events_by_address WHERE ${inDay}`,
-      sql`SELECT 'events' AS key, toString(${eventCount}) AS figures FROM engagement_events WHERE ${inDay}`,
+      sql`SELECT 'events' AS key, toString(${eventCount}) AS figures FROM events WHERE ${inDay}`,
     ],
   ];
 }
@@ -102,7 +103,7 @@ function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
 /** When the day's newest event was ingested (unix seconds), 0 when it has none. */
 async function lastIngested(client: ClickHouseClient, day: MarkedDay, signal?: AbortSignal): Promise<number> {
   const result = await client.query({
-    query: sql`SELECT toUInt32(max(ingested_at)) AS last FROM engagement_events WHERE ${eventsOfDay(day.workspaceId, day.day)}`.text,
+    query: sql`SELECT toUInt32(max(ingested_at)) AS last FROM events WHERE ${eventsOfDay(day.workspaceId, day.day)}`.text,
     format: 'JSONEachRow',
     abort_signal: signal,
   });

@@ -13,7 +13,7 @@ import { dateTime, identifier, join, list, sql, uuid, type SqlFragment } from '.
  * name a deleted campaign's category are unmatched: they name no workspace.
  */
 export const WORKSPACE_TABLES = [
-  'engagement_events',
+  'events',
   'events_by_address',
   'event_rollup_daily',
   'link_rollup_daily',

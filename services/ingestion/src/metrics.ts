@@ -5,7 +5,7 @@ const counter = (name: string, help: string): prometheus.Counter =>
 
 export const ingestionMetrics = {
   consumed: counter('events_consumed', 'Events read from the events topic (a record carries a batch of them), poison ones included'),
-  inserted: counter('events_inserted', 'Events written to engagement_events'),
+  inserted: counter('events_inserted', 'Events written to the events table'),
   duplicates: counter('events_duplicate', 'Events skipped as already stored or repeated within a batch'),
   unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
   rematched: counter('events_rematched', 'Unmatched events republished to the events topic because a campaign took their category'),

@@ -1,6 +1,7 @@
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from './categories';
-import { eventId, eventKey, signalReason, storedBounceType, storedType, unmatchedTypeName } from './domain/events';
+import { NO_VARIANT } from '@mail/event-store';
+import { eventId, eventKey, signalReason, storedBounceClass, storedBounceType, storedType } from './domain/events';
 import type { EngagementEventRow, EventStore, SuppressionSignalRow, UnmatchedEventRow } from './store/events';
 import type { SuppressionStateStore } from './store/suppressions';
 import { EventsWriteError, workspaceDays, type WorkspaceDay } from './store/unsettled';
@@ -30,7 +31,7 @@ const seconds = (date: Date | undefined): number => Math.floor(date!.getTime() /
  * batch, or its redelivery after a crash, safe: suppression signals first
  * (collapsed by their table's key if written twice) and the state of their
  * addresses recomputed from them (the same rows again), then only the events
- * engagement_events does not hold yet, then the unmatched ones (collapsed by
+ * the events table does not hold yet, then the unmatched ones (collapsed by
  * their key). A throw leaves the batch to be retried; nothing is skipped.
  */
 export async function ingest(events: EngagementEvent[], deps: IngestDependencies): Promise<IngestResult> {
@@ -49,7 +50,7 @@ export async function ingest(events: EngagementEvent[], deps: IngestDependencies
       unmatched.push({
         provider_event_id: event.providerEventId,
         provider: event.provider,
-        event_type: unmatchedTypeName(event),
+        event_type: storedType(event),
         email: event.email,
         categories: event.categories,
         occurred_at: seconds(event.occurredAt),
@@ -70,8 +71,7 @@ export async function ingest(events: EngagementEvent[], deps: IngestDependencies
         ingested_at: ingestedAt,
       });
     }
-    const eventType = storedType(event);
-    if (eventType) rows.push(toRow(event, eventType, match, ingestedAt));
+    rows.push(toRow(event, match, ingestedAt));
   }
 
   await deps.store.insertSignals(signals);
@@ -86,18 +86,16 @@ export async function ingest(events: EngagementEvent[], deps: IngestDependencies
   return { inserted: fresh.length, duplicates, unmatched: unmatched.length, signals: signals.length, written: workspaceDays(fresh) };
 }
 
-function toRow(
-  event: EngagementEvent,
-  eventType: EngagementEventRow['event_type'],
-  match: CategoryMatch,
-  ingestedAt: number,
-): EngagementEventRow {
+function toRow(event: EngagementEvent, match: CategoryMatch, ingestedAt: number): EngagementEventRow {
   return {
     id: eventId(event),
     workspace_id: match.workspaceId,
     campaign_id: match.campaignId,
-    event_type: eventType,
+    variant_id: NO_VARIANT,
+    event_type: storedType(event),
     bounce_type: storedBounceType(event),
+    bounce_class: storedBounceClass(event),
+    machine_open: event.machineOpen ? 1 : 0,
     email: event.email,
     occurred_at: seconds(event.occurredAt),
     received_at: seconds(event.receivedAt),

@@ -51,7 +51,7 @@ it('keeps retrying while ClickHouse is down, committing no offset past an unstor
     Array.from({ length: 200 }, (_, i) =>
       engagementEvent({ providerEventId: `${p}-${name}-${i}`, email: `r${i % 13}@example.com`, categories: [category] }),
     );
-  const count = `SELECT count() AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`;
+  const count = `SELECT count() AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`;
 
   await ingestion.produce(batch('before'));
   await ingestion.waitForCount(count, 200);
@@ -74,9 +74,9 @@ it('keeps retrying while ClickHouse is down, committing no offset past an unstor
   await ingestion.waitForCount(count, 600, 60_000);
   await ingestion.waitUntilCaughtUp();
   expect(await ingestion.count(count)).toBe(600);
-  expect(
-    await ingestion.count(`SELECT uniqExact(provider_event_id) AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`),
-  ).toBe(600);
+  expect(await ingestion.count(`SELECT uniqExact(provider_event_id) AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(
+    600,
+  );
   expect(await ingestion.count(`SELECT count() AS n FROM suppression_signals WHERE workspace_id = toUUID('${campaign.workspaceId}')`)).toBe(
     0,
   );

@@ -22,7 +22,7 @@ it('loses nothing and duplicates nothing when the consumer is killed mid-stream'
   const campaign = await ingestion.createCampaign(category);
   const total = 20_000;
   const perBatch = 500;
-  const count = `SELECT count() AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`;
+  const count = `SELECT count() AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`;
 
   const producing = (async () => {
     for (let start = 0; start < total; start += perBatch) {
@@ -52,11 +52,9 @@ it('loses nothing and duplicates nothing when the consumer is killed mid-stream'
   await ingestion.waitForCount(count, total, 90_000);
   await ingestion.waitUntilCaughtUp();
   expect(await ingestion.count(count)).toBe(total);
-  expect(await ingestion.count(`SELECT count() AS n FROM engagement_events FINAL WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(
-    total,
-  );
+  expect(await ingestion.count(`SELECT count() AS n FROM events FINAL WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(total);
   const perId = await ingestion.rows<{ copies: string; ids: string }>(
-    `SELECT copies, count() AS ids FROM (SELECT provider_event_id, count() AS copies FROM engagement_events
+    `SELECT copies, count() AS ids FROM (SELECT provider_event_id, count() AS copies FROM events
        WHERE campaign_id = toUUID('${campaign.id}') GROUP BY provider_event_id) GROUP BY copies`,
   );
   expect(perId).toEqual([{ copies: '1', ids: String(total) }]);
@@ -66,7 +64,7 @@ it('finishes and commits the batch in progress on SIGTERM, then exits', async ()
   const p = `term-${uniqueSuffix()}`;
   const category = `cat-${p}`;
   const campaign = await ingestion.createCampaign(category);
-  const count = `SELECT count() AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`;
+  const count = `SELECT count() AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`;
   const total = 5_000;
   for (let start = 0; start < total; start += 1_000) {
     await ingestion.produce(
@@ -89,8 +87,8 @@ it('finishes and commits the batch in progress on SIGTERM, then exits', async ()
   await ingestion.stack.restart('ingestion');
   await ingestion.waitForCount(count, total, 60_000);
   await ingestion.waitUntilCaughtUp();
-  expect(
-    await ingestion.count(`SELECT uniqExact(provider_event_id) AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`),
-  ).toBe(total);
+  expect(await ingestion.count(`SELECT uniqExact(provider_event_id) AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(
+    total,
+  );
   expect(await ingestion.count(count)).toBe(total);
 });

@@ -2,13 +2,15 @@ import { EVENT_BATCH_SCHEMA } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { decodeEvent, decodeRecord, eventId, signalReason, storedBounceType, storedType } from '../src/domain/events';
 
-const { EventType, BounceType } = eventsV1;
+const { EventType, BounceType, BounceClass } = eventsV1;
 
 const valid: eventsV1.EngagementEvent = {
   providerEventId: 'sg-1',
   provider: 'sendgrid',
   eventType: EventType.EVENT_TYPE_BOUNCE,
   bounceType: BounceType.BOUNCE_TYPE_SOFT,
+  bounceClass: BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE,
+  machineOpen: false,
   email: 'a@example.com',
   occurredAt: new Date('2026-01-02T03:04:05Z'),
   receivedAt: new Date('2026-01-02T03:04:06Z'),

@@ -182,7 +182,7 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
   };
 }
 
-const { EventType, BounceType } = eventsV1;
+const { EventType, BounceType, BounceClass } = eventsV1;
 
 /** An event as the webhook would publish it. */
 export function engagementEvent(fields: Partial<eventsV1.EngagementEvent> & { providerEventId: string }): eventsV1.EngagementEvent {
@@ -190,6 +190,8 @@ export function engagementEvent(fields: Partial<eventsV1.EngagementEvent> & { pr
     provider: 'sendgrid',
     eventType: EventType.EVENT_TYPE_OPEN,
     bounceType: BounceType.BOUNCE_TYPE_UNSPECIFIED,
+    bounceClass: BounceClass.BOUNCE_CLASS_UNSPECIFIED,
+    machineOpen: false,
     email: 'someone@example.com',
     occurredAt: new Date('2026-11-20T10:00:00Z'),
     receivedAt: new Date(),

@@ -64,12 +64,12 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
   ];
   await ingestion.produce(events);
 
-  await ingestion.waitForCount(countWhere('engagement_events', p), 5);
+  await ingestion.waitForCount(countWhere('events', p), 5);
   await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
   await ingestion.waitForCount(countWhere('suppression_signals', p), 4);
 
   const stored = await ingestion.rows<Record<string, unknown>>(
-    `SELECT * FROM engagement_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+    `SELECT * FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
   );
   const byId = new Map(stored.map((row) => [String(row.provider_event_id).slice(p.length + 1), row]));
   expect(byId.get('open')).toEqual({
@@ -150,9 +150,9 @@ it('stores an event once however often it is delivered', async () => {
   await ingestion.produce([...events.slice(0, 50), ...events.slice(0, 50)]);
   await ingestion.waitUntilCaughtUp();
 
-  expect(await ingestion.count(countWhere('engagement_events', p))).toBe(300);
-  expect(await ingestion.count(countWhere('engagement_events', p, 'FINAL'))).toBe(300);
-  expect(await ingestion.count(`SELECT uniqExact(id) AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%'`)).toBe(300);
+  expect(await ingestion.count(countWhere('events', p))).toBe(300);
+  expect(await ingestion.count(countWhere('events', p, 'FINAL'))).toBe(300);
+  expect(await ingestion.count(`SELECT uniqExact(id) AS n FROM events WHERE provider_event_id LIKE '${p}%'`)).toBe(300);
 });
 
 it('sends records it cannot decode to the dead-letter topic and carries on', async () => {
@@ -164,7 +164,7 @@ it('sends records it cannot decode to the dead-letter topic and carries on', asy
     missingId,
     engagementEvent({ providerEventId: `${p}-after`, categories: [categoryA] }),
   ]);
-  await ingestion.waitForCount(countWhere('engagement_events', p), 2);
+  await ingestion.waitForCount(countWhere('events', p), 2);
 
   const consumer = ingestion.kafka.consumer({ groupId: `dlq-reader-${uniqueSuffix()}`, maxWaitTimeInMs: 100 });
   const letters: eventsV1.DeadLetter[] = [];
@@ -202,7 +202,7 @@ it('stores the events of batch records and dead-letters a poison event of a batc
       engagementEvent({ providerEventId: `${p}-many-${i}`, categories: [i % 2 === 0 ? categoryA : categoryB] }),
     ),
   ]);
-  await ingestion.waitForCount(countWhere('engagement_events', p), 42);
+  await ingestion.waitForCount(countWhere('events', p), 42);
   await ingestion.waitUntilCaughtUp();
 
   const consumer = ingestion.kafka.consumer({ groupId: `dlq-reader-${uniqueSuffix()}`, maxWaitTimeInMs: 100 });
@@ -229,7 +229,7 @@ it('stores the events of batch records and dead-letters a poison event of a batc
   expect(await ingestion.metric('ingestion_events_dead_lettered_total')).toBe(deadLetteredBefore + 1);
   expect(
     await ingestion.count(
-      `SELECT count() AS n FROM engagement_events WHERE provider_event_id LIKE '${p}%' AND campaign_id = toUUID('${campaignB.id}')`,
+      `SELECT count() AS n FROM events WHERE provider_event_id LIKE '${p}%' AND campaign_id = toUUID('${campaignB.id}')`,
     ),
   ).toBe(21);
 });
@@ -244,7 +244,7 @@ it('follows campaign category changes at once (the change stream invalidates the
   const campaign = await ingestion.createCampaign(oldCategory);
   await sleep(1_000);
   await ingestion.produce([engagementEvent({ providerEventId: `${p}-2`, categories: [oldCategory] })]);
-  await ingestion.waitForCount(countWhere('engagement_events', p), 1);
+  await ingestion.waitForCount(countWhere('events', p), 1);
 
   // And its move to another category too.
   await ingestion.setCategory(campaign, newCategory);
@@ -253,10 +253,10 @@ it('follows campaign category changes at once (the change stream invalidates the
     engagementEvent({ providerEventId: `${p}-3`, categories: [oldCategory] }),
     engagementEvent({ providerEventId: `${p}-4`, categories: [newCategory] }),
   ]);
-  await ingestion.waitForCount(countWhere('engagement_events', p), 2);
+  await ingestion.waitForCount(countWhere('events', p), 2);
   await ingestion.waitForCount(countWhere('unmatched_events', p), 2);
   const matched = await ingestion.rows<{ provider_event_id: string; campaign_id: string }>(
-    `SELECT provider_event_id, toString(campaign_id) AS campaign_id FROM engagement_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+    `SELECT provider_event_id, toString(campaign_id) AS campaign_id FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
   );
   expect(matched).toEqual([
     { provider_event_id: `${p}-2`, campaign_id: campaign.id },
@@ -276,14 +276,14 @@ it('retries a batch while the campaign service is down and loses nothing', async
       Array.from({ length: 50 }, (_, i) => engagementEvent({ providerEventId: `${p}-${i}`, categories: [category] })),
     );
     await sleep(3_000);
-    expect(await ingestion.count(countWhere('engagement_events', p))).toBe(0);
+    expect(await ingestion.count(countWhere('events', p))).toBe(0);
     expect(await ingestion.metric('ingestion_batch_retries_total')).toBeGreaterThan(retriesBefore);
   } finally {
     await ingestion.stack.restart('campaign');
   }
 
-  await ingestion.waitForCount(countWhere('engagement_events', p), 50);
+  await ingestion.waitForCount(countWhere('events', p), 50);
   await ingestion.waitUntilCaughtUp();
-  expect(await ingestion.count(`SELECT count() AS n FROM engagement_events WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(50);
+  expect(await ingestion.count(`SELECT count() AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(50);
   expect(await ingestion.count(countWhere('unmatched_events', p))).toBe(0);
 });

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { createLogger } from '@mail/common';
-import { MONTHLY_TABLES, closedMonthsToCompact, compactClosedMonths, type MonthPartition } from '@mail/event-store';
+import { MONTHLY_TABLES, NO_VARIANT, closedMonthsToCompact, compactClosedMonths, type MonthPartition } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { startMaintenance } from '../src/maintenance';
 import { ingestionMetrics } from '../src/metrics';
@@ -13,7 +13,7 @@ import { sleep } from './harness';
 jest.setTimeout(60_000);
 
 describe('closedMonthsToCompact', () => {
-  const partition = (month: number, parts = 3, table = 'engagement_events'): MonthPartition => ({ table, month, parts });
+  const partition = (month: number, parts = 3, table = 'events'): MonthPartition => ({ table, month, parts });
   const DAY_MS = 86_400_000;
 
   it('takes a month once it ended three days ago, not a moment before', () => {
@@ -33,14 +33,10 @@ describe('closedMonthsToCompact', () => {
 
   it('takes the oldest month first, tables in name order', () => {
     const due = closedMonthsToCompact(
-      [partition(202605, 2, 'events_by_address'), partition(202604, 2, 'link_rollup_daily'), partition(202605, 2, 'engagement_events')],
+      [partition(202605, 2, 'events_by_address'), partition(202604, 2, 'link_rollup_daily'), partition(202605, 2, 'events')],
       new Date('2026-11-21T00:00:00Z'),
     );
-    expect(due.map((p) => `${p.month} ${p.table}`)).toEqual([
-      '202604 link_rollup_daily',
-      '202605 engagement_events',
-      '202605 events_by_address',
-    ]);
+    expect(due.map((p) => `${p.month} ${p.table}`)).toEqual(['202604 link_rollup_daily', '202605 events', '202605 events_by_address']);
   });
 });
 
@@ -57,8 +53,11 @@ describe('compactClosedMonths on ClickHouse', () => {
       id: crypto.randomUUID(),
       workspace_id: workspaceId,
       campaign_id: campaignId,
+      variant_id: NO_VARIANT,
       event_type: eventType,
       bounce_type: 'none',
+      bounce_class: 'none',
+      machine_open: 0,
       email: `reader${index % 4}@example.com`,
       occurred_at: seconds,
       received_at: seconds + 5,
@@ -85,7 +84,7 @@ describe('compactClosedMonths on ClickHouse', () => {
   /** What the reads see: every stored row, and the rollups merged per key. */
   const contents = async () => ({
     events: await database.rows(
-      `SELECT provider_event_id, event_type, email, toString(occurred_at) AS at FROM engagement_events ORDER BY provider_event_id`,
+      `SELECT provider_event_id, event_type, email, toString(occurred_at) AS at FROM events ORDER BY provider_event_id`,
     ),
     byAddress: await database.rows(`SELECT provider_event_id, email FROM events_by_address ORDER BY email, provider_event_id`),
     rollup: await database.rows(
@@ -116,7 +115,7 @@ describe('compactClosedMonths on ClickHouse', () => {
 
   it('merges each table of a closed month into one part, leaves the current month, and changes nothing read', async () => {
     const march = await activeParts(202603);
-    expect(march).toEqual({ engagement_events: 4, events_by_address: 4, event_rollup_daily: 4, link_rollup_daily: 4 });
+    expect(march).toEqual({ events: 4, events_by_address: 4, event_rollup_daily: 4, link_rollup_daily: 4 });
     const november = await activeParts(202611);
     const before = await contents();
 
@@ -124,12 +123,12 @@ describe('compactClosedMonths on ClickHouse', () => {
     const merged = await compactClosedMonths(database.clickhouse, database.database, NOW);
 
     expect(merged.map((partition) => `${partition.month} ${partition.table}`).sort()).toEqual([
-      '202603 engagement_events',
       '202603 event_rollup_daily',
+      '202603 events',
       '202603 events_by_address',
       '202603 link_rollup_daily',
     ]);
-    expect(await activeParts(202603)).toEqual({ engagement_events: 1, events_by_address: 1, event_rollup_daily: 1, link_rollup_daily: 1 });
+    expect(await activeParts(202603)).toEqual({ events: 1, events_by_address: 1, event_rollup_daily: 1, link_rollup_daily: 1 });
     expect(Object.keys(await activeParts(202611)).sort()).toEqual(Object.keys(november).sort());
     expect(await contents()).toEqual(before);
     expect(before.events).toHaveLength(12);
@@ -170,7 +169,7 @@ describe('compactClosedMonths on ClickHouse', () => {
     await maintenance.stop();
     expect((await total(ingestionMetrics.partitionsCompacted)) - compactedBefore).toBeGreaterThanOrEqual(1);
     expect((await total(ingestionMetrics.daysSettled)) - settledBefore).toBe(1);
-    expect((await activeParts(202603)).engagement_events).toBe(1);
+    expect((await activeParts(202603)).events).toBe(1);
     expect((await total(ingestionMetrics.workspacesErased)) - erasedBefore).toBe(1);
     const rowsOfClosed = () =>
       database.rows(`SELECT provider_event_id FROM events_by_address WHERE workspace_id = toUUID('${closedWorkspaceId}')`);

@@ -51,15 +51,15 @@ it('stores unmatched events once a campaign takes their category, as they would 
     sendgrid({ sg_event_id: `${p}-spam`, event: 'spamreport', category }),
   ];
   await deliverUnmatched(p, 6, events);
-  expect(await ingestion.count(countWhere('engagement_events', p))).toBe(0);
+  expect(await ingestion.count(countWhere('events', p))).toBe(0);
 
   const campaign = await ingestion.createCampaign(category);
-  await ingestion.waitForCount(countWhere('engagement_events', p), 5);
+  await ingestion.waitForCount(countWhere('events', p), 5);
   await ingestion.waitForCount(countWhere('suppression_signals', p), 4);
 
   const stored = await ingestion.rows<Record<string, unknown>>(
     `SELECT provider_event_id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, received_at, url, reason,
-       user_agent, ip, provider_message_id FROM engagement_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+       user_agent, ip, provider_message_id FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
   );
   const common = {
     workspace_id: campaign.workspaceId,
@@ -95,7 +95,7 @@ it('matches an event once, to the first campaign that took its category', async 
   await deliverUnmatched(p, 1, [sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]);
 
   const first = await ingestion.createCampaign(category);
-  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${first.id}')`), 1);
+  await ingestion.waitForCount(countWhere('events', p, `AND campaign_id = toUUID('${first.id}')`), 1);
 
   // The category moves to a campaign of another workspace while a second event waits unmatched.
   await ingestion.setCategory(first, null);
@@ -103,10 +103,10 @@ it('matches an event once, to the first campaign that took its category', async 
   const second = await ingestion.createCampaign(category);
 
   // One sweep reads both unmatched events: the second goes to the new campaign, the first stays with the old one.
-  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
+  await ingestion.waitForCount(countWhere('events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
   await ingestion.waitUntilCaughtUp();
   const rows = await ingestion.rows<{ provider_event_id: string; workspace_id: string }>(
-    `SELECT provider_event_id, workspace_id FROM engagement_events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+    `SELECT provider_event_id, workspace_id FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
   );
   expect(rows).toEqual([
     { provider_event_id: `${p}-first`, workspace_id: first.workspaceId },
@@ -119,19 +119,19 @@ it('does not bring back an event erased with the workspace it was re-matched to'
   const category = `cat-${p}`;
   await deliverUnmatched(p, 1, [sendgrid({ sg_event_id: `${p}-first`, event: 'open', category })]);
   const first = await ingestion.createCampaign(category);
-  await ingestion.waitForCount(countWhere('engagement_events', p), 1);
+  await ingestion.waitForCount(countWhere('events', p), 1);
 
   // The workspace is deleted (its campaign's category with it) and its events erased.
   await ingestion.setCategory(first, null);
   const [{ database }] = await ingestion.rows<{ database: string }>('SELECT currentDatabase() AS database');
   for (const statement of workspaceErasure(database, first.workspaceId)) await ingestion.clickhouse.command({ query: statement.text });
-  await ingestion.waitForCount(countWhere('engagement_events', p), 0);
+  await ingestion.waitForCount(countWhere('events', p), 0);
 
   await deliverUnmatched(p, 2, [sendgrid({ sg_event_id: `${p}-second`, event: 'click', category, url: 'https://example.com/' })]);
   const second = await ingestion.createCampaign(category);
-  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
+  await ingestion.waitForCount(countWhere('events', p, `AND campaign_id = toUUID('${second.id}')`), 1);
   await ingestion.waitUntilCaughtUp();
-  expect(await ingestion.rows(`SELECT provider_event_id FROM engagement_events WHERE provider_event_id LIKE '${p}%'`)).toEqual([
+  expect(await ingestion.rows(`SELECT provider_event_id FROM events WHERE provider_event_id LIKE '${p}%'`)).toEqual([
     { provider_event_id: `${p}-second` },
   ]);
 });
@@ -210,8 +210,8 @@ it('sweeps every unmatched event where changes may have been missed: at start, a
   }
 
   await ingestion.stack.restart('ingestion');
-  await ingestion.waitForCount(countWhere('engagement_events', p), 3);
-  await ingestion.waitForCount(countWhere('engagement_events', p, `AND campaign_id = toUUID('${campaign.id}')`), 1);
+  await ingestion.waitForCount(countWhere('events', p), 3);
+  await ingestion.waitForCount(countWhere('events', p, `AND campaign_id = toUUID('${campaign.id}')`), 1);
 });
 
 it('reports a possible gap each time the category change stream starts', async () => {

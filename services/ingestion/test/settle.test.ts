@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
+import { NO_VARIANT, chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { EventStore, type EngagementEventRow } from '../src/store/events';
 import { sleep } from './harness';
@@ -33,8 +33,11 @@ function events(workspaceId: string, count: number, ingestedAgoMs = 3_600_000): 
       id: crypto.randomUUID(),
       workspace_id: workspaceId,
       campaign_id: campaignId,
+      variant_id: NO_VARIANT,
       event_type: click ? 'click' : 'open',
       bounce_type: 'none',
+      bounce_class: 'none',
+      machine_open: 0,
       email: `reader${index % 3}@example.com`,
       occurred_at: occurredAt,
       received_at: occurredAt + 5,

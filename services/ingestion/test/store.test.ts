@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { NO_VARIANT } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import {
   EventStore,
@@ -28,7 +29,7 @@ const HOSTILE = [
   'ünïcödé – 日本語 – 🎉 emoji',
   '',
   ' leading and trailing spaces ',
-  "'); DROP TABLE engagement_events; --",
+  "'); DROP TABLE events; --",
 ];
 
 let database: TestEventDatabase;
@@ -81,8 +82,11 @@ describe('EventStore inserts (TabSeparated)', () => {
       id: crypto.randomUUID(),
       workspace_id: workspaceId,
       campaign_id: crypto.randomUUID(),
+      variant_id: NO_VARIANT,
       event_type: 'click',
       bounce_type: 'none',
+      bounce_class: 'none',
+      machine_open: 0,
       email: `${text}@example.com`,
       occurred_at: 1_763_719_200 + i,
       received_at: 1_763_719_300,
@@ -102,10 +106,11 @@ describe('EventStore inserts (TabSeparated)', () => {
       Omit<EngagementEventRow, 'occurred_at' | 'received_at' | 'ingested_at'> &
         Record<'occurred_at' | 'received_at' | 'ingested_at', number>
     >(
-      `SELECT toString(id) AS id, toString(workspace_id) AS workspace_id, toString(campaign_id) AS campaign_id, event_type, bounce_type, email,
+      `SELECT toString(id) AS id, toString(workspace_id) AS workspace_id, toString(campaign_id) AS campaign_id,
+        toString(variant_id) AS variant_id, event_type, bounce_type, bounce_class, machine_open, email,
         toUnixTimestamp(occurred_at) AS occurred_at, toUnixTimestamp(received_at) AS received_at, url, reason, user_agent, ip, provider,
         provider_event_id, provider_message_id, raw, toUnixTimestamp(ingested_at) AS ingested_at
-      FROM engagement_events WHERE workspace_id = '${workspaceId}' /* the String alias */`,
+      FROM events WHERE workspace_id = '${workspaceId}' /* the String alias */`,
     );
     const byId = new Map(
       stored.map((row) => [
@@ -172,8 +177,11 @@ describe('storedEventIds', () => {
     id: crypto.randomUUID(),
     workspace_id: workspaceId,
     campaign_id: crypto.randomUUID(),
+    variant_id: NO_VARIANT,
     event_type: 'open',
     bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
     email: 'reader@example.com',
     occurred_at: occurredAt,
     received_at: occurredAt,

@@ -134,7 +134,7 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
       expect(await ingest(events, deps)).toMatchObject({ inserted: 0, duplicates: 30_000 });
       const count = async (query: string) =>
         Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
-      expect(await count('SELECT count() AS n FROM engagement_events')).toBe(30_000);
+      expect(await count('SELECT count() AS n FROM events')).toBe(30_000);
       expect(await count(`SELECT count() AS n FROM suppression_state FINAL WHERE reason = 'hard_bounce'`)).toBe(30_000);
     } finally {
       await database.close();

@@ -140,7 +140,7 @@ it('marks the days of a failed events insert unsettled before the consumer retri
         value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()),
       })),
     });
-    const stored = sql`SELECT count() AS n FROM engagement_events WHERE workspace_id = ${uuid(workspaceId)}`.text;
+    const stored = sql`SELECT count() AS n FROM events WHERE workspace_id = ${uuid(workspaceId)}`.text;
     for (let waited = 0; marks.length === 0 || (await countOf(stored)) < 3; waited += 200) {
       if (waited > 30_000) throw new Error('the batch was not retried');
       await sleep(200);

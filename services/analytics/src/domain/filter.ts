@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Violation } from '@mail/common';
-import { type StoredEventType } from '@mail/event-store';
+import { ENGAGEMENT_EVENT_TYPES, type StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1, type commonV1Paging } from '@mail/proto';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -9,7 +9,8 @@ export const MAX_PAGE_SIZE = 500;
 /** Which events a query reads: always one workspace, optionally narrowed. */
 export interface EventFilter {
   workspaceId: string;
-  eventType?: StoredEventType;
+  /** The types read; every stored type when absent. */
+  eventTypes?: readonly StoredEventType[];
   /** Inclusive. */
   from?: Date;
   /** Exclusive. */
@@ -17,6 +18,8 @@ export interface EventFilter {
   campaignId?: string;
   /** Lowercased, as the pipeline stores addresses. */
   email?: string;
+  /** NO_VARIANT: the events attributed to no variant. */
+  variantId?: string;
 }
 
 export interface PageWindow {
@@ -32,7 +35,16 @@ const STORED_EVENT_TYPES: Partial<Record<eventsV1.EventType, StoredEventType>> =
   [eventsV1.EventType.EVENT_TYPE_CLICK]: 'click',
   [eventsV1.EventType.EVENT_TYPE_BOUNCE]: 'bounce',
   [eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE]: 'unsubscribe',
+  [eventsV1.EventType.EVENT_TYPE_PROCESSED]: 'processed',
+  [eventsV1.EventType.EVENT_TYPE_DELIVERED]: 'delivered',
+  [eventsV1.EventType.EVENT_TYPE_DEFERRED]: 'deferred',
+  [eventsV1.EventType.EVENT_TYPE_DROPPED]: 'dropped',
+  [eventsV1.EventType.EVENT_TYPE_SPAM_REPORT]: 'spamreport',
 };
+
+const EXPECTED_TYPES = Object.values(STORED_EVENT_TYPES)
+  .map((type) => `'${type}'`)
+  .join(', ');
 
 /** Addresses are compared the way the pipeline stores them. */
 export function normalizeEmail(email: string): string {
@@ -60,29 +72,37 @@ export function validFilter(filter: analyticsV1.EventFilter | undefined): EventF
   if (filter?.campaignId !== undefined && !UUID.test(filter.campaignId)) {
     violations.push(uuidViolation('campaign_id', filter.campaignId));
   }
+  if (filter?.variantId !== undefined && !UUID.test(filter.variantId)) {
+    violations.push(uuidViolation('variant_id', filter.variantId));
+  }
   let eventType: StoredEventType | undefined;
   if (filter?.eventType !== undefined && filter.eventType !== eventsV1.EventType.EVENT_TYPE_UNSPECIFIED) {
     eventType = STORED_EVENT_TYPES[filter.eventType];
-    // Spam reports only ever suppress an address; they are not engagement events.
     if (!eventType) {
       violations.push({
         loc: ['event_type'],
         type: 'enum',
-        msg: "Input should be 'open', 'click', 'bounce' or 'unsubscribe'",
-        input: eventsV1.eventTypeToJSON(filter.eventType),
-        ctx: { expected: "'open', 'click', 'bounce' or 'unsubscribe'" },
+        msg: `Input should be one of ${EXPECTED_TYPES}`,
+        input: eventsV1.EventType[filter.eventType] ?? filter.eventType,
+        ctx: { expected: EXPECTED_TYPES },
       });
     }
   }
   throwIfAny(violations);
   return {
     workspaceId: workspaceId.toLowerCase(),
-    eventType,
+    eventTypes: eventType && [eventType],
     from: filter?.occurredFrom,
     before: filter?.occurredBefore,
     campaignId: filter?.campaignId?.toLowerCase(),
     email: filter?.email === undefined ? undefined : normalizeEmail(filter.email),
+    variantId: filter?.variantId?.toLowerCase(),
   };
+}
+
+/** The list shows the engagement types unless a type is asked for. */
+export function listedTypes(filter: EventFilter): EventFilter {
+  return { ...filter, eventTypes: filter.eventTypes ?? ENGAGEMENT_EVENT_TYPES };
 }
 
 /** proto3 zeros mean "not given": page 1, 50 per page. */

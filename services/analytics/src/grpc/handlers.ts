@@ -1,6 +1,7 @@
 import { unary, type Logger } from '@mail/common';
+import { NO_VARIANT, type StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1 } from '@mail/proto';
-import { normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
+import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
 import type { SuppressionReason } from '../domain/suppression';
 import type { EventStore } from '../store/connection';
@@ -9,12 +10,17 @@ import { readStats } from '../store/stats';
 import { liftSuppression, listSuppressions } from '../store/suppressions';
 import { eraseWorkspace } from '../store/workspaces';
 
-const EVENT_TYPES = {
+const EVENT_TYPES: Record<StoredEventType, eventsV1.EventType> = {
   open: eventsV1.EventType.EVENT_TYPE_OPEN,
   click: eventsV1.EventType.EVENT_TYPE_CLICK,
   bounce: eventsV1.EventType.EVENT_TYPE_BOUNCE,
   unsubscribe: eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE,
-} as const;
+  processed: eventsV1.EventType.EVENT_TYPE_PROCESSED,
+  delivered: eventsV1.EventType.EVENT_TYPE_DELIVERED,
+  deferred: eventsV1.EventType.EVENT_TYPE_DEFERRED,
+  dropped: eventsV1.EventType.EVENT_TYPE_DROPPED,
+  spamreport: eventsV1.EventType.EVENT_TYPE_SPAM_REPORT,
+};
 
 const BOUNCE_TYPES = {
   none: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
@@ -48,6 +54,9 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
     provider: event.provider,
     providerEventId: event.provider_event_id,
     providerMessageId: event.provider_message_id ?? undefined,
+    machineOpen: Number(event.machine_open) === 1,
+    variantId: event.variant_id === NO_VARIANT ? undefined : event.variant_id,
+    bounceClass: event.bounce_class === 'none' ? undefined : event.bounce_class,
   };
 }
 
@@ -58,7 +67,7 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
         () => validFilter(request.filter),
         () => pageWindow(request.page),
       );
-      const { events, total } = await listEvents(store, filter, window);
+      const { events, total } = await listEvents(store, listedTypes(filter), window);
       return { events: events.map(eventToProto), page: { total, page: window.page, pageSize: window.pageSize } };
     }),
 
@@ -68,8 +77,10 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
       const { links, ...data } = await readStats(store, filter, interval);
       const stats = assembleStats({ filter, interval, ...data });
       return {
+        // The domain's shapes are the messages': rates absent on a zero denominator, leaders absent when none.
         totals: stats.totals,
         campaigns: stats.campaigns,
+        variants: stats.variants,
         series: stats.series,
         topLinks: links,
         suppressions: {

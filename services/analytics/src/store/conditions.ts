@@ -1,7 +1,7 @@
-import { EVENT_TYPES, chsql } from '@mail/event-store';
+import { EVENT_TYPES, chsql, type StoredEventType } from '@mail/event-store';
 import type { EventFilter } from '../domain/filter';
 
-const { dateTime, join, oneOf, raw, sql, str, uuid } = chsql;
+const { dateTime, join, list, oneOf, raw, sql, str, uuid } = chsql;
 
 /**
  * Events counted once per provider event id, where rows are read one by one
@@ -25,14 +25,19 @@ export function timeConditions(column: chsql.SqlFragment, from?: Date, before?: 
   ];
 }
 
+export function eventTypeCondition(types: readonly StoredEventType[]): chsql.SqlFragment {
+  return sql`event_type IN (${list(types.map((type) => oneOf(type, EVENT_TYPES)))})`;
+}
+
 /** WHERE conditions of an event filter; the workspace comes first, as in the sort key. */
 export function eventConditions(filter: EventFilter): chsql.SqlFragment {
   const conditions = [
     sql`workspace_id = ${uuid(filter.workspaceId)}`,
     ...timeConditions(raw.trusted('occurred_at'), filter.from, filter.before),
   ];
-  if (filter.eventType) conditions.push(sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`);
+  if (filter.eventTypes) conditions.push(eventTypeCondition(filter.eventTypes));
   if (filter.campaignId) conditions.push(sql`campaign_id = ${uuid(filter.campaignId)}`);
+  if (filter.variantId) conditions.push(sql`variant_id = ${uuid(filter.variantId)}`);
   if (filter.email !== undefined) conditions.push(sql`email = ${str(filter.email)}`);
   return join(conditions, ' AND ');
 }

@@ -1,4 +1,4 @@
-import { chsql, type StoredBounceType, type StoredEventType } from '@mail/event-store';
+import { chsql, type StoredBounceClass, type StoredBounceType, type StoredEventType } from '@mail/event-store';
 import type { EventFilter, PageWindow } from '../domain/filter';
 import { pageSlice, type DayCount, type PageSlice } from '../domain/page-slice';
 import { DAY_MS } from '../domain/day-split';
@@ -26,6 +26,11 @@ export interface StoredEvent {
   provider: string;
   provider_event_id: string;
   provider_message_id: string | null;
+  /** NO_VARIANT when attributed to no variant. */
+  variant_id: string;
+  bounce_class: StoredBounceClass;
+  /** 0 or 1. */
+  machine_open: number;
 }
 
 /**
@@ -127,7 +132,8 @@ function readSlice(store: EventStore, filter: EventFilter, window: PageWindow, p
   const union = (select: (rows: RowSource) => chsql.SqlFragment) => chsql.join(inSlice.map(select), ' UNION ALL ');
   const wholeRows = (rows: RowSource, condition: chsql.SqlFragment) => sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, toUInt32(occurred_at) AS occurred_ts,
-      toUInt32(received_at) AS received_ts, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at
+      toUInt32(received_at) AS received_ts, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id,
+      variant_id, bounce_class, machine_open, ingested_at
     FROM ${rows.table} WHERE ${rows.where} ${condition}`;
   // A day of the workspace holds many events: the page is chosen on narrow columns first, and only its
   // rows are read whole; occurred_at, a column of the table's key, lets that read skip to them. An address
@@ -141,7 +147,7 @@ function readSlice(store: EventStore, filter: EventFilter, window: PageWindow, p
       : undefined;
   return store.rows<StoredEvent>(sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_ts, received_ts,
-      url, reason, user_agent, ip, provider, provider_event_id, provider_message_id
+      url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, variant_id, bounce_class, machine_open
     FROM (${union((rows) => wholeRows(rows, page ? sql`AND (occurred_at, provider_event_id, ingested_at) IN (${page})` : raw.trusted('')))})
     ${newestFirstOrder} ${page ? raw.trusted('') : pageWindow}`);
 }

@@ -1,11 +1,11 @@
-import { EVENT_TYPES, chsql } from '@mail/event-store';
+import { chsql } from '@mail/event-store';
 import { DAY_MS, splitDays, type TimeRange } from '../domain/day-split';
 import type { EventFilter } from '../domain/filter';
 import { RecentValues } from '../domain/recent';
 import type { EventStore } from './connection';
-import { eventConditions, wholeSecondAtOrAfter } from './conditions';
+import { eventConditions, eventTypeCondition, wholeSecondAtOrAfter } from './conditions';
 
-const { dateTime, join, list, oneOf, raw, sql, uuid } = chsql;
+const { dateTime, join, list, raw, sql, uuid } = chsql;
 
 /** A table rows are read from, and which of its rows. */
 export interface RowSource {
@@ -15,8 +15,8 @@ export interface RowSource {
 
 /**
  * Where a read finds its events. `rows`: every event of the filter, from
- * engagement_events, or for one address from its copy sorted by address
- * (engagement_events on unsettled days). A read that groups by whole days
+ * events, or for one address from its copy sorted by address
+ * (events on unsettled days). A read that groups by whole days
  * takes the settled ones from the daily `rollups`, and reads row by row only
  * the rest (`uncovered`). Reads query each source on its own and add up, so
  * each table is read with its own index and only for the columns needed.
@@ -51,13 +51,13 @@ async function unsettledDays(store: EventStore, workspaceId: string): Promise<Da
   return rows.map((row) => new Date(Number(row.day) * DAY_MS));
 }
 
-/** One address's events: from their sorted copy, except on unsettled days, which only engagement_events has right. */
+/** One address's events: from their sorted copy, except on unsettled days, which only the events table has right. */
 function addressRows(where: chsql.SqlFragment, unsettled: Date[]): RowSource[] {
   if (unsettled.length === 0) return [{ table: raw.trusted('events_by_address'), where }];
   const days = inRanges(unsettled.map((day) => ({ from: day, before: new Date(day.getTime() + DAY_MS) })));
   return [
     { table: raw.trusted('events_by_address'), where: sql`${where} AND NOT ${days}` },
-    { table: raw.trusted('engagement_events'), where: sql`${where} AND ${days}` },
+    { table: raw.trusted('events'), where: sql`${where} AND ${days}` },
   ];
 }
 
@@ -71,7 +71,7 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
     const rows = addressRows(where, unsettled);
     return { rows, uncovered: rows };
   }
-  const table = raw.trusted('engagement_events');
+  const table = raw.trusted('events');
   const rows = [{ table, where }];
   if (!useRollups) return { rows, uncovered: rows };
 
@@ -86,13 +86,14 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
     ...(split.wholeDays.before ? [sql`day < ${toDate(split.wholeDays.before)}`] : []),
     ...(split.unsettled.length > 0 ? [sql`day NOT IN (${list(split.unsettled.map(toDate))})`] : []),
     ...(filter.campaignId ? [sql`campaign_id = ${uuid(filter.campaignId)}`] : []),
+    ...(filter.variantId ? [sql`variant_id = ${uuid(filter.variantId)}`] : []),
   ];
   return {
     rows,
     uncovered,
     rollups: {
-      events: join([...days, ...(filter.eventType ? [sql`event_type = ${oneOf(filter.eventType, EVENT_TYPES)}`] : [])], ' AND '),
-      links: filter.eventType === undefined || filter.eventType === 'click' ? join(days, ' AND ') : undefined,
+      events: join([...days, ...(filter.eventTypes ? [eventTypeCondition(filter.eventTypes)] : [])], ' AND '),
+      links: filter.eventTypes === undefined || filter.eventTypes.includes('click') ? join(days, ' AND ') : undefined,
     },
   };
 }

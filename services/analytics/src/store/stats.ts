@@ -1,12 +1,12 @@
-import { chsql } from '@mail/event-store';
+import { chsql, NO_VARIANT } from '@mail/event-store';
 import type { EventFilter, Interval } from '../domain/filter';
-import type { EventCounts, StatsInput, UniqueCounts } from '../domain/stats';
+import { addEvents, NO_EVENTS, type EventCounts, type StatsInput, type UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';
 import { DISTINCT_EVENTS } from './conditions';
 import { readPlanned, rowsOnly, unionAll, type ReadPlan } from './read-plan';
 import { suppressedAddresses } from './suppressions';
 
-const { raw, sql } = chsql;
+const { raw, sql, uuid } = chsql;
 
 const TOP_LINKS = 10;
 
@@ -17,13 +17,19 @@ const BUCKET_FUNCTION: Record<Interval, chsql.SqlFragment> = {
 
 /** ClickHouse sends 64-bit numbers as strings. */
 interface CountRow {
-  /** A campaign id, or a bucket start in unix seconds. */
+  /** `${campaign id} ${variant id}`, or a bucket start in unix seconds. */
   key: string | number;
-  opens: string;
-  clicks: string;
+  processed: string;
+  delivered: string;
+  deferred: string;
+  dropped: string;
   hard_bounces: string;
   soft_bounces: string;
+  spam_reports: string;
   unsubscribes: string;
+  opens: string;
+  machine_opens: string;
+  clicks: string;
 }
 
 interface UniqueRow {
@@ -42,12 +48,30 @@ export interface Link {
 export type StatsData = Omit<StatsInput, 'filter' | 'interval'> & { links: Link[] };
 
 const eventCounts = (row: CountRow): EventCounts => ({
-  opens: Number(row.opens),
-  clicks: Number(row.clicks),
+  processed: Number(row.processed),
+  delivered: Number(row.delivered),
+  deferred: Number(row.deferred),
+  dropped: Number(row.dropped),
   hardBounces: Number(row.hard_bounces),
   softBounces: Number(row.soft_bounces),
+  spamReports: Number(row.spam_reports),
   unsubscribes: Number(row.unsubscribes),
+  opens: Number(row.opens),
+  machineOpens: Number(row.machine_opens),
+  clicks: Number(row.clicks),
 });
+
+/** The sums of the variant rows (`${campaign id} ${variant id}`) per campaign. */
+function perCampaign(variantRows: CountRow[]): Map<string, EventCounts> {
+  const campaigns = new Map<string, EventCounts>();
+  for (const row of variantRows) {
+    const campaignId = String(row.key).split(' ')[0];
+    campaigns.set(campaignId, addEvents(campaigns.get(campaignId) ?? NO_EVENTS, eventCounts(row)));
+  }
+  return campaigns;
+}
+
+const isVariant = (row: { key: string | number }) => !String(row.key).endsWith(` ${NO_VARIANT}`);
 
 const uniqueCounts = (row: UniqueRow): UniqueCounts => ({
   uniqueOpens: Number(row.unique_opens),
@@ -77,9 +101,14 @@ export function readStats(store: EventStore, filter: EventFilter, interval: Inte
   return readPlanned(store, filter, true, (plan) => readStatsOf(store, filter, interval, plan));
 }
 
+/** The address sets unique opens and clicks merge: human opens (machine opens are left out) and clicks. */
+const UNIQUE_SOURCES = raw.trusted("((event_type = 'open' AND machine_open = 0) OR event_type = 'click')");
+
 async function readStatsOf(store: EventStore, filter: EventFilter, interval: Interval, plan: ReadPlan): Promise<StatsData> {
-  // Per campaign and per link, whole days come from the rollups whatever the interval; hourly buckets need rows.
+  // Per campaign, per variant and per link, whole days come from the rollups whatever the interval; hourly buckets need rows.
   const campaign: GroupKey = { rollup: raw.trusted('toString(campaign_id)'), row: raw.trusted('toString(campaign_id)'), plan };
+  const variantKey = raw.trusted("concat(toString(campaign_id), ' ', toString(variant_id))");
+  const variant: GroupKey = { rollup: variantKey, row: variantKey, plan };
   const bucket: GroupKey = {
     rollup: raw.trusted('toUInt32(toUInt32(day) * 86400)'),
     row: sql`toUInt32(${BUCKET_FUNCTION[interval]}(occurred_at))`,
@@ -89,13 +118,13 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
   const countsBy = (key: GroupKey) =>
     unionAll([
       key.plan.rollups &&
-        sql`SELECT ${key.rollup} AS key, event_type, bounce_type, countMerge(events) AS events
+        sql`SELECT ${key.rollup} AS key, event_type, bounce_type, machine_open, countMerge(events) AS events
           FROM event_rollup_daily WHERE ${key.plan.rollups.events}
-          GROUP BY key, event_type, bounce_type`,
+          GROUP BY key, event_type, bounce_type, machine_open`,
       ...key.plan.uncovered.map(
-        (rows) => sql`SELECT ${key.row} AS key, event_type, bounce_type, ${DISTINCT_EVENTS} AS events
+        (rows) => sql`SELECT ${key.row} AS key, event_type, bounce_type, machine_open, ${DISTINCT_EVENTS} AS events
           FROM ${rows.table} WHERE ${rows.where}
-          GROUP BY key, event_type, bounce_type`,
+          GROUP BY key, event_type, bounce_type, machine_open`,
       ),
     ]);
   const readCounts = (key: GroupKey) =>
@@ -104,23 +133,29 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
       (from) =>
         store.rows<CountRow>(sql`
           SELECT key,
+            sumIf(events, event_type = 'processed') AS processed,
+            sumIf(events, event_type = 'delivered') AS delivered,
+            sumIf(events, event_type = 'deferred') AS deferred,
+            sumIf(events, event_type = 'dropped') AS dropped,
+            sumIf(events, event_type = 'bounce' AND bounce_type = 'hard') AS hard_bounces,
+            sumIf(events, event_type = 'bounce' AND bounce_type = 'soft') AS soft_bounces,
+            sumIf(events, event_type = 'spamreport') AS spam_reports,
+            sumIf(events, event_type = 'unsubscribe') AS unsubscribes,
             sumIf(events, event_type = 'open') AS opens,
-            sumIf(events, event_type = 'click') AS clicks,
-            sumIf(events, bounce_type = 'hard') AS hard_bounces,
-            sumIf(events, bounce_type = 'soft') AS soft_bounces,
-            sumIf(events, event_type = 'unsubscribe') AS unsubscribes
+            sumIf(events, event_type = 'open' AND machine_open = 1) AS machine_opens,
+            sumIf(events, event_type = 'click') AS clicks
           FROM (${from})
           GROUP BY key`),
       [],
     );
-  const addressSetsBy = (key: GroupKey) =>
+  const addressSetsBy = (key: GroupKey, only: chsql.SqlFragment = raw.trusted('1')) =>
     unionAll([
       key.plan.rollups &&
         sql`SELECT ${key.rollup} AS key, event_type, addresses
-          FROM event_rollup_daily WHERE ${key.plan.rollups.events} AND event_type IN ('open', 'click')`,
+          FROM event_rollup_daily WHERE ${key.plan.rollups.events} AND ${UNIQUE_SOURCES} AND ${only}`,
       ...key.plan.uncovered.map(
         (rows) => sql`SELECT ${key.row} AS key, event_type, uniqExactState(cityHash64(email)) AS addresses
-          FROM ${rows.table} WHERE ${rows.where} AND event_type IN ('open', 'click')
+          FROM ${rows.table} WHERE ${rows.where} AND ${UNIQUE_SOURCES} AND ${only}
           GROUP BY key, event_type`,
       ),
     ]);
@@ -145,11 +180,14 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
     ),
   ]);
 
-  const [campaignCounts, bucketCounts, campaignUniques, bucketUniques, topLinks, suppressions] = await Promise.all([
-    readCounts(campaign),
+  const attributed = sql`variant_id != ${uuid(NO_VARIANT)}`;
+  const [variantCounts, bucketCounts, campaignUniques, variantUniques, bucketUniques, topLinks, suppressions] = await Promise.all([
+    // Event counts add up: the campaigns' are the sums of their variants' (and of their events of no variant).
+    readCounts(variant),
     readCounts(bucket),
     // The totals row counts the distinct addresses of all campaigns together, in the same read.
     readFrom(addressSetsBy(campaign), (from) => store.rowsWithTotals<UniqueRow>(uniques(from, raw.trusted('WITH TOTALS'))), { rows: [] }),
+    readFrom(addressSetsBy(variant, attributed), (from) => store.rows<UniqueRow>(uniques(from, raw.trusted(''))), []),
     readFrom(addressSetsBy(bucket), (from) => store.rows<UniqueRow>(uniques(from, raw.trusted(''))), []),
     readFrom(
       links,
@@ -169,7 +207,9 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
   ]);
   const ms = (unixSeconds: string | number) => Number(unixSeconds) * 1000;
   return {
-    campaignEvents: new Map(campaignCounts.map((row) => [String(row.key), eventCounts(row)])),
+    campaignEvents: perCampaign(variantCounts),
+    variantEvents: new Map(variantCounts.filter(isVariant).map((row) => [String(row.key), eventCounts(row)])),
+    variantUniques: new Map(variantUniques.map((row) => [String(row.key), uniqueCounts(row)])),
     bucketEvents: new Map(bucketCounts.map((row) => [ms(row.key), eventCounts(row)])),
     campaignUniques: new Map(campaignUniques.rows.map((row) => [String(row.key), uniqueCounts(row)])),
     bucketUniques: new Map(bucketUniques.map((row) => [ms(row.key), uniqueCounts(row)])),

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER } from '@mail/common';
-import { type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/event-store';
+import { type SignalReason, type StoredBounceClass, type StoredBounceType, type StoredEventType } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
 
-const { EventType, BounceType } = eventsV1;
+const { EventType, BounceType, BounceClass } = eventsV1;
 type EngagementEvent = eventsV1.EngagementEvent;
 
 /** ClickHouse DateTime holds unsigned 32-bit seconds. */
@@ -77,9 +77,7 @@ function invalidity(event: EngagementEvent): string | undefined {
   if (event.providerEventId === '') return 'provider_event_id is empty';
   if (event.provider === '') return 'provider is empty';
   if (event.email === '') return 'email is empty';
-  if (!STORED_TYPES.has(event.eventType) && event.eventType !== EventType.EVENT_TYPE_SPAM_REPORT) {
-    return `unknown event_type ${event.eventType}`;
-  }
+  if (!STORED_TYPES.has(event.eventType)) return `unknown event_type ${event.eventType}`;
   if (event.eventType === EventType.EVENT_TYPE_BOUNCE && !BOUNCE_TYPES.has(event.bounceType)) return 'bounce without bounce_type';
   for (const [name, date] of [
     ['occurred_at', event.occurredAt],
@@ -96,6 +94,11 @@ const STORED_TYPES = new Map<eventsV1.EventType, StoredEventType>([
   [EventType.EVENT_TYPE_CLICK, 'click'],
   [EventType.EVENT_TYPE_BOUNCE, 'bounce'],
   [EventType.EVENT_TYPE_UNSUBSCRIBE, 'unsubscribe'],
+  [EventType.EVENT_TYPE_PROCESSED, 'processed'],
+  [EventType.EVENT_TYPE_DELIVERED, 'delivered'],
+  [EventType.EVENT_TYPE_DEFERRED, 'deferred'],
+  [EventType.EVENT_TYPE_DROPPED, 'dropped'],
+  [EventType.EVENT_TYPE_SPAM_REPORT, 'spamreport'],
 ]);
 
 const BOUNCE_TYPES = new Map<eventsV1.BounceType, StoredBounceType>([
@@ -103,13 +106,29 @@ const BOUNCE_TYPES = new Map<eventsV1.BounceType, StoredBounceType>([
   [BounceType.BOUNCE_TYPE_SOFT, 'soft'],
 ]);
 
-/** The engagement_events type of an event, undefined for one that is never listed (a spam report). */
-export function storedType(event: EngagementEvent): StoredEventType | undefined {
-  return STORED_TYPES.get(event.eventType);
+/** The stored type of a decoded event (decodeEvent has checked that it has one). */
+export function storedType(event: EngagementEvent): StoredEventType {
+  return STORED_TYPES.get(event.eventType)!;
 }
 
 export function storedBounceType(event: EngagementEvent): StoredBounceType {
   return event.eventType === EventType.EVENT_TYPE_BOUNCE ? BOUNCE_TYPES.get(event.bounceType)! : 'none';
+}
+
+const BOUNCE_CLASSES = new Map<eventsV1.BounceClass, StoredBounceClass>([
+  [BounceClass.BOUNCE_CLASS_INVALID_ADDRESS, 'invalid_address'],
+  [BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE, 'mailbox_unavailable'],
+  [BounceClass.BOUNCE_CLASS_TECHNICAL, 'technical'],
+  [BounceClass.BOUNCE_CLASS_CONTENT, 'content'],
+  [BounceClass.BOUNCE_CLASS_REPUTATION, 'reputation'],
+  [BounceClass.BOUNCE_CLASS_FREQUENCY_OR_VOLUME, 'frequency_or_volume'],
+  [BounceClass.BOUNCE_CLASS_UNCLASSIFIED, 'unclassified'],
+]);
+
+/** 'none' on every event but a bounce; a bounce without a class (one written before classes) is unclassified. */
+export function storedBounceClass(event: EngagementEvent): StoredBounceClass {
+  if (event.eventType !== EventType.EVENT_TYPE_BOUNCE) return 'none';
+  return BOUNCE_CLASSES.get(event.bounceClass) ?? 'unclassified';
 }
 
 /** Why an event suppresses its address, if it does. */
@@ -124,11 +143,6 @@ export function signalReason(event: EngagementEvent): SignalReason | undefined {
     default:
       return undefined;
   }
-}
-
-/** The type name unmatched_events records (a String column, so spam reports fit too). */
-export function unmatchedTypeName(event: EngagementEvent): string {
-  return storedType(event) ?? 'spam_report';
 }
 
 /** Identity of a provider event: redeliveries of one event share it. */

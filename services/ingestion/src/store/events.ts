@@ -1,11 +1,11 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { chsql, type SignalReason, type StoredBounceType, type StoredEventType } from '@mail/event-store';
+import { chsql, type SignalReason, type StoredBounceClass, type StoredBounceType, type StoredEventType } from '@mail/event-store';
 
 const { dateTime, identifier, join, sql, uuid, uuidSet } = chsql;
 
 /**
- * Rows exactly as the tables of @mail/common's schema hold them. Every column
+ * Rows exactly as the tables of @mail/event-store's schema hold them. Every column
  * is always sent (the *_COLUMNS lists name them all): the old ClickHouse fills
  * an omitted column with its type's zero value, not its DEFAULT. Times are
  * unix seconds.
@@ -14,8 +14,12 @@ export interface EngagementEventRow {
   id: string;
   workspace_id: string;
   campaign_id: string;
+  /** NO_VARIANT when the event names no variant of its campaign. */
+  variant_id: string;
   event_type: StoredEventType;
   bounce_type: StoredBounceType;
+  bounce_class: StoredBounceClass;
+  machine_open: 0 | 1;
   email: string;
   occurred_at: number;
   received_at: number;
@@ -57,8 +61,11 @@ const ENGAGEMENT_COLUMNS = [
   'id',
   'workspace_id',
   'campaign_id',
+  'variant_id',
   'event_type',
   'bounce_type',
+  'bounce_class',
+  'machine_open',
   'email',
   'occurred_at',
   'received_at',
@@ -150,7 +157,7 @@ export class EventStore {
   }
 
   insertEvents(rows: EngagementEventRow[]): Promise<void> {
-    return this.insert('engagement_events', rows, ENGAGEMENT_COLUMNS);
+    return this.insert('events', rows, ENGAGEMENT_COLUMNS);
   }
 
   insertUnmatched(rows: UnmatchedEventRow[]): Promise<void> {
@@ -158,7 +165,7 @@ export class EventStore {
   }
 
   /**
-   * The ids of these events that engagement_events already holds. One query,
+   * The ids of these events that the events table already holds. One query,
    * narrowed by the sort key (workspace_id, occurred_at, ...) to the time
    * ranges the batch covers in each workspace (lookupRanges), so its cost
    * follows the stored events near the batch's, not everything between its
@@ -177,7 +184,7 @@ export class EventStore {
     });
     // The ranges pick the granules to read; PREWHERE then reads and matches `id` alone, and only its few matches are
     // checked against the ranges (in WHERE, every row would be, at twice the cost).
-    const query = sql`SELECT id FROM ${identifier('engagement_events')}
+    const query = sql`SELECT id FROM ${identifier('events')}
       PREWHERE id IN ${uuidSet(rows.map((row) => row.id))}
       WHERE ${join(ranges, ' OR ')}`.text;
     const result = await this.clickhouse.query({

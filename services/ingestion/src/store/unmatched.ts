@@ -58,7 +58,7 @@ export class UnmatchedEvents {
   /**
    * Of these provider event ids, those of events some campaign took already
    * (a redelivery that arrived after the campaign took the category): stored
-   * in engagement_events, or (spam reports, which only suppress) in
+   * in events, or (the suppression signal is written first) in
    * suppression_signals, in any workspace, between `from` and `to` (unix seconds).
    */
   async matchedIds(providerEventIds: string[], from: number, to: number): Promise<Set<string>> {
@@ -66,7 +66,7 @@ export class UnmatchedEvents {
     const ids = stringSet(providerEventIds);
     const during = sql`occurred_at >= ${dateTime(new Date(from * 1000))} AND occurred_at <= ${dateTime(new Date(to * 1000))}`;
     const rows = await this.rows<{ provider_event_id: string }>(sql`
-      SELECT provider_event_id FROM ${identifier('engagement_events')} PREWHERE provider_event_id IN ${ids} WHERE ${during}
+      SELECT provider_event_id FROM ${identifier('events')} PREWHERE provider_event_id IN ${ids} WHERE ${during}
       UNION ALL
       SELECT provider_event_id FROM ${identifier('suppression_signals')} PREWHERE provider_event_id IN ${ids} WHERE ${during}`);
     return new Set(rows.map((row) => row.provider_event_id));

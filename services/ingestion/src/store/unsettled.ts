@@ -24,7 +24,7 @@ export function workspaceDays(rows: { workspace_id: string; occurred_at: number 
 
 /**
  * Writing these events failed, possibly halfway: ClickHouse may have
- * committed engagement_events without the rollups its views feed, and a
+ * committed them to the events table without the rollups its views feed, and a
  * retry would then skip those events as stored. Their days must be marked
  * unsettled before the retry.
  */
@@ -37,7 +37,7 @@ export class EventsWriteError extends Error {
   }
 }
 
-/** Records days whose rollups may disagree with engagement_events; readers count those days from the events. */
+/** Records days whose rollups may disagree with the events table; readers count those days from the events. */
 export class UnsettledDays {
   constructor(private readonly clickhouse: ClickHouseClient) {}
 

@@ -1,0 +1,105 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './schema';
+import { identifier, int, sql, str, type SqlFragment } from './sql';
+
+/**
+ * Moving a v1 event store to v2. v1 kept the four engagement
+ * types in `engagement_events`, with derived tables fed from it by views
+ * named `<table>_feed`; v2 keeps every stored type in `events`.
+ *
+ * The v1 table is renamed before anything is copied, so a writer of the old
+ * version fails and retries (its events then reach `events` through a new
+ * writer) instead of writing where nobody reads. It stays as
+ * `engagement_events_v1` for the operator to drop once satisfied.
+ */
+const V1_TABLE = 'engagement_events';
+const V1_KEPT_TABLE = 'engagement_events_v1';
+const V1_DERIVED_TABLES = ['event_rollup_daily', 'link_rollup_daily', 'events_by_address'];
+/** The name under which migrations record that they are done. */
+const COPIED_MARKER = 'events_from_engagement_events_v1';
+
+export const migrationsTable = (db: SqlFragment): SqlFragment =>
+  sql`CREATE TABLE IF NOT EXISTS ${db}.event_store_migrations (
+    name String,
+    done_at DateTime('UTC')
+  ) ENGINE = ReplacingMergeTree(done_at)
+  ORDER BY name`;
+
+/** v1's columns as `events` takes them: no variant, no bounce class, no machine open (a function: schema.ts imports this module). */
+const COPIED_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open, email,
+  occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, raw, ingested_at`;
+const copiedValues =
+  (): SqlFragment => sql`id, workspace_id, campaign_id, toUUID(${str(NO_VARIANT)}), CAST(toString(event_type) AS ${EVENT_TYPE_ENUM}),
+  bounce_type, CAST('none' AS ${BOUNCE_CLASS_ENUM}), toUInt8(0), email, occurred_at, received_at, url, reason, user_agent, ip,
+  provider, provider_event_id, provider_message_id, raw, ingested_at`;
+
+async function tableNames(client: ClickHouseClient, db: SqlFragment, where = sql`1`): Promise<Set<string>> {
+  const result = await client.query({
+    query: sql`SELECT name FROM system.tables WHERE database = ${str(db.text)} AND ${where}`.text,
+    format: 'JSONEachRow',
+  });
+  return new Set((await result.json<{ name: string }>()).map((row) => row.name));
+}
+
+/**
+ * Takes a v1 store over into `events` (which must exist); does nothing on a
+ * v2 store or one already taken over. Every step may be repeated after a
+ * crash: the v1 derived tables (and their views) are dropped, as they are
+ * rebuilt from `events` by ensureEventRollups afterwards; the v1 table is
+ * renamed; then each month of it is copied, without the events `events`
+ * holds already, and a marker records that the copy is complete.
+ *
+ * Replicas that migrate at once may copy a month twice: the table's key
+ * collapses the copies, rollups built afterwards count each provider event
+ * once, and a copy written once another replica's views exist marks its days
+ * unsettled, so they are compared and rebuilt.
+ */
+export async function migrateFromV1(client: ClickHouseClient, db: SqlFragment): Promise<void> {
+  await client.command({ query: migrationsTable(db).text });
+  const names = await tableNames(client, db);
+  if (names.has(V1_TABLE)) {
+    for (const table of V1_DERIVED_TABLES) {
+      await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(`${table}_feed`)}`.text });
+      await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(table)}`.text });
+    }
+    try {
+      await client.command({ query: sql`RENAME TABLE ${db}.${identifier(V1_TABLE)} TO ${db}.${identifier(V1_KEPT_TABLE)}`.text });
+    } catch (error) {
+      // Another replica renamed it first.
+      if ((await tableNames(client, db)).has(V1_TABLE)) throw error;
+    }
+  } else if (!names.has(V1_KEPT_TABLE)) {
+    return;
+  }
+  if (await copied(client, db)) return;
+  const v1 = sql`${db}.${identifier(V1_KEPT_TABLE)}`;
+  const result = await client.query({
+    query: sql`SELECT DISTINCT toYYYYMM(occurred_at) AS month FROM ${v1} ORDER BY month`.text,
+    format: 'JSONEachRow',
+  });
+  for (const { month } of await result.json<{ month: number }>()) {
+    const inMonth = sql`toYYYYMM(occurred_at) = ${int(Number(month))}`;
+    await client.command({
+      query: sql`INSERT INTO ${db}.events (${COPIED_COLUMNS})
+        SELECT ${copiedValues()} FROM ${v1}
+        WHERE ${inMonth} AND id NOT IN (SELECT id FROM ${db}.events WHERE ${inMonth})
+        LIMIT 1 BY id`.text,
+    });
+    if ((await tableNames(client, db, sql`engine = 'MaterializedView'`)).size > 0) {
+      await client.command({
+        query: sql`INSERT INTO ${db}.unsettled_days
+          SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at FROM ${v1} WHERE ${inMonth}`.text,
+      });
+    }
+  }
+  await client.command({ query: sql`INSERT INTO ${db}.event_store_migrations SELECT ${str(COPIED_MARKER)}, now()`.text });
+}
+
+async function copied(client: ClickHouseClient, db: SqlFragment): Promise<boolean> {
+  const result = await client.query({
+    query: sql`SELECT count() AS n FROM ${db}.event_store_migrations WHERE name = ${str(COPIED_MARKER)}`.text,
+    format: 'JSONEachRow',
+  });
+  const [row] = await result.json<{ n: string }>();
+  return Number(row.n) > 0;
+}
