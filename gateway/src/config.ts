@@ -5,6 +5,7 @@ import { parseSendgridPublicKey } from './webhook/auth';
 export interface AuthConfig {
   /** DEV_AUTH_ENABLED=1: no token checks, every request acts as the mock platform admin. */
   devAuthEnabled: boolean;
+  /** Unset: the JWKS named by AUTH_ISSUER's OpenID Connect discovery document. */
   jwksUrl?: string;
   issuer?: string;
   audience?: string;
@@ -46,8 +47,8 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   if (auth.devAuthEnabled && production) {
     throw new ConfigError('DEV_AUTH_ENABLED=1 is refused when NODE_ENV=production: it would skip token checks');
   }
-  if (!auth.devAuthEnabled && (!auth.jwksUrl || !auth.issuer || !auth.audience)) {
-    throw new ConfigError('AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
+  if (!auth.devAuthEnabled && (!auth.issuer || !auth.audience)) {
+    throw new ConfigError('AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
   }
   const publicKey = env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY');
   const webhook: WebhookConfig = {

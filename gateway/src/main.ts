@@ -27,11 +27,12 @@ function main(): void {
   }
   const clients = createServiceClients(config.services, logger);
   const webhook = createWebhook(config.webhook, logger);
-  const health = gatewayReadiness(config.services, webhook.checkKafka);
+  const jwt = config.auth.devAuthEnabled ? undefined : createJwtAuthenticator(config.auth, logger);
+  const health = gatewayReadiness(config.services, webhook.checkKafka, jwt?.checkProvider);
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,
-    authenticator: config.auth.devAuthEnabled ? devAuthenticator : createJwtAuthenticator(config.auth),
+    authenticator: jwt ?? devAuthenticator,
     readiness: health.readiness,
     logger,
     rawBodyRoutes: webhook.router,
@@ -49,6 +50,7 @@ function main(): void {
       run: () => {
         closeServiceClients(clients);
         health.close();
+        jwt?.stop();
         return Promise.resolve();
       },
     },

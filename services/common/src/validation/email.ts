@@ -80,7 +80,7 @@ function domainProblem(domain: string): string | undefined {
     return 'An email address cannot have two letters followed by two dashes immediately after the @-sign or after a period, except Punycode.';
   }
   // Internationalized domains are taken as given: their IDNA checks need the full Unicode tables.
-  if (!ASCII_HOSTNAME.test(domain) && /^[\x00-\x7f]*$/.test(domain)) {
+  if (!ASCII_HOSTNAME.test(domain) && [...domain].every((char) => char.charCodeAt(0) <= 0x7f)) {
     return 'The email address contains invalid characters after the @-sign after IDNA encoding.';
   }
   if (domain.length > 253) return `The email address is too long after the @-sign ${tooMany(domain.length, 253)}.`;
@@ -112,4 +112,15 @@ export function parseEmail(input: string): { email: string } | { reason: string 
 /** Pydantic's 422 entry for an address EmailStr refuses. */
 export function invalidEmail(loc: (string | number)[], input: unknown, reason: string): Violation {
   return { loc, type: 'value_error', msg: `value is not a valid email address: ${reason}`, input, ctx: { reason } };
+}
+
+/**
+ * An address as an identity provider's `email` claim may carry it: one @-sign,
+ * both sides non-empty, no whitespace or control characters. Deliberately
+ * looser than EmailStr: a sign-in must not fail on a domain EmailStr calls
+ * reserved (corp.local, acceptance.test), since the provider vouches for it.
+ */
+export function isAddressSyntax(input: string): boolean {
+  const at = input.indexOf('@');
+  return input.length <= 2048 && at > 0 && at === input.lastIndexOf('@') && at < input.length - 1 && !/[\s\p{Cc}]/u.test(input);
 }
