@@ -104,7 +104,7 @@ export const suppressionRoutes: RouteModule = (router, { clients }) => {
   };
 
   router.get('/suppressions/', async (req, res) => {
-    const filters = listFilters(req.query as Json);
+    const filters = listFilters(req.query);
     if (req.accepts(['application/json', 'text/csv']) === 'text/csv') {
       return sendCsv(res, service.exportSuppressions({ workspaceId: workspaceIdOf(res), ...filters }));
     }
