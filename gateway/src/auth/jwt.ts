@@ -120,10 +120,9 @@ function providerKeys(locator: JwksLocator): { getKey: JWTVerifyGetKey; check():
   };
   return {
     getKey,
-    // Ready once the key set is known and fresh; a stale one is fetched again, so an outage shows.
+    // Ready once the key set's address is known (from AUTH_JWKS_URL at once, else once discovery succeeded).
     async check() {
-      const keys = await remoteSet();
-      if (!keys.fresh) await keys.reload();
+      await locator.jwksUrl();
     },
   };
 }
@@ -164,7 +163,7 @@ function hasAddressClaim(payload: JWTPayload): boolean {
 }
 
 export interface JwtAuthenticator extends Authenticator {
-  /** For /readyz: rejects while the provider's key set cannot be had. */
+  /** For /readyz: rejects while the provider's discovery document has not been read. */
   checkProvider: () => Promise<void>;
   stop: () => void;
 }
