@@ -11,6 +11,19 @@ export interface AuthConfig {
   audience?: string;
 }
 
+/** What the dashboard page needs to sign in; public, no secret (served at /dashboard/config.json). */
+export interface DashboardConfig {
+  /** The OpenID Connect issuer the page signs in with (AUTH_ISSUER). */
+  issuer?: string;
+  /** DASHBOARD_OIDC_CLIENT_ID, a public client (authorization code with PKCE); unset, the page takes a pasted token. */
+  clientId?: string;
+  scopes: string;
+  /** DASHBOARD_OIDC_EXTRA_PARAMS: a query string added to the authorization request (e.g. audience=... or resource=...). */
+  extraParams: Record<string, string>;
+  /** Pasting a token: in development (DEV_AUTH_ENABLED=1) or without a client id. */
+  tokenPaste: boolean;
+}
+
 export interface WebhookConfig {
   /** SendGrid's signed event webhook key, parsed from SENDGRID_WEBHOOK_PUBLIC_KEY (base64 DER or PEM, P-256). */
   sendgridPublicKey?: KeyObject;
@@ -31,6 +44,7 @@ export interface GatewayConfig {
   logLevel: string;
   shutdownTimeoutMs: number;
   auth: AuthConfig;
+  dashboard: DashboardConfig;
   webhook: WebhookConfig;
   services: { identity: string; campaign: string; brandGuide: string; analytics: string };
 }
@@ -50,6 +64,16 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   if (!auth.devAuthEnabled && (!auth.issuer || !auth.audience)) {
     throw new ConfigError('AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
   }
+  const clientId = env.optionalString('DASHBOARD_OIDC_CLIENT_ID');
+  const dashboard: DashboardConfig = {
+    issuer: auth.issuer,
+    clientId,
+    scopes: env.string('DASHBOARD_OIDC_SCOPES', 'openid profile email'),
+    extraParams: Object.fromEntries(new URLSearchParams(env.optionalString('DASHBOARD_OIDC_EXTRA_PARAMS') ?? '')),
+    tokenPaste: auth.devAuthEnabled || clientId === undefined,
+  };
+  if (clientId !== undefined && !auth.issuer)
+    throw new ConfigError('DASHBOARD_OIDC_CLIENT_ID needs AUTH_ISSUER, the issuer it signs in with');
   const publicKey = env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY');
   const webhook: WebhookConfig = {
     sendgridPublicKey: publicKey === undefined ? undefined : parseSendgridPublicKey(publicKey),
@@ -72,6 +96,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     logLevel: env.string('LOG_LEVEL', 'info'),
     shutdownTimeoutMs: env.int('SHUTDOWN_TIMEOUT_MS', 10_000),
     auth,
+    dashboard,
     webhook,
     services: {
       identity: env.string('IDENTITY_GRPC_ADDR', '127.0.0.1:50051'),

@@ -34,6 +34,7 @@ function main(): void {
     clients,
     authenticator: jwt ?? devAuthenticator,
     readiness: health.readiness,
+    dashboard: config.dashboard,
     logger,
     rawBodyRoutes: webhook.router,
   });
