@@ -78,13 +78,18 @@ function showError(error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
   const hint =
     error instanceof ApiError && error.status === 401
-      ? ' Paste a valid token above and sign in.'
+      ? session?.settings.token_paste === false
+        ? ' Sign in again.'
+        : ' Paste a valid token above and sign in.'
       : error instanceof ApiError && error.status === 403
         ? ' Your role does not allow this in the chosen workspace.'
         : '';
   ui.error.textContent = message + hint;
   ui.error.hidden = false;
-  if (error instanceof ApiError && error.status === 401) ui.token.focus();
+  if (error instanceof ApiError && error.status === 401) {
+    ui.oidcSignIn.hidden = !session?.usesProvider;
+    ui.token.focus();
+  }
 }
 
 function clearError(): void {
