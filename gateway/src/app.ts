@@ -4,6 +4,7 @@ import type { Logger, Readiness } from '@mail/common';
 import type { ServiceClients } from './clients';
 import { authenticate, authorize } from './auth/access';
 import type { Authenticator } from './auth/principal';
+import type { DashboardConfig } from './config';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
 import { fairUse, type FairUseLimits } from './limits/fair-use';
@@ -23,6 +24,8 @@ export interface AppDependencies {
   authenticator: Authenticator;
   readiness: Readiness;
   logger: Logger;
+  /** The dashboard's sign-in settings; without them the page takes a pasted token. */
+  dashboard?: DashboardConfig;
   /** Routes that read their body raw (the signed webhook), mounted before JSON parsing. */
   rawBodyRoutes?: express.Router;
   /** How long a body may take to arrive before the answer is 408; without them only Node's own limits apply. */
@@ -64,7 +67,7 @@ export function createApp(deps: AppDependencies): Express {
     res.type('html').send(DOCS_PAGE);
   });
   app.use('/docs/assets', express.static(SWAGGER_UI_ASSETS, { index: false, maxAge: '1d' }));
-  app.use(dashboardRouter());
+  app.use(dashboardRouter(undefined, deps.dashboard));
 
   if (deps.rawBodyRoutes) app.use(deps.rawBodyRoutes);
 

@@ -7,9 +7,23 @@ import { parseSendgridPublicKey } from './webhook/auth';
 export interface AuthConfig {
   /** DEV_AUTH_ENABLED=1: no token checks, every request acts as the mock platform admin. */
   devAuthEnabled: boolean;
+  /** Unset: the JWKS named by AUTH_ISSUER's OpenID Connect discovery document. */
   jwksUrl?: string;
   issuer?: string;
   audience?: string;
+}
+
+/** What the dashboard page needs to sign in; public, no secret (served at /dashboard/config.json). */
+export interface DashboardConfig {
+  /** The OpenID Connect issuer the page signs in with (AUTH_ISSUER). */
+  issuer?: string;
+  /** DASHBOARD_OIDC_CLIENT_ID, a public client (authorization code with PKCE); unset, the page takes a pasted token. */
+  clientId?: string;
+  scopes: string;
+  /** DASHBOARD_OIDC_EXTRA_PARAMS: a query string added to the authorization request (e.g. audience=... or resource=...). */
+  extraParams: Record<string, string>;
+  /** Pasting a token: in development (DEV_AUTH_ENABLED=1) or without a client id. */
+  tokenPaste: boolean;
 }
 
 export interface WebhookConfig {
@@ -46,6 +60,7 @@ export interface GatewayConfig {
   timeouts: RequestTimeouts;
   fairUse: FairUseLimits;
   auth: AuthConfig;
+  dashboard: DashboardConfig;
   webhook: WebhookConfig;
   services: { identity: string; campaign: string; brandGuide: string; analytics: string };
 }
@@ -78,9 +93,19 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   if (auth.devAuthEnabled && production) {
     throw new ConfigError('DEV_AUTH_ENABLED=1 is refused when NODE_ENV=production: it would skip token checks');
   }
-  if (!auth.devAuthEnabled && (!auth.jwksUrl || !auth.issuer || !auth.audience)) {
-    throw new ConfigError('AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
+  if (!auth.devAuthEnabled && (!auth.issuer || !auth.audience)) {
+    throw new ConfigError('AUTH_ISSUER and AUTH_AUDIENCE must be set (or DEV_AUTH_ENABLED=1 outside production)');
   }
+  const clientId = env.optionalString('DASHBOARD_OIDC_CLIENT_ID');
+  const dashboard: DashboardConfig = {
+    issuer: auth.issuer,
+    clientId,
+    scopes: env.string('DASHBOARD_OIDC_SCOPES', 'openid profile email'),
+    extraParams: Object.fromEntries(new URLSearchParams(env.optionalString('DASHBOARD_OIDC_EXTRA_PARAMS') ?? '')),
+    tokenPaste: auth.devAuthEnabled || clientId === undefined,
+  };
+  if (clientId !== undefined && !auth.issuer)
+    throw new ConfigError('DASHBOARD_OIDC_CLIENT_ID needs AUTH_ISSUER, the issuer it signs in with');
   const publicKey = env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY');
   const webhook: WebhookConfig = {
     sendgridPublicKey: publicKey === undefined ? undefined : parseSendgridPublicKey(publicKey),
@@ -133,6 +158,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     timeouts,
     fairUse,
     auth,
+    dashboard,
     webhook,
     services: {
       identity: env.string('IDENTITY_GRPC_ADDR', '127.0.0.1:50051'),

@@ -10,6 +10,7 @@ import type { GatewayConfig } from './config';
 export function gatewayReadiness(
   services: GatewayConfig['services'],
   checkKafka: DependencyCheck,
+  checkIdentityProvider?: DependencyCheck,
 ): { readiness: Readiness; close(): void } {
   const identity = createHealthClient(services.identity);
   const campaign = createHealthClient(services.campaign);
@@ -24,6 +25,7 @@ export function gatewayReadiness(
     .add('postgres', () => Promise.any([campaign, identity, brandGuide].map((client) => client.check('postgres'))))
     .add('clickhouse', () => analytics.check('clickhouse'))
     .add('kafka', checkKafka);
+  if (checkIdentityProvider) readiness.add('identity-provider', checkIdentityProvider);
   return {
     readiness,
     close: () => [identity, campaign, brandGuide, analytics].forEach((client) => client.close()),

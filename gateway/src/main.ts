@@ -31,12 +31,14 @@ async function main(): Promise<void> {
   }
   const clients = createServiceClients(config.services, logger);
   const webhook = createWebhook(config.webhook, logger);
-  const health = gatewayReadiness(config.services, webhook.checkKafka);
+  const jwt = config.auth.devAuthEnabled ? undefined : createJwtAuthenticator(config.auth, logger);
+  const health = gatewayReadiness(config.services, webhook.checkKafka, jwt?.checkProvider);
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,
-    authenticator: config.auth.devAuthEnabled ? devAuthenticator : createJwtAuthenticator(config.auth),
+    authenticator: jwt ?? devAuthenticator,
     readiness: health.readiness,
+    dashboard: config.dashboard,
     logger,
     rawBodyRoutes: webhook.router,
     timeouts: config.timeouts,
@@ -59,6 +61,7 @@ async function main(): Promise<void> {
       run: () => {
         closeServiceClients(clients);
         health.close();
+        jwt?.stop();
         return Promise.resolve();
       },
     },

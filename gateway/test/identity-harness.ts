@@ -71,32 +71,54 @@ export function signToken(key: SigningKey, claims: Record<string, unknown>, head
 }
 
 export interface IdentityProvider {
+  /** The issuer its tokens name: ISSUER, or with `discovery` the server's own origin. */
+  issuer: string;
   jwksUrl: string;
   /** Adds a key to the published JWKS (a rotation). */
   publish(key: SigningKey): void;
   /** A token as the provider issues it: right issuer and audience, valid for 5 minutes. */
   token(key: SigningKey, claims: Record<string, unknown>): string;
   jwksRequests(): number;
+  discoveryRequests(): number;
   close(): Promise<void>;
 }
 
-export async function startIdentityProvider(keys: SigningKey[]): Promise<IdentityProvider> {
+/**
+ * A JWKS server; with `discovery`, also the OpenID Connect discovery document
+ * at its origin, which is then the issuer. `port` pins the port (to bring a
+ * provider up where a gateway already looks for it).
+ */
+export async function startIdentityProvider(
+  keys: SigningKey[],
+  { discovery = false, port = 0 }: { discovery?: boolean; port?: number } = {},
+): Promise<IdentityProvider> {
   const published = [...keys];
   let requests = 0;
+  let discoveries = 0;
+  let origin = '';
+  const issuer = () => (discovery ? origin : ISSUER);
   const server = http.createServer((req, res) => {
-    if (req.url !== '/.well-known/jwks.json') return void res.writeHead(404).end();
+    if (discovery && req.url === '/.well-known/openid-configuration') {
+      discoveries++;
+      const document = { issuer: issuer(), jwks_uri: `${origin}/keys` };
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(document));
+    }
+    if (req.url !== (discovery ? '/keys' : '/.well-known/jwks.json')) return void res.writeHead(404).end();
     requests++;
     const jwks = published.map((key) => ({ ...key.publicKey.export({ format: 'jwk' }), kid: key.kid, alg: key.alg, use: 'sig' }));
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: jwks }));
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(port, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const now = () => Math.floor(Date.now() / 1000);
   return {
-    jwksUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`,
+    issuer: issuer(),
+    jwksUrl: `${origin}${discovery ? '/keys' : '/.well-known/jwks.json'}`,
     publish: (key) => void published.push(key),
-    token: (key, claims) => signToken(key, { iss: ISSUER, aud: AUDIENCE, iat: now(), exp: now() + 300, ...claims }),
+    token: (key, claims) => signToken(key, { iss: issuer(), aud: AUDIENCE, iat: now(), exp: now() + 300, ...claims }),
     jwksRequests: () => requests,
+    discoveryRequests: () => discoveries,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

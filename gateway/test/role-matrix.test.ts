@@ -273,6 +273,8 @@ const REQUESTS: Record<string, Builder> = {
   listEngagementEvents: () => ({ path: '/campaign-events/' }),
   getEngagementStats: () => ({ path: '/campaign-events/stats' }),
   listSuppressions: () => ({ path: '/suppressions/' }),
+  addSuppression: () => ({ path: '/suppressions/', body: { email: `${fresh('manual')}@suppressed.example`, note: 'by hand' } }),
+  getSuppression: () => ({ path: `/suppressions/${encodeURIComponent(A.suppressed)}` }),
   liftSuppression: async () => {
     // A suppression of its own per case, so an authorized caller gets the documented 204.
     const email = `${fresh('lift')}@suppressed.example`;
@@ -363,6 +365,7 @@ describe('the operation list', () => {
       'GET /campaign-events/',
       'GET /campaign-events/stats',
       'GET /suppressions/',
+      'GET /suppressions/{email}',
     ];
     const editor = [
       'POST /brand-guides/',
@@ -371,6 +374,7 @@ describe('the operation list', () => {
       'POST /email-campaigns/',
       'PUT /email-campaigns/{id}',
       'DELETE /email-campaigns/{id}',
+      'POST /suppressions/',
       'DELETE /suppressions/{email}',
     ];
     const admin = [
@@ -553,6 +557,8 @@ describe('lists never carry the other workspace', () => {
     expect(guides.body.items.map((g: { id: string }) => g.id)).toEqual([B.brandGuide]);
     const suppressions = await api('outsider', 'GET', '/suppressions/?page_size=500', undefined, B.workspace);
     expect(suppressions.body.items.map((s: { email: string }) => s.email)).toEqual([B.suppressed]);
+    const foreignSuppression = await api('outsider', 'GET', `/suppressions/${encodeURIComponent(A.suppressed)}`, undefined, B.workspace);
+    expect(foreignSuppression).toMatchObject({ status: 404, body: { detail: 'Suppression not found' } });
     const members = await api('outsider', 'GET', `/workspaces/${B.workspace}/members?page_size=500`, undefined, B.workspace);
     expect(members.body.items.map((m: { user_id: string }) => m.user_id)).toEqual([userIds.outsider]);
     const events = await api('outsider', 'GET', '/campaign-events/?page_size=500', undefined, B.workspace);

@@ -25,12 +25,12 @@ async function main(): Promise<void> {
   const env = { ...process.env };
   const notes: string[] = [];
   // The gateway refuses DEV_AUTH_ENABLED=1 in production, so there the default stays off.
-  if (!isSet(env.AUTH_JWKS_URL) && !isSet(env.DEV_AUTH_ENABLED) && env.NODE_ENV?.trim() !== 'production') {
+  if (!isSet(env.AUTH_ISSUER) && !isSet(env.DEV_AUTH_ENABLED) && env.NODE_ENV?.trim() !== 'production') {
     env.DEV_AUTH_ENABLED = '1';
     notes.push(
-      'No identity provider configured (AUTH_JWKS_URL unset), so the gateway runs with DEV_AUTH_ENABLED=1:',
+      'No identity provider configured (AUTH_ISSUER unset), so the gateway runs with DEV_AUTH_ENABLED=1:',
       'no token checks, every request acts as dev@example.com, a platform admin. For development only;',
-      'set AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE (or DEV_AUTH_ENABLED=0) to change that.',
+      'set AUTH_ISSUER and AUTH_AUDIENCE (or DEV_AUTH_ENABLED=0) to change that.',
     );
   }
 

@@ -96,9 +96,67 @@ interface Page<T> {
   page_size: number;
 }
 
+export type SuppressionReason = 'hard_bounce' | 'soft_bounces' | 'unsubscribe' | 'spam_report' | 'manual';
+
+export interface Suppression {
+  email: string;
+  reason: SuppressionReason;
+  suppressed_at: string;
+}
+
+export interface SuppressionQuery {
+  q?: string;
+  reason?: SuppressionReason;
+  page: number;
+  page_size: number;
+}
+
+export interface Actor {
+  user_id: string;
+  email: string;
+}
+
+export interface SuppressionDetail {
+  email: string;
+  suppressed: boolean;
+  reason: SuppressionReason | null;
+  suppressed_at: string | null;
+  note: string | null;
+  events: Array<{ reason: string; event_type: string; bounce_type: string | null; occurred_at: string; provider_event_id: string }>;
+  additions: Array<{ added_at: string; note: string | null; added_by: Actor | null }>;
+  lifts: Array<{ lifted_at: string; lifted_by: Actor | null }>;
+}
+
+export interface EngagementEvent {
+  id: string;
+  campaign_id: string;
+  event_type: string;
+  bounce_type: string | null;
+  email: string;
+  occurred_at: string;
+  url: string | null;
+  reason: string | null;
+}
+
+export interface PageOf<T> {
+  items: T[];
+  total: number;
+  page: number;
+  page_size: number;
+}
+
 export interface CampaignSummary {
   id: string;
   name: string;
+}
+
+/** GET /dashboard/config.json. */
+export interface DashboardSettings {
+  issuer: string | null;
+  client_id: string | null;
+  scopes: string;
+  extra_params: Record<string, string>;
+  token_paste: boolean;
 }
 
 /** A non-2xx answer, or no answer at all (status 0). */
@@ -129,6 +187,13 @@ const PAGE_SIZE = 500;
 export class Api {
   constructor(private readonly token: () => string) {}
 
+  /** The gateway's sign-in settings for this page. */
+  static async settings(): Promise<DashboardSettings> {
+    const response = await fetch('/dashboard/config.json', { credentials: 'omit', cache: 'no-store' });
+    if (!response.ok) throw new ApiError(response.status, 'the dashboard settings could not be read');
+    return (await response.json()) as DashboardSettings;
+  }
+
   me(signal?: AbortSignal): Promise<Me> {
     return this.get<Me>('/auth/me', undefined, {}, signal);
   }
@@ -143,6 +208,34 @@ export class Api {
     return this.get<Stats>('/campaign-events/stats', workspaceId, params, signal);
   }
 
+  suppressions(workspaceId: string, query: SuppressionQuery, signal?: AbortSignal): Promise<PageOf<Suppression>> {
+    return this.get<PageOf<Suppression>>('/suppressions/', workspaceId, suppressionParams(query), signal);
+  }
+
+  /** Every row the list's filters select, as the API's CSV. */
+  async suppressionsCsv(workspaceId: string, query: Omit<SuppressionQuery, 'page' | 'page_size'>): Promise<Blob> {
+    const response = await this.send('GET', '/suppressions/', workspaceId, suppressionParams(query), undefined, 'text/csv');
+    return response.blob();
+  }
+
+  suppression(workspaceId: string, email: string, signal?: AbortSignal): Promise<SuppressionDetail> {
+    return this.get<SuppressionDetail>(`/suppressions/${encodeURIComponent(email)}`, workspaceId, {}, signal);
+  }
+
+  async addSuppression(workspaceId: string, email: string, note: string): Promise<Suppression> {
+    const response = await this.send('POST', '/suppressions/', workspaceId, {}, { email, note: note || null });
+    return (await response.json()) as Suppression;
+  }
+
+  async liftSuppression(workspaceId: string, email: string): Promise<void> {
+    await this.send('DELETE', `/suppressions/${encodeURIComponent(email)}`, workspaceId, {});
+  }
+
+  /** The address's newest events (one page). */
+  eventsOf(workspaceId: string, email: string, signal?: AbortSignal): Promise<PageOf<EngagementEvent>> {
+    return this.get<PageOf<EngagementEvent>>('/campaign-events/', workspaceId, { email, page_size: String(PAGE_SIZE) }, signal);
+  }
+
   private async all<T>(path: string, workspaceId: string | undefined, signal?: AbortSignal): Promise<T[]> {
     const items: T[] = [];
     for (let page = 1; ; page++) {
@@ -153,22 +246,51 @@ export class Api {
   }
 
   private async get<T>(path: string, workspaceId: string | undefined, params: Record<string, string>, signal?: AbortSignal): Promise<T> {
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const response = await this.send('GET', path, workspaceId, params, undefined, 'application/json', signal);
+    return (await response.json()) as T;
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    workspaceId: string | undefined,
+    params: Record<string, string>,
+    body?: unknown,
+    accept = 'application/json',
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    const headers: Record<string, string> = { Accept: accept };
     const token = this.token();
     if (token) headers.Authorization = `Bearer ${token}`;
     if (workspaceId) headers.workspace_id = workspaceId;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
     const query = new URLSearchParams(params).toString();
     let response: Response;
     try {
-      response = await fetch(query ? `${path}?${query}` : path, { headers, signal, credentials: 'omit', cache: 'no-store' });
+      response = await fetch(query ? `${path}?${query}` : path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+        credentials: 'omit',
+        cache: 'no-store',
+      });
     } catch (error) {
       if (signal?.aborted) throw error;
       throw new ApiError(0, 'The API cannot be reached (network error).');
     }
-    const body: unknown = await response.json().catch(() => undefined);
-    if (!response.ok) throw new ApiError(response.status, describeDetail(body));
-    return body as T;
+    if (!response.ok) throw new ApiError(response.status, describeDetail(await response.json().catch(() => undefined)));
+    return response;
   }
+}
+
+function suppressionParams(query: Partial<SuppressionQuery>): Record<string, string> {
+  const params: Record<string, string> = {};
+  if (query.q) params.q = query.q;
+  if (query.reason) params.reason = query.reason;
+  if (query.page !== undefined) params.page = String(query.page);
+  if (query.page_size !== undefined) params.page_size = String(query.page_size);
+  return params;
 }
 
 /** The API's error bodies (docs/api.md): `{"detail": "..."}` or FastAPI-style validation entries. */

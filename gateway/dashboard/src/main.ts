@@ -3,15 +3,17 @@ import { Api, ApiError, type CampaignSummary, type Me, type StatsQuery } from '.
 import { SeriesChart } from './chart';
 import { utcDate } from './format';
 import { renderCampaigns, renderFunnel, renderLinks, renderSeriesTable, renderSuppressions, renderTotals, renderVariants } from './render';
+import { Session } from './session';
+import { LookupView, SuppressionsView } from './suppressions';
 
 /**
- * The analytics dashboard. The token the user pastes stays in this tab's
- * sessionStorage and goes only to this origin's API; with DEV_AUTH_ENABLED=1
- * none is needed. `data-status` (idle | loading | ready | error) and
- * `data-query` on <main> tell tests and scripts what is on screen.
+ * The analytics dashboard. It signs in through the identity provider
+ * (session.ts), or in development takes a pasted token, kept in this tab's
+ * sessionStorage; tokens go only to this origin's API. `data-status` (idle |
+ * loading | ready | error) and `data-query` on <main> tell tests and scripts
+ * what is on screen; `data-view` on <body> which view is shown.
  */
 
-const TOKEN_KEY = 'mail-dashboard.token';
 const WORKSPACE_KEY = 'mail-dashboard.workspace';
 const DEFAULT_DAYS = 7;
 /** A performance mark: the first statistics on screen, measured from navigation start. */
@@ -24,6 +26,8 @@ function byId<T extends HTMLElement>(id: string): T {
 }
 
 const ui = {
+  oidcSignIn: byId<HTMLButtonElement>('oidc-sign-in'),
+  oidcSignOut: byId<HTMLButtonElement>('oidc-sign-out'),
   authForm: byId<HTMLFormElement>('auth-form'),
   token: byId<HTMLInputElement>('token'),
   signOut: byId<HTMLButtonElement>('sign-out'),
@@ -50,7 +54,10 @@ const ui = {
   linksTable: document.querySelector<HTMLTableElement>('[data-testid="links-table"]')!,
 };
 
-const api = new Api(() => sessionStorage.getItem(TOKEN_KEY) ?? '');
+let session: Session | undefined;
+const api = new Api(() => session?.token() ?? '');
+/** The signed-in user, for the role in the chosen workspace. */
+let me: Me | undefined;
 const chart = new SeriesChart(byId('chart'));
 /** Campaign names per workspace, loaded once per workspace. */
 const campaignsByWorkspace = new Map<string, Promise<CampaignSummary[]>>();
@@ -71,13 +78,18 @@ function showError(error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
   const hint =
     error instanceof ApiError && error.status === 401
-      ? ' Paste a valid token above and sign in.'
+      ? session?.settings.token_paste === false
+        ? ' Sign in again.'
+        : ' Paste a valid token above and sign in.'
       : error instanceof ApiError && error.status === 403
         ? ' Your role does not allow this in the chosen workspace.'
         : '';
   ui.error.textContent = message + hint;
   ui.error.hidden = false;
-  if (error instanceof ApiError && error.status === 401) ui.token.focus();
+  if (error instanceof ApiError && error.status === 401) {
+    ui.oidcSignIn.hidden = !session?.usesProvider;
+    ui.token.focus();
+  }
 }
 
 function clearError(): void {
@@ -100,11 +112,11 @@ async function signIn(): Promise<void> {
   const signal = newLoad();
   clearError();
   setStatus('loading', 'Signing in…');
-  let me: Me;
   try {
     me = await api.me(signal);
   } catch (error) {
     if (isAbort(error)) return;
+    me = undefined;
     ui.user.textContent = 'Not signed in';
     fillWorkspaces([]);
     showError(error);
@@ -134,7 +146,47 @@ function fillWorkspaces(workspaces: Array<[string, string]>): void {
 async function loadWorkspace(): Promise<void> {
   sessionStorage.setItem(WORKSPACE_KEY, ui.workspace.value);
   ui.campaign.replaceChildren(new Option('All campaigns', ''));
-  await loadStats();
+  await Promise.all([loadStats(), currentView() === 'suppressions' ? suppressions.load() : Promise.resolve()]);
+}
+
+/** Editors and above change suppressions; a viewer sees neither button. */
+function canEdit(): boolean {
+  const role = me?.memberships.find((m) => m.workspace_id === ui.workspace.value)?.role;
+  return role !== undefined && role !== 'viewer';
+}
+
+async function campaignName(workspaceId: string, id: string): Promise<string> {
+  const campaigns = await campaignsOf(workspaceId).catch((): CampaignSummary[] => []);
+  return campaigns.find((c) => c.id === id)?.name ?? id;
+}
+
+type View = 'stats' | 'suppressions' | 'lookup';
+
+function currentView(): View {
+  const view = location.hash.slice(1);
+  return view === 'suppressions' || view === 'lookup' ? view : 'stats';
+}
+
+function showView(): void {
+  const view = currentView();
+  document.body.dataset.view = view;
+  ui.main.hidden = view !== 'stats';
+  byId('suppressions-view').hidden = view !== 'suppressions';
+  byId('lookup-view').hidden = view !== 'lookup';
+  for (const link of document.querySelectorAll<HTMLAnchorElement>('nav.views a')) {
+    if (link.dataset.view === view) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (view === 'suppressions' && me) void suppressions.load();
+}
+
+const context = { api, workspaceId: () => ui.workspace.value, canEdit, lookUp: (email: string) => void openLookup(email) };
+const suppressions = new SuppressionsView(context);
+const lookup = new LookupView(context, campaignName);
+
+async function openLookup(email: string): Promise<void> {
+  location.hash = 'lookup';
+  await lookup.show(email);
 }
 
 /** Not cancelled with the stats: a later load of the same workspace reuses it. */
@@ -228,24 +280,29 @@ function onFailure(error: unknown): void {
 
 ui.authForm.addEventListener('submit', (event) => {
   event.preventDefault();
-  const token = ui.token.value.trim().replace(/^Bearer\s+/i, '');
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
-  else sessionStorage.removeItem(TOKEN_KEY);
+  session?.paste(ui.token.value.trim().replace(/^Bearer\s+/i, ''));
   ui.token.value = '';
   campaignsByWorkspace.clear();
   signIn().catch(onFailure);
 });
 
-ui.signOut.addEventListener('click', () => {
+async function signOut(): Promise<void> {
   inFlight?.abort();
-  sessionStorage.removeItem(TOKEN_KEY);
   sessionStorage.removeItem(WORKSPACE_KEY);
   campaignsByWorkspace.clear();
+  me = undefined;
   fillWorkspaces([]);
   ui.user.textContent = 'Signed out';
   clearError();
   setStatus('idle');
-});
+  showSessionControls();
+  await session?.signOut();
+}
+
+ui.signOut.addEventListener('click', () => void signOut().catch(onFailure));
+ui.oidcSignOut.addEventListener('click', () => void signOut().catch(onFailure));
+ui.oidcSignIn.addEventListener('click', () => void session?.signIn().catch(onFailure));
+window.addEventListener('hashchange', showView);
 
 ui.workspace.addEventListener('change', () => void loadWorkspace().catch(onFailure));
 for (const input of [ui.from, ui.to, ui.interval, ui.campaign]) {
@@ -256,7 +313,33 @@ ui.filters.addEventListener('submit', (event) => {
   loadStats().catch(onFailure);
 });
 
-ui.from.value = utcDate(DEFAULT_DAYS - 1);
-ui.to.value = utcDate(0);
-ui.token.placeholder = sessionStorage.getItem(TOKEN_KEY) ? 'a token is stored for this tab' : ui.token.placeholder;
-signIn().catch(onFailure);
+/** The sign-in controls the settings allow: the provider's buttons, the token form in development. */
+function showSessionControls(): void {
+  const provider = session?.usesProvider ?? false;
+  ui.oidcSignIn.hidden = !provider || session!.signedIn;
+  ui.oidcSignOut.hidden = !provider || !session!.signedIn;
+  ui.authForm.hidden = !(session?.settings.token_paste ?? false);
+  document.body.dataset.tokenExpiresAt = String(session?.expiresAt ?? '');
+}
+
+async function start(): Promise<void> {
+  if (Session.isSilentRenewalFrame()) {
+    await new Session(await Api.settings(), () => undefined).finishSilentRenewal();
+    return;
+  }
+  ui.from.value = utcDate(DEFAULT_DAYS - 1);
+  ui.to.value = utcDate(0);
+  showView();
+  session = new Session(await Api.settings(), showSessionControls);
+  await session.start();
+  showSessionControls();
+  if (session.usesProvider && !session.signedIn && !session.settings.token_paste) {
+    ui.user.textContent = 'Not signed in';
+    setStatus('idle', 'Sign in to see your workspaces.');
+    return;
+  }
+  await signIn();
+  showView();
+}
+
+start().catch(onFailure);

@@ -3,7 +3,7 @@ import { HttpError, forbidden, fromGrpcError, notFound, unauthorized } from '../
 import { parseUuid } from '../pydantic/scalars';
 import type { MatchedOperation, OperationObject } from '../openapi/document';
 import type { PrincipalResolver } from './principal-cache';
-import { ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';
+import { EMAIL_REQUIRED, ROLE_RANK, type Authenticator, type Principal, type WorkspaceAccess } from './principal';
 import { roleFromProto } from './roles';
 
 /**
@@ -60,7 +60,7 @@ export function authenticate(
         const httpError = fromGrpcError(error);
         // The service rejects claims it cannot provision from (a first sign-in without a valid e-mail):
         // that is the token's fault, not a body field's.
-        throw httpError.status === 422 ? unauthorized('Invalid token: a valid email claim is required to sign in') : httpError;
+        throw httpError.status === 422 ? unauthorized(EMAIL_REQUIRED) : httpError;
       });
     if (!resolved.user) throw new HttpError(503, 'Identity service gave no user');
     locals(res).principal = {

@@ -1,7 +1,8 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { isAddressSyntax, type Logger } from '@mail/common';
 import type { AuthConfig } from '../config';
 import { HttpError, unauthorized } from '../errors/http-error';
-import type { Authenticator, TokenIdentity } from './principal';
+import { EMAIL_REQUIRED, type Authenticator, type TokenIdentity } from './principal';
 
 /** Asymmetric algorithms only: `none` and HS* (which would accept the public key as a secret) never verify. */
 const ALGORITHMS = ['RS256', 'ES256', 'PS256', 'EdDSA'];
@@ -19,28 +20,110 @@ const isFetchFailure = (error: unknown): boolean =>
   error instanceof errors.JWKSTimeout ||
   error instanceof errors.JWKSInvalid;
 
+/** The key set's cache: jose refetches it after 10 minutes, and waits 30 s after a fetch before another. */
+const JWKS_OPTIONS = { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 };
+const DISCOVERY_TIMEOUT_MS = 5_000;
+/** Retries of an unreachable discovery document start after this long and double up to the maximum. */
+const DISCOVERY_RETRY_MS = { first: 500, max: 30_000 };
+
 /**
- * The provider's signing keys. jose caches the set for 10 minutes and keeps a
- * 30 s cooldown after each fetch; on top of that a token with an unknown
- * `kid` forces one refetch (rate-limited), so a key rotated in moments ago is
- * accepted at once instead of after the cooldown.
+ * Where the provider publishes its keys: AUTH_JWKS_URL when set, else the
+ * `jwks_uri` of the issuer's OpenID Connect discovery document, read once at
+ * start-up and kept; while the provider cannot be reached it is retried in the
+ * background with backoff, and requests until then answer 503.
  */
-function providerKeys(jwksUrl: string): JWTVerifyGetKey {
-  const remote = createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+export interface JwksLocator {
+  /** The JWKS address; rejects while it is not known yet. */
+  jwksUrl(): Promise<URL>;
+  stop(): void;
+}
+
+export function jwksLocator(config: { jwksUrl?: string; issuer: string }, logger?: Logger): JwksLocator {
+  if (config.jwksUrl) {
+    const fixed = new URL(config.jwksUrl);
+    return { jwksUrl: () => Promise.resolve(fixed), stop: () => undefined };
+  }
+  const documentUrl = `${config.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+  let found: URL | undefined;
+  let attempt: Promise<URL> | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let delay = DISCOVERY_RETRY_MS.first;
+  let stopped = false;
+
+  const discover = (): Promise<URL> => {
+    attempt ??= readJwksUri(documentUrl, config.issuer).then(
+      (url) => {
+        found = url;
+        return url;
+      },
+      (error: unknown) => {
+        logger?.warn({ err: error, retryInMs: delay }, 'identity provider discovery failed');
+        if (!stopped) {
+          retry = setTimeout(() => {
+            attempt = undefined;
+            void discover().catch(() => undefined);
+          }, delay).unref();
+        }
+        delay = Math.min(delay * 2, DISCOVERY_RETRY_MS.max);
+        throw new KeysUnavailable('discovery document unavailable', { cause: error });
+      },
+    );
+    return attempt;
+  };
+  void discover().catch(() => undefined);
+  return {
+    jwksUrl: () => (found ? Promise.resolve(found) : discover()),
+    stop: () => {
+      stopped = true;
+      clearTimeout(retry);
+    },
+  };
+}
+
+/** The discovery document's `jwks_uri`, from a document whose `issuer` is the one configured (as OpenID Connect Discovery requires). */
+async function readJwksUri(documentUrl: string, issuer: string): Promise<URL> {
+  const response = await fetch(documentUrl, { signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS), redirect: 'error' });
+  if (!response.ok) throw new Error(`${documentUrl} answered ${response.status}`);
+  const document = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+  if (document.issuer !== issuer) throw new Error(`${documentUrl} names another issuer`);
+  if (typeof document.jwks_uri !== 'string') throw new Error(`${documentUrl} has no jwks_uri`);
+  return new URL(document.jwks_uri);
+}
+
+/**
+ * The provider's signing keys. jose caches the set (JWKS_OPTIONS); on top of
+ * that a token with an unknown `kid` forces one refetch (rate-limited), so a
+ * key rotated in moments ago is accepted at once instead of after the cooldown.
+ */
+function providerKeys(locator: JwksLocator): { getKey: JWTVerifyGetKey; check(): Promise<void> } {
+  let remote: ReturnType<typeof createRemoteJWKSet> | undefined;
+  const remoteSet = async () => {
+    const url = await locator.jwksUrl();
+    remote ??= createRemoteJWKSet(url, JWKS_OPTIONS);
+    return remote;
+  };
   let lastForcedRefetch = 0;
-  return async (header, token) => {
+  const getKey: JWTVerifyGetKey = async (header, token) => {
     try {
+      const keys = await remoteSet();
       try {
-        return await remote(header, token);
+        return await keys(header, token);
       } catch (error) {
         if (!(error instanceof errors.JWKSNoMatchingKey) || Date.now() - lastForcedRefetch < UNKNOWN_KID_REFETCH_MS) throw error;
         lastForcedRefetch = Date.now();
-        await remote.reload();
-        return await remote(header, token);
+        await keys.reload();
+        return await keys(header, token);
       }
     } catch (error) {
-      throw isFetchFailure(error) ? new KeysUnavailable('JWKS unavailable', { cause: error }) : error;
+      throw error instanceof KeysUnavailable || isFetchFailure(error) ? new KeysUnavailable('JWKS unavailable', { cause: error }) : error;
     }
+  };
+  return {
+    getKey,
+    // Ready once the key set's address is known (from AUTH_JWKS_URL at once, else once discovery succeeded).
+    async check() {
+      await locator.jwksUrl();
+    },
   };
 }
 
@@ -86,17 +169,31 @@ function identityOf(payload: JWTPayload): TokenIdentity {
   };
 }
 
-/** Verifies provider-issued JWTs against the JWKS at AUTH_JWKS_URL. */
-export function createJwtAuthenticator(config: AuthConfig): Authenticator {
+/** The token's `email` claim is an address (whatever its domain): the identity service provisions and links users by it. */
+function hasAddressClaim(payload: JWTPayload): boolean {
+  return typeof payload.email === 'string' && isAddressSyntax(payload.email.trim());
+}
+
+export interface JwtAuthenticator extends Authenticator {
+  /** For /readyz: rejects while the provider's discovery document has not been read. */
+  checkProvider: () => Promise<void>;
+  stop: () => void;
+}
+
+/** Verifies provider-issued JWTs against the JWKS at AUTH_JWKS_URL, or the one AUTH_ISSUER's discovery document names. */
+export function createJwtAuthenticator(config: AuthConfig, logger?: Logger): JwtAuthenticator {
   const { jwksUrl, issuer, audience } = config;
-  if (!jwksUrl || !issuer || !audience) throw new Error('createJwtAuthenticator needs jwksUrl, issuer and audience');
-  const keys = providerKeys(jwksUrl);
+  if (!issuer || !audience) throw new Error('createJwtAuthenticator needs issuer and audience');
+  const locator = jwksLocator({ jwksUrl, issuer }, logger);
+  const keys = providerKeys(locator);
   return {
     grantsPlatformAdmin: false,
+    checkProvider: () => keys.check(),
+    stop: () => locator.stop(),
     async authenticate(authorization) {
       const token = bearerToken(authorization);
       try {
-        const { payload } = await jwtVerify(token, keys, {
+        const { payload } = await jwtVerify(token, keys.getKey, {
           issuer,
           audience,
           algorithms: ALGORITHMS,
@@ -105,6 +202,7 @@ export function createJwtAuthenticator(config: AuthConfig): Authenticator {
         });
         const identity = identityOf(payload);
         if (!identity.subject) throw unauthorized('Invalid token');
+        if (!hasAddressClaim(payload)) throw unauthorized(EMAIL_REQUIRED);
         return identity;
       } catch (error) {
         if (error instanceof HttpError) throw error;

@@ -9,6 +9,9 @@ export interface TokenIdentity {
   displayName: string;
 }
 
+/** The 401's detail for a token that has no usable e-mail to sign in with. */
+export const EMAIL_REQUIRED = 'Invalid token: a valid email claim is required to sign in';
+
 /** Turns the Authorization header into an identity, or throws a 401 HttpError. */
 export interface Authenticator {
   authenticate(authorization: string | undefined): Promise<TokenIdentity>;

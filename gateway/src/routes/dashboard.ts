@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
+import type { DashboardConfig } from '../config';
 import { HttpError, notFound } from '../errors/http-error';
 
 /**
@@ -14,32 +15,52 @@ export const DASHBOARD_DIST = path.resolve(__dirname, '..', '..', 'dashboard', '
 const ASSET_NAME = /^[\w.-]+\.[a-z0-9]+$/i;
 const YEAR_SECONDS = 365 * 24 * 3600;
 
-/** Only this origin's files and API; no inline code, no framing. */
-const PAGE_SECURITY_HEADERS = {
-  'Content-Security-Policy': [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-  ].join('; '),
-  'Referrer-Policy': 'no-referrer',
-  'X-Content-Type-Options': 'nosniff',
-  'X-Frame-Options': 'DENY',
-};
+const NO_SIGN_IN: DashboardConfig = { scopes: 'openid profile email', extraParams: {}, tokenPaste: true };
 
-export function dashboardRouter(distDir: string = DASHBOARD_DIST): Router {
+/**
+ * Only this origin's files and API; no inline code. Signing in through an
+ * identity provider adds its origin for the page's calls (discovery, token,
+ * renewal) and for the hidden frame of a silent renewal, which comes back to
+ * the page inside this origin's own frame.
+ */
+function pageSecurityHeaders(issuerOrigin: string | undefined): Record<string, string> {
+  return {
+    'Content-Security-Policy': [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "img-src 'self' data:",
+      `connect-src 'self'${issuerOrigin ? ` ${issuerOrigin}` : ''}`,
+      ...(issuerOrigin ? [`frame-src 'self' ${issuerOrigin}`] : []),
+      "base-uri 'none'",
+      "form-action 'none'",
+      `frame-ancestors ${issuerOrigin ? "'self'" : "'none'"}`,
+    ].join('; '),
+    'Referrer-Policy': 'no-referrer',
+    'X-Content-Type-Options': 'nosniff',
+    'X-Frame-Options': issuerOrigin ? 'SAMEORIGIN' : 'DENY',
+  };
+}
+
+export function dashboardRouter(distDir: string = DASHBOARD_DIST, settings: DashboardConfig = NO_SIGN_IN): Router {
   const router = Router();
+  const signsIn = settings.clientId !== undefined && settings.issuer !== undefined;
+  const headers = pageSecurityHeaders(signsIn ? new URL(settings.issuer!).origin : undefined);
 
   router.get(['/dashboard', '/dashboard/', '/dashboard/index.html'], (req, res, next) => {
     // Revalidated on every load (ETag), so a new build shows at once.
-    sendMaybeGzipped(req, res, path.join(distDir, 'index.html'), {
-      ...PAGE_SECURITY_HEADERS,
-      'Cache-Control': 'no-cache',
-    }).catch(next);
+    sendMaybeGzipped(req, res, path.join(distDir, 'index.html'), { ...headers, 'Cache-Control': 'no-cache' }).catch(next);
+  });
+
+  // The page's sign-in settings: public values only (a public client has no secret).
+  router.get('/dashboard/config.json', (_req, res) => {
+    res.set('Cache-Control', 'no-cache').json({
+      issuer: signsIn ? settings.issuer : null,
+      client_id: signsIn ? settings.clientId : null,
+      scopes: settings.scopes,
+      extra_params: settings.extraParams,
+      token_paste: settings.tokenPaste,
+    });
   });
 
   router.get('/dashboard/assets/:name', (req, res, next) => {

@@ -41,7 +41,7 @@ async function waitUntilEmpty(workspaceId: string): Promise<void> {
   }
 }
 
-/** Some of everything the event store keeps of a workspace: events, link clicks, a suppression, a lift, a mark. */
+/** Some of everything the event store keeps of a workspace: events, link clicks, a suppression, a lift, a manual suppression, a mark. */
 async function fill(workspaceId: string, email: string): Promise<void> {
   const campaign_id = randomUUID();
   await analytics.insertEvents([
@@ -53,6 +53,7 @@ async function fill(workspaceId: string, email: string): Promise<void> {
     signal({ workspace_id: workspaceId, email: `lifted-${email}`, reason: 'unsubscribe', occurred_at: '2026-03-10T12:00:00Z' }),
   ]);
   await analytics.rpc('liftSuppression', { workspaceId, email: `lifted-${email}` });
+  await analytics.rpc('addSuppression', { workspaceId, email: `manual-${email}` });
   await analytics.markUnsettled(workspaceId, ['2026-03-10']);
 }
 

@@ -47,6 +47,8 @@ export interface SignalRow {
 export interface Analytics {
   /** Calls one RPC through the real gRPC server, so the proto mapping is part of every test. */
   rpc: Rpc<analyticsV1.AnalyticsServiceClient>;
+  /** The gRPC client itself, for streaming calls. */
+  client: analyticsV1.AnalyticsServiceClient;
   /** Each call is one INSERT, so rows of separate calls land in separate parts (unmerged duplicates). */
   insertEvents(rows: EventRow[]): Promise<void>;
   /**
@@ -98,6 +100,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     );
   return {
     rpc: service.rpc,
+    client: service.client,
     insertEvents: (rows) => insert('events', rows),
     insertFaultCopies: async (rows) => {
       await insert('events', rows);

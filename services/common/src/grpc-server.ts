@@ -37,6 +37,47 @@ export function unary<Req, Res>(logger: Logger, method: string, impl: UnaryImpl<
 }
 
 /**
+ * A server-streaming handler from an async generator: each yielded message
+ * is written once the client takes the previous ones (backpressure), a
+ * cancelled call stops the generator, and an error ends the call with its
+ * status, as unary's do.
+ */
+export function serverStream<Req, Res>(
+  logger: Logger,
+  method: string,
+  impl: (request: Req, call: grpc.ServerWritableStream<Req, Res>) => AsyncIterable<Res>,
+): grpc.handleServerStreamingCall<Req, Res> {
+  return (call) => {
+    const stopTimer = grpcRequestDuration.startTimer({ method });
+    const run = async () => {
+      for await (const message of impl(call.request, call)) {
+        if (call.cancelled) return;
+        if (!call.write(message)) {
+          await new Promise((resolve) => {
+            call.once('drain', resolve);
+            call.once('cancelled', resolve);
+          });
+        }
+      }
+    };
+    run().then(
+      () => {
+        stopTimer({ code: 'OK' });
+        call.end();
+      },
+      (error: unknown) => {
+        const serviceError = toServiceError(error);
+        stopTimer({ code: grpc.status[serviceError.code] });
+        if (serviceError.code === grpc.status.INTERNAL || serviceError.code === grpc.status.UNAVAILABLE) {
+          logger.error({ err: error, method }, 'gRPC call failed');
+        }
+        call.emit('error', serviceError);
+      },
+    );
+  };
+}
+
+/**
  * grpc.health.v1.Health, answered from the process's readiness checks. The
  * empty service name is the whole process; a dependency name (e.g.
  * "postgres") is that dependency alone, so callers can say what is down.

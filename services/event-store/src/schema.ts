@@ -3,7 +3,7 @@ import { createClickHouse } from './client';
 import { identifier, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1 } from './migration';
 import { ensureEventRollups } from './rollups';
-import { ensureSuppressionState } from './suppression';
+import { ensureSuppressionState, suppressionLiftAuditTable, suppressionManualTable } from './suppression';
 import { closedWorkspacesTable } from './workspace-erasure';
 
 /**
@@ -124,6 +124,8 @@ const tables = (db: SqlFragment): SqlFragment[] => [
     lifted_at DateTime('UTC')
   ) ENGINE = ReplacingMergeTree()
   ORDER BY (workspace_id, email, lifted_at)`,
+  suppressionLiftAuditTable(db),
+  suppressionManualTable(db),
 
   // Unmatched events sent back through the events topic once a campaign took their category: each is
   // re-matched once, and an event erased with its workspace does not come back for the category's next campaign.

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { identifier, int, join, list, raw, sql, str, stringSet, uuidSet, type SqlFragment } from './sql';
+import { identifier, int, join, list, raw, sql, str, stringSet, uuid, uuidSet, type SqlFragment } from './sql';
 
 /** Bounce tracking rules (docs/api.md, "Bounce tracking and suppressions"). */
 
@@ -11,8 +11,57 @@ export const SOFT_BOUNCE_WINDOW_DAYS = 30;
 /** Signals that suppress at once; at the same second, the first listed names the reason. */
 export const IMMEDIATE_REASONS = ['hard_bounce', 'unsubscribe', 'spam_report'] as const;
 
-export const SUPPRESSION_REASONS = ['hard_bounce', 'soft_bounces', 'unsubscribe', 'spam_report'] as const;
+/** Why an address is suppressed: what the signals decide (suppression_state), or `manual`, added by hand. */
+export const SUPPRESSION_REASONS = ['hard_bounce', 'soft_bounces', 'unsubscribe', 'spam_report', 'manual'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
+
+/**
+ * Suppressions added by hand. One stays in force until a lift after it
+ * (suppression_lift_audit, to the millisecond, so an addition right after a
+ * lift counts), beside whatever the signals decide.
+ */
+export const suppressionManualTable = (db: SqlFragment): SqlFragment =>
+  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_manual (
+    workspace_id UUID,
+    email String,
+    added_at DateTime('UTC'),
+    added_at_ms UInt64,
+    note String,
+    added_by_user_id String,
+    added_by_email String
+  ) ENGINE = ReplacingMergeTree()
+  ORDER BY (workspace_id, email, added_at_ms)`;
+
+/**
+ * Who lifted an address's suppression and when, to the millisecond; written
+ * beside suppression_lifts (which the signal rules read, to the second).
+ */
+export const suppressionLiftAuditTable = (db: SqlFragment): SqlFragment =>
+  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_lift_audit (
+    workspace_id UUID,
+    email String,
+    lifted_at_ms UInt64,
+    lifted_by_user_id String,
+    lifted_by_email String
+  ) ENGINE = ReplacingMergeTree()
+  ORDER BY (workspace_id, email, lifted_at_ms)`;
+
+/**
+ * The addresses of a workspace (or one of them) suppressed by hand now:
+ * (email, suppressed_at), suppressed_at the earliest addition after the
+ * address's last audited lift.
+ */
+export function manualSuppressions(workspaceId: string, email?: string): SqlFragment {
+  const scope = join([sql`workspace_id = ${uuid(workspaceId)}`, ...(email === undefined ? [] : [sql`email = ${str(email)}`])], ' AND ');
+  return sql`
+    SELECT email, min(added_at) AS suppressed_at
+    FROM (SELECT email, added_at, added_at_ms FROM suppression_manual WHERE ${scope})
+    ANY LEFT JOIN (
+      SELECT email, max(lifted_at_ms) AS last_lift_ms FROM suppression_lift_audit WHERE ${scope} GROUP BY email
+    ) USING (email)
+    WHERE added_at_ms > last_lift_ms
+    GROUP BY email`;
+}
 
 /** suppression_state.reason; 'none': a lifted address that is not suppressed (again). */
 const SUPPRESSION_STATE_REASON_TYPE = "Enum8('none' = 0, 'hard_bounce' = 1, 'soft_bounces' = 2, 'unsubscribe' = 3, 'spam_report' = 4)";

@@ -21,6 +21,8 @@ export const WORKSPACE_TABLES = [
   'suppression_signals',
   'suppression_lifts',
   'suppression_state',
+  'suppression_manual',
+  'suppression_lift_audit',
 ] as const;
 
 export const closedWorkspacesTable = (db: SqlFragment): SqlFragment =>

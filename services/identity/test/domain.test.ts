@@ -155,6 +155,14 @@ describe('principal claims', () => {
     expect(principalClaims({ ...token, displayName: '  ' }, new Set()).displayName).toBeUndefined();
   });
 
+  it('takes any syntactic address, whatever its domain, and refuses anything else', () => {
+    expect(principalClaims({ ...token, email: 'Alice@corp.local' }, new Set()).email).toBe('alice@corp.local');
+    expect(principalClaims({ ...token, email: 'qa@acceptance.test' }, new Set()).email).toBe('qa@acceptance.test');
+    for (const email of ['alice', '@corp.local', 'alice@', 'a@b@c', 'al ice@corp.local', 'alice@corp\u0000.local']) {
+      expect(violationsOf(() => principalClaims({ ...token, email }, new Set()))).toMatchObject([{ loc: ['email'], type: 'value_error' }]);
+    }
+  });
+
   it('requires issuer and subject, without NUL', () => {
     expect(violationsOf(() => principalClaims({ ...token, subject: ' ' }, new Set()))).toEqual([
       { loc: ['subject'], type: 'missing', msg: 'Field required', input: null },

@@ -1,13 +1,20 @@
-import { unary, type Logger } from '@mail/common';
+import { serverStream, unary, type Logger } from '@mail/common';
 import { NO_VARIANT, type StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
-import type { SuppressionReason } from '../domain/suppression';
+import { actorOf, validManualSuppression, type SuppressionFilter, type SuppressionReason } from '../domain/suppression';
 import type { EventStore } from '../store/connection';
 import { listEvents, type StoredEvent } from '../store/events';
 import { readStats } from '../store/stats';
-import { liftSuppression, listSuppressions } from '../store/suppressions';
+import {
+  addSuppression,
+  exportSuppressions,
+  liftSuppression,
+  listSuppressions,
+  suppressionHistory,
+  type SuppressionRow,
+} from '../store/suppressions';
 import { eraseWorkspace } from '../store/workspaces';
 
 const EVENT_TYPES: Record<StoredEventType, eventsV1.EventType> = {
@@ -33,7 +40,31 @@ const SUPPRESSION_REASONS: Record<SuppressionReason, analyticsV1.SuppressionReas
   soft_bounces: analyticsV1.SuppressionReason.SUPPRESSION_REASON_SOFT_BOUNCES,
   unsubscribe: analyticsV1.SuppressionReason.SUPPRESSION_REASON_UNSUBSCRIBE,
   spam_report: analyticsV1.SuppressionReason.SUPPRESSION_REASON_SPAM_REPORT,
+  manual: analyticsV1.SuppressionReason.SUPPRESSION_REASON_MANUAL,
 };
+
+const REASONS_BY_PROTO = new Map(Object.entries(SUPPRESSION_REASONS).map(([name, value]) => [value, name as SuppressionReason]));
+
+/** The list's filters; an unspecified reason filters nothing. */
+function suppressionFilter(request: { email?: string; reason?: analyticsV1.SuppressionReason; query?: string }): SuppressionFilter {
+  return {
+    email: request.email === undefined ? undefined : normalizeEmail(request.email),
+    reason: request.reason === undefined ? undefined : REASONS_BY_PROTO.get(request.reason),
+    query: request.query === undefined ? undefined : request.query.trim().toLowerCase(),
+  };
+}
+
+function suppressionToProto(row: SuppressionRow): analyticsV1.Suppression {
+  return {
+    email: row.email,
+    reason: SUPPRESSION_REASONS[row.reason],
+    suppressedAt: fromUnixSeconds(row.suppressed_ts),
+    note: row.note === '' ? undefined : row.note,
+  };
+}
+
+/** An actor as stored, unset when nobody was recorded. */
+const storedActor = (userId = '', email = ''): analyticsV1.Actor | undefined => (userId || email ? { userId, email } : undefined);
 
 const fromUnixSeconds = (seconds: number): Date => new Date(seconds * 1000);
 
@@ -98,20 +129,53 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
         () => validWorkspaceId(request.workspaceId),
         () => pageWindow(request.page),
       );
-      const email = request.email === undefined ? undefined : normalizeEmail(request.email);
-      const { suppressions, total } = await listSuppressions(store, workspaceId, window, email);
+      const { suppressions, total } = await listSuppressions(store, workspaceId, window, suppressionFilter(request));
       return {
-        suppressions: suppressions.map((row) => ({
-          email: row.email,
-          reason: SUPPRESSION_REASONS[row.reason],
-          suppressedAt: fromUnixSeconds(row.suppressed_ts),
-        })),
+        suppressions: suppressions.map(suppressionToProto),
         page: { total, page: window.page, pageSize: window.pageSize },
       };
     }),
 
+    exportSuppressions: serverStream(logger, 'ExportSuppressions', async function* (request) {
+      const batches = exportSuppressions(store, validWorkspaceId(request.workspaceId), suppressionFilter(request));
+      for await (const rows of batches) yield { suppressions: rows.map(suppressionToProto) };
+    }),
+
+    getSuppression: unary(logger, 'GetSuppression', async (request) => {
+      const email = normalizeEmail(request.email);
+      const history = await suppressionHistory(store, validWorkspaceId(request.workspaceId), email);
+      return {
+        email,
+        suppression: history.current && suppressionToProto(history.current),
+        signals: history.signals.map((signal) => ({
+          reason: signal.reason,
+          occurredAt: fromUnixSeconds(signal.occurred_ts),
+          providerEventId: signal.provider_event_id,
+        })),
+        additions: history.additions.map((addition) => ({
+          addedAt: new Date(Number(addition.added_at_ms)),
+          note: addition.note === '' ? undefined : addition.note,
+          addedBy: storedActor(addition.added_by_user_id, addition.added_by_email),
+        })),
+        lifts: history.lifts.map((lift) => ({
+          liftedAt: new Date(lift.lifted_at_ms),
+          liftedBy: storedActor(lift.lifted_by_user_id, lift.lifted_by_email),
+        })),
+      };
+    }),
+
+    addSuppression: unary(logger, 'AddSuppression', async (request) => {
+      const [workspaceId, { email, note }] = validateAll(
+        () => validWorkspaceId(request.workspaceId),
+        () => validManualSuppression(request.email, request.note),
+      );
+      const row = await addSuppression(store, workspaceId, email, note, actorOf(request.actor), new Date());
+      return { suppression: suppressionToProto(row) };
+    }),
+
     liftSuppression: unary(logger, 'LiftSuppression', async (request) => {
-      await liftSuppression(store, validWorkspaceId(request.workspaceId), normalizeEmail(request.email), new Date());
+      const workspaceId = validWorkspaceId(request.workspaceId);
+      await liftSuppression(store, workspaceId, normalizeEmail(request.email), actorOf(request.actor), new Date());
       return {};
     }),
 

@@ -5,6 +5,8 @@ export interface EventStore {
   /** The ClickHouse database the store reads. */
   database: string;
   rows<T>(query: chsql.SqlFragment): Promise<T[]>;
+  /** The rows as they arrive, in batches, for results too large to hold at once. */
+  rowBatches<T>(query: chsql.SqlFragment): AsyncIterable<T[]>;
   /** The rows of a GROUP BY ... WITH TOTALS query and its totals row (absent when no row matched). */
   rowsWithTotals<T>(query: chsql.SqlFragment): Promise<{ rows: T[]; totals?: T }>;
   insert(table: string, rows: object[]): Promise<void>;
@@ -29,6 +31,10 @@ export async function openEventStore(url: string, database: string): Promise<Eve
     rows: async <T>(query: chsql.SqlFragment) => {
       const result = await client.query({ query: query.text, format: 'JSONEachRow' });
       return result.json<T>();
+    },
+    rowBatches: async function* <T>(query: chsql.SqlFragment) {
+      const result = await client.query({ query: query.text, format: 'JSONEachRow' });
+      for await (const rows of result.stream<T>()) yield rows.map((row) => row.json());
     },
     rowsWithTotals: async <T>(query: chsql.SqlFragment) => {
       const result = await client.query({ query: query.text, format: 'JSON' });

@@ -113,3 +113,14 @@ export function parseEmail(input: string): { email: string } | { reason: string 
 export function invalidEmail(loc: (string | number)[], input: unknown, reason: string): Violation {
   return { loc, type: 'value_error', msg: `value is not a valid email address: ${reason}`, input, ctx: { reason } };
 }
+
+/**
+ * An address as an identity provider's `email` claim may carry it: one @-sign,
+ * both sides non-empty, no whitespace or control characters. Deliberately
+ * looser than EmailStr: a sign-in must not fail on a domain EmailStr calls
+ * reserved (corp.local, acceptance.test), since the provider vouches for it.
+ */
+export function isAddressSyntax(input: string): boolean {
+  const at = input.indexOf('@');
+  return input.length <= 2048 && at > 0 && at === input.lastIndexOf('@') && at < input.length - 1 && !/[\s\p{Cc}]/u.test(input);
+}

@@ -1,4 +1,4 @@
-import { NAME_MAX_LENGTH, displayNameOrDefault, requireText, validEmail } from './validation';
+import { NAME_MAX_LENGTH, displayNameOrDefault, requireText, validTokenEmail } from './validation';
 import type { NewUser, User, UserPatch } from './model';
 
 /** What a verified token says about its user, as the gateway forwards it. */
@@ -20,7 +20,7 @@ export interface PrincipalClaims {
 }
 
 export function principalClaims(token: TokenClaims, bootstrapAdmins: ReadonlySet<string>): PrincipalClaims {
-  const email = token.email.trim() === '' ? undefined : validEmail(['email'], token.email);
+  const email = token.email.trim() === '' ? undefined : validTokenEmail(token.email);
   // The identity provider owns the name, so an over-long one is cut, and NULs (which PostgreSQL
   // text cannot hold) are dropped, rather than locking the user out.
   const displayName = [...token.displayName.replaceAll('\u0000', '').trim()].slice(0, NAME_MAX_LENGTH).join('');

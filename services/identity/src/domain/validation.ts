@@ -1,4 +1,4 @@
-import { InvalidArgumentError, invalidEmail, nulViolation, parseEmail, type Violation } from '@mail/common';
+import { InvalidArgumentError, invalidEmail, isAddressSyntax, nulViolation, parseEmail, type Violation } from '@mail/common';
 
 export const NAME_MAX_LENGTH = 200;
 const DEFAULT_PAGE_SIZE = 50;
@@ -25,6 +25,19 @@ export function validEmail(loc: string[], input: string): string {
   const parsed = parseEmail(input);
   if ('reason' in parsed) throw new InvalidArgumentError([invalidEmail(loc, input, parsed.reason)]);
   return normalizeEmail(parsed.email);
+}
+
+/**
+ * A token's e-mail claim, normalized: any syntactic address, whatever its
+ * domain (the identity provider vouches for it), where a request body's
+ * address must pass EmailStr.
+ */
+export function validTokenEmail(input: string): string {
+  const email = normalizeEmail(input);
+  if (!isAddressSyntax(email)) {
+    throw new InvalidArgumentError([{ loc: ['email'], type: 'value_error', msg: 'value is not an email address', input }]);
+  }
+  return email;
 }
 
 function lengthViolation(loc: string[], input: string, min: number): Violation | undefined {
