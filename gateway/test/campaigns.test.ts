@@ -712,6 +712,13 @@ describe('validation', () => {
     expect(await post({ variants: variants(21) })).toMatchObject({ status: 422, body: { detail: [tooLong] } });
     expect(await put(created.body.id, { variants: variants(21) })).toMatchObject({ status: 422, body: { detail: [tooLong] } });
     expect((await api('GET', `/email-campaigns/${created.body.id}`)).body.variants).toHaveLength(20);
+    // As Pydantic, which stops at the 21st item: the too-long list alone, none of its items' errors.
+    const badItems = Array.from({ length: 21 }, () => ({ weight: 'heavy' }));
+    expect(await post({ variants: badItems })).toMatchObject({
+      status: 422,
+      body: { detail: [{ ...tooLong, input: badItems }] },
+    });
+    expect((await post({ variants: badItems })).body.detail).toHaveLength(1);
   });
 
   it('reports a query over the length limit as too long, without parsing it', async () => {

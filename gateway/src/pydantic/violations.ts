@@ -313,9 +313,19 @@ function compareCandidates(a: Candidate, b: Candidate): number {
   return aLength - bLength;
 }
 
+const keywordOf = (error: ValidatorError): string => error.errorCode?.replace(/\.openapi\.validation$/, '') ?? '';
+
+/**
+ * Pydantic stops reading a list at the first item past its maximum and reports
+ * that alone (`too_long`): none of its items' errors.
+ */
+function withoutItemsOfTooLongLists(errors: ValidatorError[]): ValidatorError[] {
+  const tooLong = errors.filter((error) => keywordOf(error) === 'maxItems').map((error) => `${error.path}/`);
+  return errors.filter((error) => !tooLong.some((list) => error.path.startsWith(list)));
+}
+
 /** One Pydantic entry for all the validator's errors at one location (Pydantic reports one per field). */
 function violationAt(context: RequestContext, { where, loc, schema, value, parent, depth }: Location, errors: ValidatorError[]): Violation {
-  const keywordOf = (error: ValidatorError) => error.errorCode?.replace(/\.openapi\.validation$/, '') ?? '';
   const resolved = resolve(context.document, schema);
   // What a field validator checks comes after the type and constraints, and NUL (PostgreSQL's rule) last.
   const rank = (error: ValidatorError) => {
@@ -355,7 +365,7 @@ function violationAt(context: RequestContext, { where, loc, schema, value, paren
 export function openApiViolations(errors: ValidatorError[], context: RequestContext): Violation[] {
   const candidateFor = candidates(context);
   const kept: Candidate[] = [];
-  for (const item of [...errors, ...nulErrors(context)]) {
+  for (const item of withoutItemsOfTooLongLists([...errors, ...nulErrors(context)])) {
     // Distinct pointers never compare equal (ranks are unique under a parent), so equal means another error at the same pointer.
     const candidate = candidateFor(item.path, [item]);
     if (kept.length === MAX_DETAIL_ENTRIES && compareCandidates(candidate, kept[kept.length - 1]) > 0) continue;
