@@ -2,9 +2,12 @@
  * Analytics read latency on a large workspace.
  *
  * 1. Generates (once; reused while the data set's version and size match,
- *    since 10 M take minutes) 10 M engagement events for one workspace over a
- *    year, 2 M more for 20 other workspaces in the same partitions, and the
- *    suppression signals those events imply, all with INSERT ... SELECT FROM
+ *    since 10 M take minutes) 10 M events for one workspace over a year, in
+ *    the mix of a campaign's messages (processed, delivered, deferred,
+ *    dropped, bounces, human and machine opens, clicks, unsubscribes, spam
+ *    reports; see generatedEvents), for 200 campaigns of which 50 test 2-4
+ *    variants, 2 M more for 20 other workspaces in the same partitions, and
+ *    the suppression signals those events imply, all with INSERT ... SELECT FROM
  *    numbers() on the server; the views fill the rollups as ingestion's
  *    inserts do. Three days get copies of 10 % of their events, as a crash
  *    can leave them, and are marked unsettled as ingestion marks them. Then,
@@ -38,6 +41,7 @@ import {
   BOUNCE_TYPE_ENUM,
   EVENT_TYPE_ENUM,
   NO_VARIANT,
+  QUIET_MS,
   backfillSuppressionState,
   chsql,
   compactClosedMonths,
@@ -77,38 +81,97 @@ const campaignId = (index: number) => `0c0c0c0c-0000-4000-8000-${String(index).p
 // ---------------------------------------------------------------------------
 
 /**
- * count events of `workspace`, evenly over the year, with the mix of a busy
- * sender: 62 % opens, 30 % clicks, 2 % hard and 4 % soft bounces, 2 % unsubscribes.
+ * The events of 100 messages, as a campaign's mix has them: each message is
+ * processed; 97 are delivered, 1 dropped, 1 hard and 1 soft bounce; 2 are
+ * deferred first. Of the delivered, 20 recipients open (human), 10 opens come
+ * from mail-privacy proxies (machine_open), 5 of the human openers click, 0.3
+ * of them unsubscribe, and 0.05 recipients report spam. Opens, clicks and
+ * the rest come from the message's recipient, so unique counts are distinct
+ * recipients.
+ */
+const EVENTS_PER_100_MESSAGES = 100 + 97 + 2 + 1 + 2 + 30 + 5 + 0.3 + 0.05;
+/** The latest event of a message comes this long after it was sent, so a message sent within the year has all its events in it. */
+const MESSAGE_SPAN_S = 3 * 86_400;
+/** One campaign in this many (index % 4 = 3: 50 of 200) tests 2-4 variants. */
+const VARIANT_CAMPAIGN_EVERY = 4;
+/** Campaign 7 has three variants: its stats include the variant panel. */
+const CAMPAIGN_WITH_VARIANTS = campaignId(7);
+/** The types of a message's possible events, by step (the SQL keeps the steps a message has); step 6 is the machine open. */
+const MESSAGE_STEPS = ['processed', 'deferred', 'delivered', 'dropped', 'bounce', 'open', 'open', 'click', 'unsubscribe', 'spamreport'];
+
+/**
+ * About count events of `workspace` in the mix of EVENTS_PER_100_MESSAGES,
+ * from messages sent evenly over the year, each to one of ADDRESSES
+ * recipients (the same address space in every workspace), for one of
+ * CAMPAIGNS campaigns and, where the campaign tests variants, one of them.
+ * Each campaign sends all year long (an automated one), so its all-time
+ * figures merge a year of days.
  */
 function generatedEvents(workspace: chsql.SqlFragment, count: number, seed: number): chsql.SqlFragment {
-  const span = int(Math.floor((END.getTime() - START.getTime()) / 1000));
+  const messages = Math.round((count * 100) / EVENTS_PER_100_MESSAGES);
+  const span = int(Math.floor((END.getTime() - START.getTime()) / 1000) - MESSAGE_SPAN_S);
+  const hash = (salt: number) => sql`cityHash64(m, ${int(seed)}, ${int(salt)})`;
+  const steps = chsql.list(MESSAGE_STEPS.map((_, step) => int(step)));
+  const types = chsql.list(MESSAGE_STEPS.map((type) => str(type)));
   return sql`
     SELECT generateUUIDv4(), ${workspace},
-      toUUID(concat('0c0c0c0c-0000-4000-8000-', substring(toString(1000000000000 + cityHash64(number, ${int(seed)}, 1) % ${int(CAMPAIGNS)}), 2, 12))) AS campaign,
-      toUUID(${str(NO_VARIANT)}),
-      CAST(multiIf(r < 620, 'open', r < 920, 'click', r < 980, 'bounce', 'unsubscribe') AS ${EVENT_TYPE_ENUM}),
-      CAST(multiIf(r >= 920 AND r < 940, 'hard', r >= 940 AND r < 980, 'soft', 'none') AS ${BOUNCE_TYPE_ENUM}),
-      CAST(multiIf(r >= 920 AND r < 940, 'invalid_address', r >= 940 AND r < 980, 'mailbox_unavailable', 'none') AS ${BOUNCE_CLASS_ENUM}),
-      toUInt8(0),
-      concat('user', toString(cityHash64(number, ${int(seed)}, 2) % ${int(ADDRESSES)}), '@example.com'),
-      toDateTime(toUInt32(${dateTime(START)}) + intDiv(number * ${span}, ${int(count)}), 'UTC') AS occurred,
+      toUUID(concat('0c0c0c0c-0000-4000-8000-', substring(toString(1000000000000 + campaign_index), 2, 12))) AS campaign,
+      if(variants = 0, toUUID(${str(NO_VARIANT)}),
+        toUUID(concat('0d0d0d0d-0000-4000-8000-', substring(toString(1000000000000 + campaign_index * 10 + variant), 2, 12)))),
+      CAST(type AS ${EVENT_TYPE_ENUM}),
+      CAST(multiIf(type = 'bounce' AND outcome = 98, 'hard', type = 'bounce', 'soft', 'none') AS ${BOUNCE_TYPE_ENUM}),
+      CAST(multiIf(type = 'bounce' AND outcome = 98, 'invalid_address', type = 'bounce', 'mailbox_unavailable', 'none') AS ${BOUNCE_CLASS_ENUM}),
+      toUInt8(step = 6),
+      email,
+      toDateTime(sent + multiIf(step = 1, 60, step IN (2, 4), 5 + deferred * 1800, step = 3, 1, step = 5, open_after,
+        step = 6, 30 + ${hash(17)} % 600, step = 7, open_after + 30, step = 8, open_after + 90, step = 9, 3600 + ${hash(18)} % 86400, 0), 'UTC') AS occurred,
       occurred + 2,
-      if(r >= 620 AND r < 920, concat('https://example.com/c/', toString(campaign), '/', toString(cityHash64(number, 3) % ${int(LINKS_PER_CAMPAIGN)})), NULL),
-      if(r >= 920 AND r < 980, '550 5.1.1 The email account that you tried to reach does not exist', NULL),
-      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36',
-      '203.0.113.7', 'sendgrid',
-      concat('sg', hex(cityHash64(number, ${int(seed)}, 4)), hex(cityHash64(number, ${int(seed)}, 5))),
-      concat('msg', hex(cityHash64(number, ${int(seed)}, 6))),
-      '{"event":"open","category":["campaign"],"sg_event_id":"x","sg_message_id":"y","useragent":"Mozilla/5.0"}',
+      if(type = 'click', concat('https://example.com/c/', toString(campaign), '/', toString(${hash(3)} % ${int(LINKS_PER_CAMPAIGN)})), NULL),
+      multiIf(type = 'bounce' AND outcome = 98, '550 5.1.1 The email account that you tried to reach does not exist',
+        type = 'bounce', '452 4.2.2 The email account that you tried to reach is over quota',
+        type = 'deferred', '421 4.7.0 Try again later', type = 'dropped', 'Bounced Address', NULL),
+      multiIf(step = 6, 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)',
+        type IN ('open', 'click'), 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36', NULL),
+      if(type IN ('open', 'click'), '203.0.113.7', NULL), 'sendgrid',
+      concat('sg', hex(cityHash64(m, ${int(seed)}, step, 4)), hex(cityHash64(m, ${int(seed)}, step, 5))),
+      concat('msg', hex(${hash(6)})),
+      concat('{"event":"', type, '","category":["campaign"],"sg_event_id":"x","sg_message_id":"y"}'),
       now()
-    FROM (SELECT number, cityHash64(number, ${int(seed)}) % 1000 AS r FROM numbers(${int(count)}))`;
+    FROM (
+      SELECT *,
+        arrayJoin(arrayFilter((s, keep) -> keep = 1, [${steps}],
+          [1, deferred, delivered, outcome = 97, outcome >= 98, human_open, machine_open, click, unsubscribe, spam_report])) AS step,
+        [${types}][step + 1] AS type
+      FROM (
+        SELECT *,
+          outcome < 97 AS delivered,
+          delivered AND ${hash(11)} % 97 < 20 AS human_open,
+          delivered AND ${hash(12)} % 97 < 10 AS machine_open,
+          human_open AND ${hash(13)} % 4 = 0 AS click,
+          human_open AND ${hash(14)} % 2000 < 30 AS unsubscribe,
+          delivered AND ${hash(15)} % 19400 < 10 AS spam_report
+        FROM (
+          SELECT number AS m,
+            ${hash(1)} % ${int(CAMPAIGNS)} AS campaign_index,
+            if(campaign_index % ${int(VARIANT_CAMPAIGN_EVERY)} = ${int(VARIANT_CAMPAIGN_EVERY - 1)},
+              2 + intDiv(campaign_index, ${int(VARIANT_CAMPAIGN_EVERY)}) % 3, 0) AS variants,
+            ${hash(7)} % greatest(variants, 1) AS variant,
+            concat('user', toString(${hash(2)} % ${int(ADDRESSES)}), '@example.com') AS email,
+            toUInt32(${dateTime(START)}) + intDiv(m * ${span}, ${int(messages)}) AS sent,
+            ${hash(9)} % 100 AS outcome,
+            outcome != 97 AND ${hash(10)} % 9900 < 200 AS deferred,
+            600 + ${hash(16)} % 172800 AS open_after
+          FROM numbers(${int(messages)})
+        )
+      )
+    )`;
 }
 
 /**
  * Bumped when the schema, the generated data or the server's storage settings
  * (deploy/clickhouse) change: a data set of another version is generated again.
  */
-const DATA_SET_VERSION = 6;
+const DATA_SET_VERSION = 7;
 
 /** Days a crash left copies on, as days before END. */
 const CRASH_DAYS_AGO = [3, 20, 200];
@@ -177,16 +240,35 @@ async function ensureData(): Promise<void> {
     'suppression signals',
     sql`INSERT INTO suppression_signals
       SELECT workspace_id, email,
-        CAST(multiIf(bounce_type = 'hard', 'hard_bounce', bounce_type = 'soft', 'soft_bounce', 'unsubscribe')
+        CAST(multiIf(bounce_type = 'hard', 'hard_bounce', bounce_type = 'soft', 'soft_bounce', event_type = 'unsubscribe', 'unsubscribe', 'spam_report')
           AS Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4)),
         occurred_at, provider_event_id, ingested_at
-      FROM events WHERE event_type IN ('bounce', 'unsubscribe')`,
+      FROM events WHERE event_type IN ('bounce', 'unsubscribe', 'spamreport')`,
   );
   await backfillSuppressionState(client);
   await client.command({ query: 'CREATE TABLE bench_data_set (version UInt32, events UInt64) ENGINE = TinyLog' });
   await client.command({ query: sql`INSERT INTO bench_data_set VALUES (${int(DATA_SET_VERSION)}, ${int(EVENTS)})`.text });
   console.log(`  ${await count()} events in the big workspace`);
   await Promise.all([client.close(), admin.close()]);
+}
+
+/**
+ * The address of the email scenarios: of 100 fixed candidates, the one with
+ * the most engagement events (what ListEvents shows), so that its list is
+ * not empty whatever the size of the data set.
+ */
+async function busyAddress(): Promise<string> {
+  const client = createClickHouseClient({ url: CLICKHOUSE_URL, database: DATABASE });
+  const candidates = Array.from({ length: 100 }, (_, index) => str(`user${4242 + index}@example.com`));
+  const result = await client.query({
+    query: sql`SELECT email FROM events_by_address
+      WHERE workspace_id = ${uuid(WORKSPACE)} AND email IN (${chsql.list(candidates)}) AND event_type IN ('open', 'click', 'bounce', 'unsubscribe')
+      GROUP BY email ORDER BY uniqExact(provider_event_id) DESC, email LIMIT 1`.text,
+    format: 'JSONEachRow',
+  });
+  const [row] = await result.json<{ email: string }>();
+  await client.close();
+  return row?.email ?? 'user4242@example.com';
 }
 
 /**
@@ -206,7 +288,8 @@ async function settleParts(): Promise<void> {
     if (Number((await result.json<{ n: string }>())[0].n) === 0) break;
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }
-  const settled = await settleUnsettledDays(client, DATABASE, { rebuild: true });
+  // Nothing else writes this database: its days are quiet once generated (QUIET_MS ahead, and a minute for the clocks).
+  const settled = await settleUnsettledDays(client, DATABASE, { rebuild: true, now: new Date(Date.now() + QUIET_MS + 60_000) });
   if (settled.settled.length + settled.disagreeing.length + settled.busy.length > 0) {
     console.log(
       `unsettled days: ${settled.settled.length} settled (${settled.rebuilt.length} rebuilt), ` +
@@ -244,6 +327,8 @@ interface Result {
   load: number;
 }
 
+const percent = (rate: number | undefined) => (rate === undefined ? 'no rate' : `${(rate * 100).toFixed(1)} %`);
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
@@ -277,6 +362,7 @@ async function measure(scenario: string, run: () => Promise<string>): Promise<Re
 async function main(): Promise<void> {
   await ensureData();
   await settleParts();
+  const address = await busyAddress();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'query-bench-'));
   const stack = await startStack({
     stateDir,
@@ -300,7 +386,13 @@ async function main(): Promise<void> {
       };
     const stats = (filter: Omit<analyticsV1.EventFilter, 'workspaceId'>, interval: analyticsV1.Interval) => async () => {
       const answer = await call(client.getStats.bind(client), { filter: { workspaceId: WORKSPACE, ...filter }, interval }, 60_000);
-      return `${answer.totals?.opens} opens, ${answer.campaigns.length} campaigns, ${answer.series.length} buckets`;
+      const totals = answer.totals;
+      return (
+        `${totals?.processed} processed, ${totals?.delivered} delivered (${percent(totals?.deliveryRate)}), ` +
+        `${totals?.uniqueOpens} unique opens (${percent(totals?.openRate)}; ${totals?.opens} opens, ${totals?.machineOpens} by machines), ` +
+        `${totals?.uniqueClicks} unique clicks (${percent(totals?.clickRate)}), ${totals?.spamReports} spam reports, ` +
+        `${answer.campaigns.length} campaigns, ${answer.variants.length} variants, ${answer.series.length} buckets`
+      );
     };
     const suppressions = async () => {
       const answer = await call(client.listSuppressions.bind(client), { workspaceId: WORKSPACE, page: { page: 1, pageSize: 50 } }, 60_000);
@@ -312,10 +404,11 @@ async function main(): Promise<void> {
     const { EventType } = eventsV1;
     const { Interval } = analyticsV1;
     const scenarios: [string, () => Promise<string>][] = [
-      ['list page 1, no filter (all 10 M)', list({})],
+      ['list page 1, no filter', list({})],
       ['list page 1, event_type=click', list({ eventType: EventType.EVENT_TYPE_CLICK })],
+      ['list page 1, event_type=delivered', list({ eventType: EventType.EVENT_TYPE_DELIVERED })],
       ['list page 1, campaign_id', list({ campaignId: campaignId(7) })],
-      ['list page 1, email', list({ email: 'user4242@example.com' })],
+      ['list page 1, email', list({ email: address })],
       ['list page 1, campaign_id, first read of each', firstRead(() => ({ campaignId: campaignId(100 + ((firstReads += 1) % 100)) }))],
       ['list page 1, email, first read of each', firstRead(() => ({ email: `user${(firstReads += 7919) % ADDRESSES}@example.com` }))],
       ['list page 1, last 7 days', list(days(7))],
@@ -328,13 +421,13 @@ async function main(): Promise<void> {
       ['stats last 7 days, daily (the dashboard opens on it)', stats(days(7), Interval.INTERVAL_DAY)],
       ['stats last 7 days, hourly', stats(days(7), Interval.INTERVAL_HOUR)],
       ['stats last 30 days, daily', stats(days(30), Interval.INTERVAL_DAY)],
-      ['stats one campaign, all time, daily', stats({ campaignId: campaignId(7) }, Interval.INTERVAL_DAY)],
-      ['stats all time, daily (10 M)', stats({}, Interval.INTERVAL_DAY)],
+      ['stats one campaign with variants, all time, daily', stats({ campaignId: CAMPAIGN_WITH_VARIANTS }, Interval.INTERVAL_DAY)],
+      ['stats all campaigns, all time, daily', stats({}, Interval.INTERVAL_DAY)],
       ['suppressions page 1', suppressions],
     ];
     for (const [scenario, run] of scenarios) results.push(await measure(scenario, run));
 
-    results.push(...(await compareShapes()));
+    results.push(...(await compareShapes(address)));
   } finally {
     client.close();
     await stack.stopAll();
@@ -353,10 +446,10 @@ async function main(): Promise<void> {
  * sets that GetStats makes over a long range, whose cost grows with the
  * number of events (each day's sets hold most of that day's addresses).
  */
-async function compareShapes(): Promise<Result[]> {
+async function compareShapes(address: string): Promise<Result[]> {
   const client = createClickHouseClient({ url: CLICKHOUSE_URL, database: DATABASE, request_timeout: 600_000 });
   const where = sql`workspace_id = ${uuid(WORKSPACE)}`;
-  const email = sql`email = ${chsql.str('user4242@example.com')}`;
+  const email = sql`email = ${chsql.str(address)}`;
   const shapes: [string, chsql.SqlFragment][] = [
     ['events per day, all time: rollup', sql`SELECT day, countMerge(events) FROM event_rollup_daily WHERE ${where} GROUP BY day`],
     [
@@ -372,12 +465,12 @@ async function compareShapes(): Promise<Result[]> {
       sql`SELECT toStartOfDay(occurred_at) d, uniqExact(cityHash64(provider_event_id)) FROM events WHERE ${where} AND ${email} GROUP BY d`,
     ],
     [
-      'distinct openers per campaign, all time: rollup address sets (used)',
-      sql`SELECT campaign_id, uniqExactMerge(addresses) FROM event_rollup_daily WHERE ${where} AND event_type = 'open' GROUP BY campaign_id`,
+      'distinct human openers per campaign, all time: rollup address sets (used)',
+      sql`SELECT campaign_id, uniqExactMerge(addresses) FROM event_rollup_daily WHERE ${where} AND event_type = 'open' AND machine_open = 0 GROUP BY campaign_id`,
     ],
     [
-      'distinct openers per campaign, all time: rows',
-      sql`SELECT campaign_id, uniqExact(cityHash64(email)) FROM events WHERE ${where} AND event_type = 'open' GROUP BY campaign_id`,
+      'distinct human openers per campaign, all time: rows',
+      sql`SELECT campaign_id, uniqExact(cityHash64(email)) FROM events WHERE ${where} AND event_type = 'open' AND machine_open = 0 GROUP BY campaign_id`,
     ],
   ];
   const results: Result[] = [];

@@ -14,7 +14,10 @@ import type { TracingResult } from './tracing-bench';
 export const TARGETS = {
   endToEndEventsPerSecond: 30_000,
   queryPage1P95Ms: 50,
+  /** GetStats over the last 7 or 30 days, or one campaign over all time. */
   statsP95Ms: 100,
+  /** GetStats of every campaign over all time. */
+  statsAllCampaignsP95Ms: 500,
   campaignP99Ms: 20,
   /** The analytics targets hold at this many events. */
   queryEvents: 10_000_000,
@@ -186,12 +189,6 @@ function perDayRollupShape(scenarios: readonly QueryScenario[]): QueryScenario |
   return scenarios.find((s) => s.scenario.startsWith('events per day') && s.scenario.endsWith('rollup'));
 }
 
-/** query-analytics names some scenarios after its default size ("all 10 M"): drop that when the run is scaled. */
-function scenarioName(scenario: string, events: number): string {
-  const name = scenario.replace(/^(list|stats) /, '');
-  return events === TARGETS.queryEvents ? name : name.replace(/\s*\((all )?10 M\)/, '');
-}
-
 export function queryRows(result: QueryResult): Row[] {
   const scale = result.settings.events === TARGETS.queryEvents ? '10 M' : `${number(result.settings.events)} (scaled; target at 10 M)`;
   const addressSets = addressSetShape(result.scenarios);
@@ -207,11 +204,11 @@ export function queryRows(result: QueryResult): Row[] {
   };
   const why = (s: QueryScenario) => `${cause(s)}load average ${s.load} when measured`;
   const row = (s: QueryScenario, targetMs: number | undefined): Row => {
-    const met = targetMs === undefined ? undefined : s.p95Ms < targetMs;
+    const met = targetMs === undefined ? undefined : s.p95Ms <= targetMs;
     return {
-      measure: `${s.scenario.startsWith('list') ? 'ListEvents' : 'GetStats'} ${scenarioName(s.scenario, result.settings.events)} at ${scale} events`,
+      measure: `${s.scenario.startsWith('list') ? 'ListEvents' : 'GetStats'} ${s.scenario.replace(/^(list|stats) /, '')} at ${scale} events`,
       result: `p50 ${ms(s.p50Ms)}, p95 ${ms(s.p95Ms)} (${s.runs} runs)`,
-      target: targetMs === undefined ? '' : `p95 < ${targetMs} ms`,
+      target: targetMs === undefined ? '' : `p95 ≤ ${targetMs} ms`,
       verdict: met === undefined ? '' : met ? 'met' : 'MISSED',
       note: met === false ? why(s) : '',
     };
@@ -219,6 +216,7 @@ export function queryRows(result: QueryResult): Row[] {
   return result.scenarios.flatMap((s): Row[] => {
     if (s.scenario.startsWith('list page 1,')) return [row(s, TARGETS.queryPage1P95Ms)];
     if (s.scenario.startsWith('list page ')) return [row(s, undefined)];
+    if (s.scenario.startsWith('stats all campaigns, all time')) return [row(s, TARGETS.statsAllCampaignsP95Ms)];
     if (s.scenario.startsWith('stats ')) return [row(s, TARGETS.statsP95Ms)];
     return [];
   });
