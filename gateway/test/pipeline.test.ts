@@ -500,13 +500,14 @@ it('deletes a deleted workspace’s events, rollups and suppressions from ClickH
   ];
   expect((await deliver([...eventsOf(`${p}-doomed`, category), ...eventsOf(`${p}-kept`, `kept-${run}`)])).status).toBe(202);
   await waitForCount(`SELECT count() AS n FROM events WHERE provider_event_id LIKE '${p}%'`, 6, 10_000);
-  // A lift and a day marked unsettled (as after a fault), so that every table holds some of the workspace.
+  // A lift, a manual suppression and a day marked unsettled (as after a fault), so that every table holds some of the workspace.
   await waitForCount(
     `SELECT count() AS n FROM suppression_state FINAL WHERE workspace_id = toUUID('${doomed}') AND reason = 'hard_bounce'`,
     1,
     10_000,
   );
   expect((await json('DELETE', '/suppressions/recipient@example.com', doomed)).status).toBe(204);
+  expect((await json('POST', '/suppressions/', doomed, { email: 'asked@example.com' })).status).toBe(201);
   await clickhouse.command({ query: `INSERT INTO unsettled_days SELECT toUUID('${doomed}'), today(), now()` });
 
   const rowsOf = (workspaceId: string) =>
