@@ -2,12 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { call, createClient } from '@mail/common';
 import { NO_VARIANT, createClickHouse, refreshSuppressionState } from '@mail/event-store';
 import type { Stack, TestClickHouse } from '@mail/local';
 import { identityV1 } from '@mail/proto';
 import { freePort, startGateway, type GatewayProcess } from './identity-harness';
+import { launchChromium } from './support/chromium';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
 /**
@@ -23,15 +24,6 @@ import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
 jest.setTimeout(240_000);
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-sync',
-];
 const PROVIDER_SCRIPT = path.join(__dirname, 'support', 'oidc-provider.mjs');
 const CLIENT_ID = 'mail-dashboard';
 /** The API as a resource indicator (an absolute URI), which the provider puts in the access token's aud. */
@@ -163,7 +155,7 @@ beforeAll(async () => {
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
   });
   provider = await startProvider(providerPort, `${gateway.url}/dashboard/`);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startStack, uniqueSuffix, type Stack } from '@mail/local';
+import { launchChromium } from './support/chromium';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
 /**
@@ -15,19 +15,8 @@ import { startPrivateStack, type PrivateStack } from './support/private-stack';
  */
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
-const CHROMIUM = '/usr/bin/chromium';
 const DASHBOARD_INDEX = path.join(REPO_ROOT, 'gateway', 'dashboard', 'dist', 'index.html');
 const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test-output');
-/** Flags that keep Chromium off the network (this machine reaches only package registries). */
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const DAY_SECONDS = 86_400;
 
 /** The figures of the totals, in the page's order; the rates are the `_rate` ones. */
@@ -228,13 +217,10 @@ async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T)
 }
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    execFileSync('bash', [path.join(REPO_ROOT, 'deploy', 'local', 'install-chromium.sh')], { stdio: 'inherit' });
-  }
   if (!fs.existsSync(DASHBOARD_INDEX)) throw new Error(`${DASHBOARD_INDEX} is missing: run npm run build`);
 
   const suffix = uniqueSuffix();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
   target = await startPrivateStack('dashboard', {
     env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', KAFKA_TOPIC_PARTITIONS: '1' },
   });
