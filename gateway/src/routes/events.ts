@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, storedNames, type StoredEventType } from '@mail/event-store';
+import { PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, storedEventDetails, storedNames, type StoredEventType } from '@mail/event-store';
 import { analyticsV1, type eventsV1, type campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import { parseDateOrDateTime } from '../pydantic/scalars';
@@ -65,13 +65,7 @@ function eventJson(event: analyticsV1.EventRecord): Json {
     email: event.email,
     occurred_at: event.occurredAt?.toISOString(),
     received_at: event.receivedAt?.toISOString(),
-    url: event.url ?? null,
-    reason: event.reason ?? null,
-    user_agent: event.userAgent ?? null,
-    ip: event.ip ?? null,
-    provider: event.provider,
-    provider_event_id: event.providerEventId,
-    provider_message_id: event.providerMessageId ?? null,
+    ...storedEventDetails(event),
     machine_open: event.machineOpen,
     variant_id: event.variantId ?? null,
     bounce_class: event.bounceClass ?? null,

@@ -1,5 +1,5 @@
 import { eventsV1 } from '@mail/proto';
-import type { BounceClass, StoredBounceType, StoredEventType } from './schema';
+import type { BounceClass, EventRow, StoredBounceType, StoredEventType } from './schema';
 
 const { EventType, BounceType, BounceClass: ProtoBounceClass } = eventsV1;
 
@@ -36,4 +36,40 @@ export const PROTO_BOUNCE_CLASSES: Readonly<Record<BounceClass, eventsV1.BounceC
 /** The reverse of a table above: the stored name of a proto value, if it has one. */
 export function storedNames<Name extends string, Value>(table: Readonly<Record<Name, Value>>): ReadonlyMap<Value, Name> {
   return new Map(Object.entries(table).map(([name, value]) => [value as Value, name as Name]));
+}
+
+/** What the proto's event messages say of an event besides its type, its place and its times. */
+export type EventDetails = Pick<
+  eventsV1.EngagementEvent,
+  'url' | 'reason' | 'userAgent' | 'ip' | 'provider' | 'providerEventId' | 'providerMessageId'
+>;
+export type StoredEventDetails = Pick<
+  EventRow,
+  'url' | 'reason' | 'user_agent' | 'ip' | 'provider' | 'provider_event_id' | 'provider_message_id'
+>;
+
+/** An event's details under their stored names (which the API uses too), the absent ones null. */
+export function storedEventDetails(event: EventDetails): StoredEventDetails {
+  return {
+    url: event.url ?? null,
+    reason: event.reason ?? null,
+    user_agent: event.userAgent ?? null,
+    ip: event.ip ?? null,
+    provider: event.provider,
+    provider_event_id: event.providerEventId,
+    provider_message_id: event.providerMessageId ?? null,
+  };
+}
+
+/** The reverse of storedEventDetails: the null ones unset. */
+export function eventDetails(row: StoredEventDetails): EventDetails {
+  return {
+    url: row.url ?? undefined,
+    reason: row.reason ?? undefined,
+    userAgent: row.user_agent ?? undefined,
+    ip: row.ip ?? undefined,
+    provider: row.provider,
+    providerEventId: row.provider_event_id,
+    providerMessageId: row.provider_message_id ?? undefined,
+  };
 }

@@ -1,5 +1,5 @@
 import { serverStream, unary, type Logger } from '@mail/common';
-import { NO_VARIANT, PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES } from '@mail/event-store';
+import { NO_VARIANT, PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, eventDetails } from '@mail/event-store';
 import { analyticsV1 } from '@mail/proto';
 import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
@@ -60,13 +60,7 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
     email: event.email,
     occurredAt: fromUnixSeconds(event.occurred_ts),
     receivedAt: fromUnixSeconds(event.received_ts),
-    url: event.url ?? undefined,
-    reason: event.reason ?? undefined,
-    userAgent: event.user_agent ?? undefined,
-    ip: event.ip ?? undefined,
-    provider: event.provider,
-    providerEventId: event.provider_event_id,
-    providerMessageId: event.provider_message_id ?? undefined,
+    ...eventDetails(event),
     machineOpen: Number(event.machine_open) === 1,
     variantId: event.variant_id === NO_VARIANT ? undefined : event.variant_id,
     bounceClass: event.bounce_class === 'none' ? undefined : event.bounce_class,
