@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { NO_EVENTS } from '../src/domain/stats';
 import { EventType, Interval, event, failure, signal, startAnalytics, status, type Analytics, type EventRow } from './harness';
 
 const W = randomUUID();
@@ -15,22 +16,7 @@ const ratio = (part: number, whole: number) => (whole === 0 ? undefined : part /
 
 /** Every count (zero unless given) and the rates they make. */
 function counts(values: Partial<Record<string, number>> = {}) {
-  const all = {
-    processed: 0,
-    delivered: 0,
-    deferred: 0,
-    dropped: 0,
-    hardBounces: 0,
-    softBounces: 0,
-    spamReports: 0,
-    unsubscribes: 0,
-    opens: 0,
-    machineOpens: 0,
-    uniqueOpens: 0,
-    clicks: 0,
-    uniqueClicks: 0,
-    ...values,
-  };
+  const all = { ...NO_EVENTS, uniqueOpens: 0, uniqueClicks: 0, ...values };
   return {
     ...all,
     deliveryRate: ratio(all.delivered, all.processed),
