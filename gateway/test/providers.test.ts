@@ -308,6 +308,12 @@ describe('Amazon SES through SNS', () => {
     postTo(webhook('ses'), JSON.stringify(message), { 'content-type': 'text/plain; charset=UTF-8' });
   const at = '2025-11-21T10:05:00.000Z';
   const one = ['reader@example.com'];
+  /** A Bounce of the one reader, of SES's bounceType and bounceSubType. */
+  const bounceOfOne = (bounceType: string, bounceSubType: string) => ({
+    eventType: 'Bounce',
+    mail: mail(one),
+    bounce: { bounceType, bounceSubType, timestamp: at, bouncedRecipients: [{ emailAddress: 'reader@example.com' }] },
+  });
   const cases: [string, Record<string, unknown>, [string, Mapped][]][] = [
     ['send', { eventType: 'Send', mail: mail(one), send: {} }, [['reader@example.com', kept(EventType.EVENT_TYPE_PROCESSED)]]],
     [
@@ -335,62 +341,10 @@ describe('Amazon SES through SNS', () => {
         ['b@example.com', hard(BounceClass.BOUNCE_CLASS_REPUTATION)],
       ],
     ],
-    [
-      'no-email',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Permanent',
-          bounceSubType: 'NoEmail',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', hard(BounceClass.BOUNCE_CLASS_INVALID_ADDRESS)]],
-    ],
-    [
-      'full',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Transient',
-          bounceSubType: 'MailboxFull',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE)]],
-    ],
-    [
-      'content',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Transient',
-          bounceSubType: 'ContentRejected',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_CONTENT)]],
-    ],
-    [
-      'undetermined',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Undetermined',
-          bounceSubType: 'Undetermined',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_UNCLASSIFIED)]],
-    ],
+    ['no-email', bounceOfOne('Permanent', 'NoEmail'), [['reader@example.com', hard(BounceClass.BOUNCE_CLASS_INVALID_ADDRESS)]]],
+    ['full', bounceOfOne('Transient', 'MailboxFull'), [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE)]]],
+    ['content', bounceOfOne('Transient', 'ContentRejected'), [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_CONTENT)]]],
+    ['undetermined', bounceOfOne('Undetermined', 'Undetermined'), [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_UNCLASSIFIED)]]],
     [
       'complaint',
       {
