@@ -161,6 +161,19 @@ stop_pid() {
   die "$name (pid $pid) survived SIGKILL"
 }
 
+# Stops NAME's server if the PID file names a live one started with MARKER on
+# its command line; the PID file goes either way.
+stop_server() {
+  local name=$1 pidfile=$2 marker=$3 pid
+  if pid=$(live_pid "$pidfile" "$marker"); then
+    log "$name: stopping (pid $pid)"
+    stop_pid "$name" "$pid"
+  else
+    log "$name: not running"
+  fi
+  rm -f -- "$pidfile"
+}
+
 # Escapes a string for the replacement side of a sed s|...|...| command.
 sed_repl() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
 
@@ -617,15 +630,7 @@ kafka_wait() {
 
 kafka_stop() {
   kafka_paths
-  local pid
-  if ! pid=$(live_pid "$K_PID" "$K_CONF/server.properties"); then
-    log "kafka: not running"
-    rm -f -- "$K_PID"
-    return 0
-  fi
-  log "kafka: stopping (pid $pid)"
-  stop_pid kafka "$pid"
-  rm -f -- "$K_PID"
+  stop_server kafka "$K_PID" "$K_CONF/server.properties"
 }
 
 kafka_status() {
@@ -718,15 +723,7 @@ clickhouse_wait() {
 
 clickhouse_stop() {
   clickhouse_paths
-  local pid
-  if ! pid=$(live_pid "$C_PID" "$C_CONF/config.xml"); then
-    log "clickhouse: not running"
-    rm -f -- "$C_PID"
-    return 0
-  fi
-  log "clickhouse: stopping (pid $pid)"
-  stop_pid clickhouse "$pid"
-  rm -f -- "$C_PID"
+  stop_server clickhouse "$C_PID" "$C_CONF/config.xml"
 }
 
 clickhouse_status() {
@@ -837,15 +834,7 @@ jaeger_wait() {
 
 jaeger_stop() {
   jaeger_paths
-  local pid
-  if ! pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
-    log "jaeger: not running"
-    rm -f -- "$J_PID"
-    return 0
-  fi
-  log "jaeger: stopping (pid $pid)"
-  stop_pid jaeger "$pid"
-  rm -f -- "$J_PID"
+  stop_server jaeger "$J_PID" "$JAEGER_BIN"
 }
 
 jaeger_status() {

@@ -79,6 +79,20 @@ function valueError(loc: (string | number)[], input: unknown, message: string): 
   return { type: 'value_error', loc, msg: `Value error, ${message}`, input, ctx: { error: {} } };
 }
 
+/** A cron expression and a query the service rejects, with what it answers for each. */
+const BAD_CRON = '* * *';
+const BAD_CRON_ERROR = valueError(
+  ['body', 'schedule_cron'],
+  BAD_CRON,
+  'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3',
+);
+const BAD_QUERY = 'DELETE FROM t';
+const BAD_QUERY_ERROR = valueError(
+  ['body', 'mssql_query'],
+  BAD_QUERY,
+  'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
+);
+
 describe('create and read', () => {
   it('answers 201 with every default when only workspace_id and name are given', async () => {
     const answer = await api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Minimal' });
@@ -612,24 +626,8 @@ describe('validation', () => {
 
   it('reports every semantic failure at once, on PUT too', async () => {
     const campaign = await create();
-    const answer = await put(campaign.id, { schedule_cron: '* * *', mssql_query: 'DELETE FROM t', reply_to: 'a@b.c' });
-    expect(answer).toMatchObject({
-      status: 422,
-      body: {
-        detail: [
-          valueError(
-            ['body', 'schedule_cron'],
-            '* * *',
-            'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3',
-          ),
-          valueError(
-            ['body', 'mssql_query'],
-            'DELETE FROM t',
-            'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
-          ),
-        ],
-      },
-    });
+    const answer = await put(campaign.id, { schedule_cron: BAD_CRON, mssql_query: BAD_QUERY, reply_to: 'a@b.c' });
+    expect(answer).toMatchObject({ status: 422, body: { detail: [BAD_CRON_ERROR, BAD_QUERY_ERROR] } });
   });
 
   it('reports type, range, pattern, format, cron, query and NUL failures together, in field order', async () => {
@@ -637,8 +635,8 @@ describe('validation', () => {
       name: 'n'.repeat(201),
       description: 'd\u0000',
       send_priority: 1001,
-      schedule_cron: '* * *',
-      mssql_query: 'DELETE FROM t',
+      schedule_cron: BAD_CRON,
+      mssql_query: BAD_QUERY,
       from_email: 'nope',
       from_name: 'a\u0000b',
       variants: [{ template_id: 't', weight: -1, label: 'l\n' }],
@@ -647,16 +645,8 @@ describe('validation', () => {
       { type: 'string_too_long', loc: ['body', 'name'] },
       valueError(['body', 'description'], 'd\u0000', 'text must not contain NUL (\\u0000) characters'),
       { type: 'less_than_equal', loc: ['body', 'send_priority'] },
-      valueError(
-        ['body', 'schedule_cron'],
-        '* * *',
-        'invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week), got 3',
-      ),
-      valueError(
-        ['body', 'mssql_query'],
-        'DELETE FROM t',
-        'mssql_query must be a single read-only SELECT statement; DELETE is not allowed',
-      ),
+      BAD_CRON_ERROR,
+      BAD_QUERY_ERROR,
       { type: 'value_error', loc: ['body', 'from_email'] },
       patternMismatch(['body', 'from_name'], 'a\u0000b'),
       { type: 'greater_than_equal', loc: ['body', 'variants', 0, 'weight'] },

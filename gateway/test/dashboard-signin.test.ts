@@ -1,14 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { call, createClient } from '@mail/common';
 import { NO_VARIANT, createClickHouse, refreshSuppressionState } from '@mail/event-store';
-import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
+import type { Stack, TestClickHouse } from '@mail/local';
 import { identityV1 } from '@mail/proto';
 import { freePort, startGateway, type GatewayProcess } from './identity-harness';
+import { launchChromium } from './support/chromium';
+import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
 /**
  * Signing in to the dashboard in a real browser (Debian's chromium driven by
@@ -23,15 +24,6 @@ import { freePort, startGateway, type GatewayProcess } from './identity-harness'
 
 jest.setTimeout(240_000);
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-sync',
-];
 const PROVIDER_SCRIPT = path.join(__dirname, 'support', 'oidc-provider.mjs');
 const CLIENT_ID = 'mail-dashboard';
 /** The API as a resource indicator (an absolute URI), which the provider puts in the access token's aud. */
@@ -45,10 +37,9 @@ const ACCOUNTS = {
 const WORKSPACE = `Signin ${randomUUID().slice(0, 8)}`;
 const READER = 'reader@example.com';
 
-let postgres: TestPostgres;
+let target: PrivateStack;
 let clickhouse: TestClickHouse;
 let stack: Stack;
-let stateDir: string;
 let provider: ChildProcess;
 let gateway: GatewayProcess;
 let browser: Browser;
@@ -148,14 +139,8 @@ async function seed(): Promise<void> {
 }
 
 beforeAll(async () => {
-  [postgres, clickhouse] = await Promise.all([createTestPostgres('dashboard_signin'), createTestClickHouse('dashboard_signin')]);
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dashboard-signin-'));
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
-    processes: ['identity', 'campaign', 'analytics'],
-    env: { DATABASE_URL: postgres.url, CLICKHOUSE_URL: clickhouse.url, CLICKHOUSE_DATABASE: clickhouse.database, LOG_LEVEL: 'warn' },
-  });
+  target = await startPrivateStack('dashboard-signin', { processes: ['identity', 'campaign', 'analytics'], env: { LOG_LEVEL: 'warn' } });
+  ({ stack, clickhouse } = target);
   await seed();
   // The provider must know the page's address, and the gateway the provider's: its port is chosen first.
   const providerPort = await freePort();
@@ -170,16 +155,14 @@ beforeAll(async () => {
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
   });
   provider = await startProvider(providerPort, `${gateway.url}/dashboard/`);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
   await browser?.close();
   await gateway?.stop();
   provider?.kill();
-  await stack?.stopAll();
-  await Promise.all([postgres?.drop(), clickhouse?.drop()]);
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await target?.close();
 });
 
 const testId = (id: string) => `[data-testid="${id}"]`;

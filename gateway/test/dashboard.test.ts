@@ -1,18 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import {
-  createTestClickHouse,
-  createTestPostgres,
-  startStack,
-  uniqueSuffix,
-  type Stack,
-  type TestClickHouse,
-  type TestPostgres,
-} from '@mail/local';
+import type { Browser, Page } from 'playwright-core';
+import { startStack, uniqueSuffix, type Stack } from '@mail/local';
+import { launchChromium } from './support/chromium';
+import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
 /**
  * The analytics dashboard in a real browser (Debian's chromium driven by
@@ -23,19 +15,8 @@ import {
  */
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
-const CHROMIUM = '/usr/bin/chromium';
 const DASHBOARD_INDEX = path.join(REPO_ROOT, 'gateway', 'dashboard', 'dist', 'index.html');
 const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test-output');
-/** Flags that keep Chromium off the network (this machine reaches only package registries). */
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const DAY_SECONDS = 86_400;
 
 /** The figures of the totals, in the page's order; the rates are the `_rate` ones. */
@@ -115,12 +96,9 @@ interface Stats {
   suppressions: { total: number; hard_bounce: number; soft_bounces: number; unsubscribe: number; spam_report: number };
 }
 
+let target: PrivateStack;
 let stack: Stack;
-let postgres: TestPostgres;
-let clickhouse: TestClickHouse;
 let browser: Browser;
-let stateDir: string;
-let stackEnv: Record<string, string>;
 let workspaceId: string;
 const campaigns: Record<'spring' | 'news' | 'ab', { id: string; name: string; category: string }> = {
   spring: { id: '', name: 'Spring sale', category: '' },
@@ -239,28 +217,14 @@ async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T)
 }
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    execFileSync('bash', [path.join(REPO_ROOT, 'deploy', 'local', 'install-chromium.sh')], { stdio: 'inherit' });
-  }
   if (!fs.existsSync(DASHBOARD_INDEX)) throw new Error(`${DASHBOARD_INDEX} is missing: run npm run build`);
 
-  [postgres, clickhouse] = await Promise.all([createTestPostgres('dashboard'), createTestClickHouse('dashboard')]);
   const suffix = uniqueSuffix();
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dashboard-test-'));
-  stackEnv = {
-    DEV_AUTH_ENABLED: '1',
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'warn',
-    DATABASE_URL: postgres.url,
-    CLICKHOUSE_URL: clickhouse.url,
-    CLICKHOUSE_DATABASE: clickhouse.database,
-    KAFKA_EVENTS_TOPIC: `engagement-events-dashboard-${suffix}`,
-    KAFKA_DLQ_TOPIC: `engagement-events-dlq-dashboard-${suffix}`,
-    KAFKA_CONSUMER_GROUP: `ingestion-dashboard-${suffix}`,
-    KAFKA_TOPIC_PARTITIONS: '1',
-  };
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-  stack = await startStack({ stateDir, logDir: path.join(stateDir, 'logs'), env: stackEnv });
+  browser = await launchChromium();
+  target = await startPrivateStack('dashboard', {
+    env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', KAFKA_TOPIC_PARTITIONS: '1' },
+  });
+  stack = target.stack;
 
   // Every endpoint but /auth/me takes a workspace_id header; creating a workspace ignores its value.
   workspaceId = (await api<{ id: string }>('POST', '/workspaces/', { name: `Dashboard ${suffix}` }, randomUUID())).id;
@@ -300,9 +264,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.stopAll();
-  await Promise.all([postgres?.drop(), clickhouse?.drop()]);
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await target?.close();
 });
 
 const formatCount = (value: number): string => value.toLocaleString('en-US');
@@ -530,7 +492,7 @@ test('the dashboard shows the API numbers for the chosen workspace and dates, an
 
 test('with token checks on, the page loads without a token and shows the API 401 for a missing or bad token', async () => {
   // A second gateway on the same services, verifying tokens (against a JWKS nobody serves: no token passes).
-  const jwtStateDir = fs.mkdtempSync(path.join(stateDir, 'jwt-'));
+  const jwtStateDir = fs.mkdtempSync(path.join(target.stateDir, 'jwt-'));
   const jwtGateway = await startStack({
     stateDir: jwtStateDir,
     logDir: path.join(jwtStateDir, 'logs'),
@@ -541,7 +503,7 @@ test('with token checks on, the page loads without a token and shows the API 401
       AUTH_ISSUER: 'https://issuer.invalid/',
       AUTH_AUDIENCE: 'mail-platform',
       LOG_LEVEL: 'warn',
-      KAFKA_EVENTS_TOPIC: stackEnv.KAFKA_EVENTS_TOPIC,
+      KAFKA_EVENTS_TOPIC: target.env.KAFKA_EVENTS_TOPIC,
       IDENTITY_GRPC_ADDR: stack.urls.grpc.identity,
       CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
       BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],

@@ -1,17 +1,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
-import {
-  AUDIENCE,
-  ISSUER,
-  signingKey,
-  startGateway,
-  startIdentityProvider,
-  startIdentityService,
-  type GatewayProcess,
-  type IdentityProvider,
-  type IdentityService,
-} from './identity-harness';
+import { signingKey, startGateway, startSignedInGateway, type GatewayProcess, type SignedInGateway } from './identity-harness';
 
 /**
  * What an independent attack pass found, closed: the built gateway (JWT auth)
@@ -23,20 +13,17 @@ jest.setTimeout(120_000);
 const key = signingKey('rsa-hardening', 'RS256');
 const ANY_WORKSPACE: string = crypto.randomUUID();
 
-let services: IdentityService;
-let idp: IdentityProvider;
-let gateway: GatewayProcess;
+let auth: SignedInGateway;
 
 beforeAll(async () => {
-  services = await startIdentityService('gateway_hardening', ['root@example.com'], { withWorkspaceContent: true });
-  idp = await startIdentityProvider([key]);
-  gateway = await startGateway({ AUTH_JWKS_URL: idp.jwksUrl, AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE, ...services.gatewayEnv });
+  auth = await startSignedInGateway('gateway_hardening', [key], {
+    bootstrapPlatformAdmins: ['root@example.com'],
+    withWorkspaceContent: true,
+  });
 });
 
 afterAll(async () => {
-  await gateway?.stop();
-  await idp?.close();
-  await services?.stop();
+  await auth?.stop();
 });
 
 interface Answer {
@@ -53,10 +40,10 @@ async function call(
   body?: unknown,
   workspaceId = ANY_WORKSPACE,
 ): Promise<Answer> {
-  const response = await fetch(gateway.url + path, {
+  const response = await fetch(auth.gateway.url + path, {
     method,
     redirect: 'manual',
-    headers: { authorization: `Bearer ${idp.token(key, claims)}`, 'content-type': 'application/json', workspace_id: workspaceId },
+    headers: { authorization: `Bearer ${auth.idp.token(key, claims)}`, 'content-type': 'application/json', workspace_id: workspaceId },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
@@ -75,7 +62,7 @@ async function createWorkspace(name: string): Promise<string> {
 /** One request on a fresh connection with the given headers, which fetch would not let through (Host). */
 function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${gateway.url}${path}`, { headers }, (response) => {
+    const request = http.get(`${auth.gateway.url}${path}`, { headers }, (response) => {
       response.resume();
       response.once('end', () => resolve({ status: response.statusCode!, headers: response.headers }));
     });
@@ -129,15 +116,15 @@ describe('email_verified', () => {
 
 describe('the ops port', () => {
   it('serves /metrics and /readyz; the public port has no /metrics', async () => {
-    expect((await fetch(`${gateway.url}/metrics`)).status).toBe(404);
+    expect((await fetch(`${auth.gateway.url}/metrics`)).status).toBe(404);
     // This gateway has no Kafka (the harness gives it none): not ready, on both ports.
-    const ready = await fetch(`${gateway.url}/readyz`);
+    const ready = await fetch(`${auth.gateway.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { dependencies: Record<string, string> }).dependencies).toMatchObject({ kafka: 'down' });
-    const metrics = await fetch(`${gateway.opsUrl}/metrics`);
+    const metrics = await fetch(`${auth.gateway.opsUrl}/metrics`);
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toContain('http_request_duration_seconds');
-    const detailed = await fetch(`${gateway.opsUrl}/readyz`);
+    const detailed = await fetch(`${auth.gateway.opsUrl}/readyz`);
     expect(detailed.status).toBe(503);
     expect(((await detailed.json()) as { dependencies: Record<string, string> }).dependencies).toMatchObject({
       identity: 'up',
@@ -187,10 +174,7 @@ describe('request timeouts', () => {
 
   beforeAll(async () => {
     slow = await startGateway({
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: ISSUER,
-      AUTH_AUDIENCE: AUDIENCE,
-      ...services.gatewayEnv,
+      ...auth.env,
       REQUEST_TIMEOUT_MS: '1000',
       WEBHOOK_REQUEST_TIMEOUT_MS: '4000',
     });
@@ -200,7 +184,7 @@ describe('request timeouts', () => {
     await slow?.stop();
   });
 
-  const token = () => idp.token(key, root);
+  const token = () => auth.idp.token(key, root);
 
   it('cuts off a trickled body with 408 and closes the connection', async () => {
     const body = JSON.stringify({ name: 'x'.repeat(100) });
@@ -260,10 +244,7 @@ describe('fair use', () => {
 
   beforeAll(async () => {
     limited = await startGateway({
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: ISSUER,
-      AUTH_AUDIENCE: AUDIENCE,
-      ...services.gatewayEnv,
+      ...auth.env,
       WORKSPACE_ANALYTICS_CONCURRENCY: '2',
       USER_RATE_LIMIT_PER_SECOND: '5',
       USER_RATE_LIMIT_BURST: '60',
@@ -287,7 +268,7 @@ describe('fair use', () => {
   /** Like call(), on the gateway with low limits. */
   async function callLimited(claims: Record<string, unknown>, path: string, workspaceId: string): Promise<Answer> {
     const response = await fetch(limited.url + path, {
-      headers: { authorization: `Bearer ${idp.token(key, claims)}`, workspace_id: workspaceId },
+      headers: { authorization: `Bearer ${auth.idp.token(key, claims)}`, workspace_id: workspaceId },
     });
     return { status: response.status, headers: response.headers, body: await response.json() };
   }

@@ -245,6 +245,56 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   };
 }
 
+export interface SignedInGateway {
+  identity: IdentityService;
+  idp: IdentityProvider;
+  gateway: GatewayProcess;
+  /** What `gateway` was started with, to start another like it. */
+  env: Record<string, string>;
+  /** Gateway, then provider, then services. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The built gateway verifying the tokens of a provider that publishes `keys`
+ * (at its JWKS URL, or with `discovery` through its discovery document), in
+ * front of the real services of startIdentityService(label, bootstrapPlatformAdmins, options).
+ */
+export async function startSignedInGateway(
+  label: string,
+  keys: SigningKey[],
+  {
+    bootstrapPlatformAdmins = [],
+    withWorkspaceContent = false,
+    discovery = false,
+  }: { bootstrapPlatformAdmins?: string[]; withWorkspaceContent?: boolean; discovery?: boolean } = {},
+): Promise<SignedInGateway> {
+  const identity = await startIdentityService(label, bootstrapPlatformAdmins, { withWorkspaceContent });
+  let idp: IdentityProvider | undefined;
+  try {
+    idp = await startIdentityProvider(keys, { discovery });
+    const verification: Record<string, string> = discovery ? {} : { AUTH_JWKS_URL: idp.jwksUrl };
+    const env = { ...verification, AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: AUDIENCE, ...identity.gatewayEnv };
+    const gateway = await startGateway(env);
+    const started = idp;
+    return {
+      identity,
+      idp,
+      gateway,
+      env,
+      stop: async () => {
+        await gateway.stop();
+        await started.close();
+        await identity.stop();
+      },
+    };
+  } catch (error) {
+    await idp?.close();
+    await identity.stop();
+    throw error;
+  }
+}
+
 /** Runs the built gateway to its exit (no broker, services unreachable unless given) and returns the exit code and what it printed. */
 export function runGatewayToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {

@@ -1,17 +1,5 @@
 import crypto from 'node:crypto';
-import {
-  AUDIENCE,
-  ISSUER,
-  freePort,
-  runGatewayToExit,
-  signingKey,
-  startGateway,
-  startIdentityProvider,
-  startIdentityService,
-  type GatewayProcess,
-  type IdentityProvider,
-  type IdentityService,
-} from './identity-harness';
+import { freePort, runGatewayToExit, signingKey, startGateway, startSignedInGateway, type SignedInGateway } from './identity-harness';
 import type { Json } from './support/json';
 import { eventually } from './webhook-support';
 
@@ -26,33 +14,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Any UUID satisfies the workspace_id header where the workspace comes from the path or does not matter. */
 const ANY_WORKSPACE = crypto.randomUUID();
 
-let identity: IdentityService;
-let idp: IdentityProvider;
-let gateway: GatewayProcess;
-
-const gatewayEnv = (): Record<string, string> => ({
-  AUTH_JWKS_URL: idp.jwksUrl,
-  AUTH_ISSUER: ISSUER,
-  AUTH_AUDIENCE: AUDIENCE,
-  ...identity.gatewayEnv,
-});
+let auth: SignedInGateway;
 
 beforeAll(async () => {
-  identity = await startIdentityService('gateway_identity', ['root@example.com'], { withWorkspaceContent: true });
-  idp = await startIdentityProvider([key]);
-  gateway = await startGateway(gatewayEnv());
+  auth = await startSignedInGateway('gateway_identity', [key], {
+    bootstrapPlatformAdmins: ['root@example.com'],
+    withWorkspaceContent: true,
+  });
 });
 
 afterAll(async () => {
-  await gateway?.stop();
-  await idp?.close();
-  await identity?.stop();
+  await auth?.stop();
 });
 
 const tokens = {
-  root: () => idp.token(key, { sub: 'root-subject', email: 'root@example.com', name: 'Root Admin' }),
-  ana: () => idp.token(key, { sub: 'ana-subject', email: 'ana@example.com', name: 'Ana Lopez' }),
-  bob: () => idp.token(key, { sub: 'bob-subject', email: 'bob@example.com' }),
+  root: () => auth.idp.token(key, { sub: 'root-subject', email: 'root@example.com', name: 'Root Admin' }),
+  ana: () => auth.idp.token(key, { sub: 'ana-subject', email: 'ana@example.com', name: 'Ana Lopez' }),
+  bob: () => auth.idp.token(key, { sub: 'bob-subject', email: 'bob@example.com' }),
 };
 type Caller = keyof typeof tokens;
 
@@ -68,7 +46,7 @@ async function api(
   path: string,
   body?: unknown,
   headers: Record<string, string> = { workspace_id: ANY_WORKSPACE },
-  baseUrl = gateway.url,
+  baseUrl = auth.gateway.url,
 ): Promise<Answer> {
   const response = await fetch(baseUrl + path, {
     method,
@@ -230,7 +208,7 @@ describe('identity and tenancy (sequential scenario)', () => {
   });
 
   it('a change made through another gateway reaches the access this one has cached, well before its TTL', async () => {
-    const other = await startGateway(gatewayEnv());
+    const other = await startGateway(auth.env);
     try {
       const members = `/workspaces/${workspaces.marketing}/members`;
       const ana = `${members}/${users.ana}`;
@@ -305,7 +283,7 @@ describe('deleting a workspace with content', () => {
     const doomed = (await api('root', 'POST', '/workspaces/', { name: 'Half-deleted' })).body.id as string;
     const inDoomed = { workspace_id: doomed };
     expect((await api('root', 'POST', '/email-campaigns/', { workspace_id: doomed, name: 'Launch' }, inDoomed)).status).toBe(201);
-    const noEventStore = await startGateway({ ...gatewayEnv(), ANALYTICS_GRPC_ADDR: `127.0.0.1:${await freePort()}` });
+    const noEventStore = await startGateway({ ...auth.env, ANALYTICS_GRPC_ADDR: `127.0.0.1:${await freePort()}` });
     try {
       expect(await api('root', 'DELETE', `/workspaces/${doomed}`, undefined, undefined, noEventStore.url)).toEqual({
         status: 503,
@@ -346,10 +324,10 @@ describe('requests the gateway turns away', () => {
   });
 
   it('refuses a first sign-in without a usable e-mail claim', async () => {
-    const noEmail = idp.token(key, { sub: 'no-email' });
-    const unverified = idp.token(key, { sub: 'unverified', email: 'root2@example.com', email_verified: false });
+    const noEmail = auth.idp.token(key, { sub: 'no-email' });
+    const unverified = auth.idp.token(key, { sub: 'unverified', email: 'root2@example.com', email_verified: false });
     for (const token of [noEmail, unverified]) {
-      const response = await fetch(`${gateway.url}/auth/me`, { headers: { authorization: `Bearer ${token}` } });
+      const response = await fetch(`${auth.gateway.url}/auth/me`, { headers: { authorization: `Bearer ${token}` } });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
     }
@@ -357,9 +335,11 @@ describe('requests the gateway turns away', () => {
 
   it("refuses, with 409, a first sign-in with the e-mail of another identity's user", async () => {
     // ana signed in above; another account of the provider (another sub) claims her e-mail.
-    const impostor = idp.token(key, { sub: 'other-ana-subject', email: 'Ana@Example.com' });
+    const impostor = auth.idp.token(key, { sub: 'other-ana-subject', email: 'Ana@Example.com' });
     for (const path of ['/auth/me', '/email-campaigns/']) {
-      const response = await fetch(gateway.url + path, { headers: { authorization: `Bearer ${impostor}`, workspace_id: ANY_WORKSPACE } });
+      const response = await fetch(auth.gateway.url + path, {
+        headers: { authorization: `Bearer ${impostor}`, workspace_id: ANY_WORKSPACE },
+      });
       expect(response.status).toBe(409);
       expect(await response.json()).toEqual({ detail: 'This e-mail address belongs to another sign-in identity' });
     }
@@ -367,7 +347,7 @@ describe('requests the gateway turns away', () => {
   });
 
   it('matches paths exactly: other spellings redirect or are not found, never skip the access check', async () => {
-    const noToken = (path: string) => fetch(gateway.url + path, { redirect: 'manual', headers: { workspace_id: ANY_WORKSPACE } });
+    const noToken = (path: string) => fetch(auth.gateway.url + path, { redirect: 'manual', headers: { workspace_id: ANY_WORKSPACE } });
     const redirected = await noToken('/users?page=2');
     expect([redirected.status, redirected.headers.get('location')]).toEqual([307, '/users/?page=2']);
     expect((await noToken(`/users/${users.ana}/`)).headers.get('location')).toBe(`/users/${users.ana}`);
@@ -380,7 +360,7 @@ describe('requests the gateway turns away', () => {
 describe('/readyz', () => {
   it('names, on both ports, the service that is down, and not Postgres, which the other services still reach', async () => {
     const unreachable = `127.0.0.1:${await freePort()}`;
-    const partial = await startGateway({ ...gatewayEnv(), CAMPAIGN_GRPC_ADDR: unreachable });
+    const partial = await startGateway({ ...auth.env, CAMPAIGN_GRPC_ADDR: unreachable });
     try {
       for (const url of [partial.url, partial.opsUrl]) {
         const response = await fetch(`${url}/readyz`);
@@ -400,7 +380,7 @@ describe('/readyz', () => {
 
 describe('DEV_AUTH_ENABLED', () => {
   it('acts as the platform-admin mock user in development', async () => {
-    const dev = await startGateway({ DEV_AUTH_ENABLED: '1', ...identity.gatewayEnv });
+    const dev = await startGateway({ DEV_AUTH_ENABLED: '1', ...auth.identity.gatewayEnv });
     try {
       const me = await fetch(`${dev.url}/auth/me`);
       const body = (await me.json()) as { memberships: unknown[] };

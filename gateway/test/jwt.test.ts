@@ -5,11 +5,9 @@ import {
   signToken,
   signingKey,
   startGateway,
-  startIdentityProvider,
-  startIdentityService,
+  startSignedInGateway,
   type GatewayProcess,
-  type IdentityProvider,
-  type IdentityService,
+  type SignedInGateway,
 } from './identity-harness';
 
 /**
@@ -23,30 +21,19 @@ const ps = signingKey('ps-1', 'PS256');
 const ed = signingKey('ed-1', 'EdDSA');
 const unpublished = signingKey('rsa-unpublished', 'RS256');
 
-let identity: IdentityService;
-let idp: IdentityProvider;
-let gateway: GatewayProcess;
+let auth: SignedInGateway;
 
 const now = () => Math.floor(Date.now() / 1000);
 
 beforeAll(async () => {
-  identity = await startIdentityService('gateway_jwt');
-  idp = await startIdentityProvider([rsa, ec, ps, ed]);
-  gateway = await startGateway({
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: ISSUER,
-    AUTH_AUDIENCE: AUDIENCE,
-    IDENTITY_GRPC_ADDR: identity.address,
-  });
+  auth = await startSignedInGateway('gateway_jwt', [rsa, ec, ps, ed]);
 });
 
 afterAll(async () => {
-  await gateway?.stop();
-  await idp?.close();
-  await identity?.stop();
+  await auth?.stop();
 });
 
-async function me(authorization?: string, url = gateway.url) {
+async function me(authorization?: string, url = auth.gateway.url) {
   const response = await fetch(`${url}/auth/me`, { headers: authorization === undefined ? {} : { authorization } });
   return { status: response.status, authenticate: response.headers.get('www-authenticate'), body: await response.json() };
 }
@@ -60,7 +47,7 @@ describe('accepted tokens', () => {
     ['PS256', ps],
     ['EdDSA', ed],
   ])('%s', async (alg, key) => {
-    const answer = await me(`Bearer ${idp.token(key, user(alg.toLowerCase()))}`);
+    const answer = await me(`Bearer ${auth.idp.token(key, user(alg.toLowerCase()))}`);
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
       email: `${alg.toLowerCase()}@example.com`,
@@ -70,21 +57,21 @@ describe('accepted tokens', () => {
   });
 
   it('whose aud lists the API among other audiences', async () => {
-    expect((await me(`Bearer ${idp.token(rsa, { ...user('audiences'), aud: ['another-api', AUDIENCE] })}`)).status).toBe(200);
+    expect((await me(`Bearer ${auth.idp.token(rsa, { ...user('audiences'), aud: ['another-api', AUDIENCE] })}`)).status).toBe(200);
   });
 
   it('within the 30 s clock tolerance, and with a lower-case scheme', async () => {
-    const token = idp.token(rsa, { ...user('skew'), exp: now() - 20, nbf: now() + 20 });
+    const token = auth.idp.token(rsa, { ...user('skew'), exp: now() - 20, nbf: now() + 20 });
     expect((await me(`bearer ${token}`)).status).toBe(200);
   });
 
   it('signed with a key the provider published after the gateway fetched its JWKS', async () => {
-    expect((await me(`Bearer ${idp.token(rsa, user('before'))}`)).status).toBe(200);
-    const fetches = idp.jwksRequests();
+    expect((await me(`Bearer ${auth.idp.token(rsa, user('before'))}`)).status).toBe(200);
+    const fetches = auth.idp.jwksRequests();
     const rotated = signingKey('rsa-2', 'RS256');
-    idp.publish(rotated);
-    expect((await me(`Bearer ${idp.token(rotated, user('rotated'))}`)).status).toBe(200);
-    expect(idp.jwksRequests()).toBe(fetches + 1);
+    auth.idp.publish(rotated);
+    expect((await me(`Bearer ${auth.idp.token(rotated, user('rotated'))}`)).status).toBe(200);
+    expect(auth.idp.jwksRequests()).toBe(fetches + 1);
   });
 });
 
@@ -119,7 +106,7 @@ describe('rejected tokens: 401 with WWW-Authenticate: Bearer', () => {
 
   it('checks the token before validating the request (401, not 422), but after parsing JSON as FastAPI does', async () => {
     const post = (body: string) =>
-      fetch(`${gateway.url}/workspaces/`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+      fetch(`${auth.gateway.url}/workspaces/`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     expect((await post('{}')).status).toBe(401);
     expect((await post('not json')).status).toBe(422);
   });
@@ -133,7 +120,7 @@ describe('an unreachable JWKS endpoint', () => {
       AUTH_JWKS_URL: `http://127.0.0.1:${await freePort()}/.well-known/jwks.json`,
       AUTH_ISSUER: ISSUER,
       AUTH_AUDIENCE: AUDIENCE,
-      IDENTITY_GRPC_ADDR: identity.address,
+      IDENTITY_GRPC_ADDR: auth.identity.address,
     });
   });
 
@@ -142,7 +129,7 @@ describe('an unreachable JWKS endpoint', () => {
   });
 
   it('answers 503, since the token may be fine', async () => {
-    const answer = await me(`Bearer ${idp.token(rsa, user('offline'))}`, cut.url);
+    const answer = await me(`Bearer ${auth.idp.token(rsa, user('offline'))}`, cut.url);
     expect(answer).toMatchObject({ status: 503, body: { detail: 'Identity provider keys are unavailable, retry later' } });
   });
 

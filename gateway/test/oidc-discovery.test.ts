@@ -4,10 +4,10 @@ import {
   signingKey,
   startGateway,
   startIdentityProvider,
-  startIdentityService,
+  startSignedInGateway,
   type GatewayProcess,
   type IdentityProvider,
-  type IdentityService,
+  type SignedInGateway,
 } from './identity-harness';
 
 /**
@@ -18,23 +18,17 @@ import {
 
 const key = signingKey('disc-1', 'ES256');
 
-let identity: IdentityService;
-let idp: IdentityProvider;
-let gateway: GatewayProcess;
+let auth: SignedInGateway;
 
 beforeAll(async () => {
-  identity = await startIdentityService('gateway_discovery');
-  idp = await startIdentityProvider([key], { discovery: true });
-  gateway = await startGateway({ AUTH_ISSUER: idp.issuer, AUTH_AUDIENCE: AUDIENCE, IDENTITY_GRPC_ADDR: identity.address });
+  auth = await startSignedInGateway('gateway_discovery', [key], { discovery: true });
 });
 
 afterAll(async () => {
-  await gateway?.stop();
-  await idp?.close();
-  await identity?.stop();
+  await auth?.stop();
 });
 
-async function me(token: string, url = gateway.url) {
+async function me(token: string, url = auth.gateway.url) {
   const response = await fetch(`${url}/auth/me`, { headers: { authorization: `Bearer ${token}` } });
   return { status: response.status, authenticate: response.headers.get('www-authenticate'), body: await response.json() };
 }
@@ -46,25 +40,25 @@ async function readiness(url: string): Promise<Record<string, string>> {
 
 describe('keys from the discovery document', () => {
   it('verifies tokens with the keys its jwks_uri names, and reports the provider up', async () => {
-    const answer = await me(idp.token(key, { sub: 'disc-ann', email: 'ann@example.com', name: 'Ann' }));
+    const answer = await me(auth.idp.token(key, { sub: 'disc-ann', email: 'ann@example.com', name: 'Ann' }));
     expect(answer).toMatchObject({ status: 200, body: { email: 'ann@example.com', display_name: 'Ann' } });
-    expect(idp.discoveryRequests()).toBe(1);
-    expect(await readiness(gateway.url)).toMatchObject({ 'identity-provider': 'up' });
+    expect(auth.idp.discoveryRequests()).toBe(1);
+    expect(await readiness(auth.gateway.url)).toMatchObject({ 'identity-provider': 'up' });
   });
 
   it('picks up a key rotated in at the provider on its unknown kid, without reading the document again', async () => {
-    const fetches = idp.jwksRequests();
+    const fetches = auth.idp.jwksRequests();
     const rotated = signingKey('disc-2', 'RS256');
-    idp.publish(rotated);
-    expect((await me(idp.token(rotated, { sub: 'disc-rotated', email: 'rotated@example.com' }))).status).toBe(200);
-    expect(idp.jwksRequests()).toBe(fetches + 1);
-    expect(idp.discoveryRequests()).toBe(1);
+    auth.idp.publish(rotated);
+    expect((await me(auth.idp.token(rotated, { sub: 'disc-rotated', email: 'rotated@example.com' }))).status).toBe(200);
+    expect(auth.idp.jwksRequests()).toBe(fetches + 1);
+    expect(auth.idp.discoveryRequests()).toBe(1);
   });
 });
 
 describe('the e-mail claim', () => {
   it.each(['alice@corp.local', 'qa@acceptance.test'])('%s signs in, shown as given', async (email) => {
-    const answer = await me(idp.token(key, { sub: `sub-${email}`, email }));
+    const answer = await me(auth.idp.token(key, { sub: `sub-${email}`, email }));
     expect(answer).toMatchObject({ status: 200, body: { email, display_name: email.split('@')[0] } });
   });
 
@@ -79,7 +73,7 @@ describe('the e-mail claim', () => {
     ['with a space', 'al ice@corp.local'],
     ['with a control character', 'alice@corp\u0007.local'],
   ])('%s: 401', async (_name, email) => {
-    expect(await me(idp.token(key, { sub: 'no-address', email }))).toEqual({
+    expect(await me(auth.idp.token(key, { sub: 'no-address', email }))).toEqual({
       status: 401,
       authenticate: 'Bearer',
       body: { detail: 'Invalid token: a valid email claim is required to sign in' },
@@ -94,7 +88,11 @@ describe('a provider that cannot be reached at start-up', () => {
 
   beforeAll(async () => {
     port = await freePort();
-    cut = await startGateway({ AUTH_ISSUER: `http://127.0.0.1:${port}`, AUTH_AUDIENCE: AUDIENCE, IDENTITY_GRPC_ADDR: identity.address });
+    cut = await startGateway({
+      AUTH_ISSUER: `http://127.0.0.1:${port}`,
+      AUTH_AUDIENCE: AUDIENCE,
+      IDENTITY_GRPC_ADDR: auth.identity.address,
+    });
   });
 
   afterAll(async () => {
@@ -103,7 +101,7 @@ describe('a provider that cannot be reached at start-up', () => {
   });
 
   it('answers 503 and reports the provider down, then, once it is up, finds it on a retry', async () => {
-    const offline = await me(idp.token(key, { sub: 'early', email: 'early@example.com' }), cut.url);
+    const offline = await me(auth.idp.token(key, { sub: 'early', email: 'early@example.com' }), cut.url);
     expect(offline).toMatchObject({ status: 503, body: { detail: 'Identity provider keys are unavailable, retry later' } });
     expect(await readiness(cut.url)).toMatchObject({ 'identity-provider': 'down' });
 

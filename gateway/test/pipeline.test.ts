@@ -1,22 +1,12 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { call, createClient } from '@mail/common';
 import { WORKSPACE_TABLES } from '@mail/event-store';
 import { createClickHouse } from '@mail/event-store';
-import {
-  createTestClickHouse,
-  createTestPostgres,
-  startStack,
-  uniqueSuffix,
-  type Stack,
-  type TestClickHouse,
-  type TestPostgres,
-} from '@mail/local';
+import { uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import type { Json } from './support/json';
+import { startPrivateStack, type PrivateStack } from './support/private-stack';
 import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
 
 /**
@@ -28,39 +18,24 @@ jest.setTimeout(240_000);
 const keys = keyPair();
 const BASIC = 'sendgrid:pipeline-secret';
 const run = uniqueSuffix();
+let target: PrivateStack;
 let stack: Stack;
-let postgres: TestPostgres;
-let database: TestClickHouse;
 let clickhouse: ClickHouseClient;
 let campaigns: campaignV1.CampaignServiceClient;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-'));
 
 beforeAll(async () => {
-  [postgres, database] = await Promise.all([createTestPostgres('pipeline'), createTestClickHouse('pipeline')]);
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
-    env: {
-      DEV_AUTH_ENABLED: '1',
-      DATABASE_URL: postgres.url,
-      CLICKHOUSE_DATABASE: database.database,
-      KAFKA_EVENTS_TOPIC: `pipeline-events-${run}`,
-      KAFKA_DLQ_TOPIC: `pipeline-dlq-${run}`,
-      KAFKA_CONSUMER_GROUP: `pipeline-${run}`,
-      SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64,
-      WEBHOOK_BASIC_AUTH: BASIC,
-    },
+  target = await startPrivateStack('pipeline', {
+    env: { SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64, WEBHOOK_BASIC_AUTH: BASIC },
   });
-  clickhouse = createClickHouse(database.url, database.database);
+  stack = target.stack;
+  clickhouse = createClickHouse(target.clickhouse.url, target.clickhouse.database);
   campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
 });
 
 afterAll(async () => {
-  await stack?.stopAll();
   campaigns?.close();
   await clickhouse?.close();
-  await Promise.all([postgres?.drop(), database?.drop()]);
-  fs.rmSync(stateDir, { recursive: true, force: true });
+  await target?.close();
 });
 
 async function createCampaign(category: string): Promise<{ id: string; workspaceId: string }> {

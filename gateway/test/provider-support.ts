@@ -85,21 +85,24 @@ export interface TlsFixtures {
 export function makeTlsFixtures(dir: string): TlsFixtures {
   const file = (name: string): string => path.join(dir, name);
   const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'pipe' });
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    file('ca.key'),
-    '-out',
-    file('ca.pem'),
-    '-days',
-    '2',
-    '-subj',
-    '/CN=provider test CA',
-  );
+  /** A self-signed certificate and its key, <name>.pem and <name>.key. */
+  const selfSigned = (name: string, subject: string): void =>
+    openssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      file(`${name}.key`),
+      '-out',
+      file(`${name}.pem`),
+      '-days',
+      '2',
+      '-subj',
+      subject,
+    );
+  selfSigned('ca', '/CN=provider test CA');
   openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=localhost');
   fs.writeFileSync(file('server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
   openssl(
@@ -119,21 +122,7 @@ export function makeTlsFixtures(dir: string): TlsFixtures {
     '-extfile',
     file('server.ext'),
   );
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    file('signing.key'),
-    '-out',
-    file('signing.pem'),
-    '-days',
-    '2',
-    '-subj',
-    '/CN=sns.amazonaws.com',
-  );
+  selfSigned('signing', '/CN=sns.amazonaws.com');
   return {
     caFile: file('ca.pem'),
     serverKey: fs.readFileSync(file('server.key'), 'utf8'),

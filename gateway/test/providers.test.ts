@@ -5,16 +5,7 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClickHouse } from '@mail/event-store';
-import {
-  createTestClickHouse,
-  createTestPostgres,
-  infraEnv,
-  startStack,
-  uniqueSuffix,
-  type Stack,
-  type TestClickHouse,
-  type TestPostgres,
-} from '@mail/local';
+import { infraEnv, uniqueSuffix, type Stack } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import {
   basicHeader,
@@ -27,6 +18,7 @@ import {
   type CertificateServer,
   type TlsFixtures,
 } from './provider-support';
+import { startPrivateStack, type PrivateStack } from './support/private-stack';
 import { eventually, keyPair, readTopic, sendgridEvent, signedHeaders, type TopicReader } from './webhook-support';
 
 /**
@@ -43,13 +35,11 @@ const sendgridKeys = keyPair();
 const MAILGUN_KEY = `mailgun-signing-key-${run}`;
 const POSTMARK = `postmark:secret-${run}`;
 const TOPIC_ARN = 'arn:aws:sns:us-east-1:123456789012:ses-events';
-const EVENTS_TOPIC = `providers-events-${run}`;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'providers-'));
-const tls: TlsFixtures = makeTlsFixtures(stateDir);
+const tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'providers-tls-'));
+const tls: TlsFixtures = makeTlsFixtures(tlsDir);
 
 let stack: Stack;
-let postgres: TestPostgres;
-let database: TestClickHouse;
+let target: PrivateStack;
 let clickhouse: ClickHouseClient;
 let topic: TopicReader;
 /** Serves the SNS certificate at an allowed host (localhost). */
@@ -58,22 +48,9 @@ let certificates: CertificateServer;
 let disallowed: CertificateServer;
 
 beforeAll(async () => {
-  [postgres, database, certificates, disallowed] = await Promise.all([
-    createTestPostgres('providers'),
-    createTestClickHouse('providers'),
-    startCertificateServer(tls),
-    startCertificateServer(tls),
-  ]);
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
+  [certificates, disallowed] = await Promise.all([startCertificateServer(tls), startCertificateServer(tls)]);
+  target = await startPrivateStack('providers', {
     env: {
-      DEV_AUTH_ENABLED: '1',
-      DATABASE_URL: postgres.url,
-      CLICKHOUSE_DATABASE: database.database,
-      KAFKA_EVENTS_TOPIC: EVENTS_TOPIC,
-      KAFKA_DLQ_TOPIC: `providers-dlq-${run}`,
-      KAFKA_CONSUMER_GROUP: `providers-${run}`,
       SENDGRID_WEBHOOK_PUBLIC_KEY: sendgridKeys.publicKeyBase64,
       MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_KEY,
       SES_SNS_TOPIC_ARNS: `arn:aws:sns:eu-west-1:123456789012:other,${TOPIC_ARN}`,
@@ -82,16 +59,17 @@ beforeAll(async () => {
       NODE_EXTRA_CA_CERTS: tls.caFile,
     },
   });
-  clickhouse = createClickHouse(database.url, database.database);
-  topic = await readTopic(infraEnv().kafkaBrokers, EVENTS_TOPIC);
+  stack = target.stack;
+  clickhouse = createClickHouse(target.clickhouse.url, target.clickhouse.database);
+  topic = await readTopic(infraEnv().kafkaBrokers, target.env.KAFKA_EVENTS_TOPIC);
 });
 
 afterAll(async () => {
   await topic?.close();
-  await stack?.stopAll();
   await clickhouse?.close();
-  await Promise.all([postgres?.drop(), database?.drop(), certificates?.close(), disallowed?.close()]);
-  fs.rmSync(stateDir, { recursive: true, force: true });
+  await target?.close();
+  await Promise.all([certificates?.close(), disallowed?.close()]);
+  fs.rmSync(tlsDir, { recursive: true, force: true });
 });
 
 const webhook = (provider: string): string => `${stack.urls.gateway}/campaign-events/webhook/${provider}`;
@@ -330,6 +308,12 @@ describe('Amazon SES through SNS', () => {
     postTo(webhook('ses'), JSON.stringify(message), { 'content-type': 'text/plain; charset=UTF-8' });
   const at = '2025-11-21T10:05:00.000Z';
   const one = ['reader@example.com'];
+  /** A Bounce of the one reader, of SES's bounceType and bounceSubType. */
+  const bounceOfOne = (bounceType: string, bounceSubType: string) => ({
+    eventType: 'Bounce',
+    mail: mail(one),
+    bounce: { bounceType, bounceSubType, timestamp: at, bouncedRecipients: [{ emailAddress: 'reader@example.com' }] },
+  });
   const cases: [string, Record<string, unknown>, [string, Mapped][]][] = [
     ['send', { eventType: 'Send', mail: mail(one), send: {} }, [['reader@example.com', kept(EventType.EVENT_TYPE_PROCESSED)]]],
     [
@@ -357,62 +341,10 @@ describe('Amazon SES through SNS', () => {
         ['b@example.com', hard(BounceClass.BOUNCE_CLASS_REPUTATION)],
       ],
     ],
-    [
-      'no-email',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Permanent',
-          bounceSubType: 'NoEmail',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', hard(BounceClass.BOUNCE_CLASS_INVALID_ADDRESS)]],
-    ],
-    [
-      'full',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Transient',
-          bounceSubType: 'MailboxFull',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE)]],
-    ],
-    [
-      'content',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Transient',
-          bounceSubType: 'ContentRejected',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_CONTENT)]],
-    ],
-    [
-      'undetermined',
-      {
-        eventType: 'Bounce',
-        mail: mail(one),
-        bounce: {
-          bounceType: 'Undetermined',
-          bounceSubType: 'Undetermined',
-          timestamp: at,
-          bouncedRecipients: [{ emailAddress: 'reader@example.com' }],
-        },
-      },
-      [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_UNCLASSIFIED)]],
-    ],
+    ['no-email', bounceOfOne('Permanent', 'NoEmail'), [['reader@example.com', hard(BounceClass.BOUNCE_CLASS_INVALID_ADDRESS)]]],
+    ['full', bounceOfOne('Transient', 'MailboxFull'), [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE)]]],
+    ['content', bounceOfOne('Transient', 'ContentRejected'), [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_CONTENT)]]],
+    ['undetermined', bounceOfOne('Undetermined', 'Undetermined'), [['reader@example.com', soft(BounceClass.BOUNCE_CLASS_UNCLASSIFIED)]]],
     [
       'complaint',
       {

@@ -1,5 +1,6 @@
 import type { Request } from 'express';
-import { analyticsV1, eventsV1, type campaignV1 } from '@mail/proto';
+import { PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, storedEventDetails, storedNames, type StoredEventType } from '@mail/event-store';
+import { analyticsV1, type eventsV1, type campaignV1 } from '@mail/proto';
 import { workspaceIdOf } from '../auth/access';
 import { parseDateOrDateTime } from '../pydantic/scalars';
 import type { RouteModule } from './context';
@@ -8,25 +9,10 @@ import { HttpError } from '../errors/http-error';
 import { callService, page } from './grpc';
 import { pageRequest, type Json } from './http';
 
-const { EventType, BounceType } = eventsV1;
 const { Interval } = analyticsV1;
 
-const EVENT_TYPES: Record<string, eventsV1.EventType> = {
-  open: EventType.EVENT_TYPE_OPEN,
-  click: EventType.EVENT_TYPE_CLICK,
-  bounce: EventType.EVENT_TYPE_BOUNCE,
-  unsubscribe: EventType.EVENT_TYPE_UNSUBSCRIBE,
-  processed: EventType.EVENT_TYPE_PROCESSED,
-  delivered: EventType.EVENT_TYPE_DELIVERED,
-  deferred: EventType.EVENT_TYPE_DEFERRED,
-  dropped: EventType.EVENT_TYPE_DROPPED,
-  spamreport: EventType.EVENT_TYPE_SPAM_REPORT,
-};
-const EVENT_TYPE_NAMES = Object.fromEntries(Object.entries(EVENT_TYPES).map(([name, value]) => [value, name]));
-const BOUNCE_TYPE_NAMES: Partial<Record<eventsV1.BounceType, string>> = {
-  [BounceType.BOUNCE_TYPE_HARD]: 'hard',
-  [BounceType.BOUNCE_TYPE_SOFT]: 'soft',
-};
+const EVENT_TYPE_NAMES = storedNames(PROTO_EVENT_TYPES);
+const BOUNCE_TYPE_NAMES = storedNames(PROTO_BOUNCE_TYPES);
 
 /**
  * date_from is inclusive; date_to too: through the end of a bare date's day, or through that millisecond.
@@ -51,7 +37,7 @@ function eventFilter(req: Request, workspaceId: string): analyticsV1.EventFilter
   const query = req.query as Json;
   return {
     workspaceId,
-    eventType: query.event_type === undefined ? undefined : EVENT_TYPES[query.event_type as string],
+    eventType: query.event_type === undefined ? undefined : PROTO_EVENT_TYPES[query.event_type as StoredEventType],
     campaignId: query.campaign_id as string | undefined,
     email: query.email as string | undefined,
     variantId: query.variant_id as string | undefined,
@@ -63,23 +49,23 @@ function eventFilter(req: Request, workspaceId: string): analyticsV1.EventFilter
 // proto -> JSON
 // ---------------------------------------------------------------------------
 
+/** The API's bounce type of an event: null on every event but a bounce. */
+function bounceTypeName(bounceType: eventsV1.BounceType): string | null {
+  const name = BOUNCE_TYPE_NAMES.get(bounceType);
+  return name === undefined || name === 'none' ? null : name;
+}
+
 function eventJson(event: analyticsV1.EventRecord): Json {
   return {
     id: event.id,
     workspace_id: event.workspaceId,
     campaign_id: event.campaignId,
-    event_type: EVENT_TYPE_NAMES[event.eventType],
-    bounce_type: BOUNCE_TYPE_NAMES[event.bounceType] ?? null,
+    event_type: EVENT_TYPE_NAMES.get(event.eventType),
+    bounce_type: bounceTypeName(event.bounceType),
     email: event.email,
     occurred_at: event.occurredAt?.toISOString(),
     received_at: event.receivedAt?.toISOString(),
-    url: event.url ?? null,
-    reason: event.reason ?? null,
-    user_agent: event.userAgent ?? null,
-    ip: event.ip ?? null,
-    provider: event.provider,
-    provider_event_id: event.providerEventId,
-    provider_message_id: event.providerMessageId ?? null,
+    ...storedEventDetails(event),
     machine_open: event.machineOpen,
     variant_id: event.variantId ?? null,
     bounce_class: event.bounceClass ?? null,

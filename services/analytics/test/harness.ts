@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
 import { createLogger } from '@mail/common';
-import { NO_VARIANT, refreshSuppressionState, type StoredBounceClass, type StoredEventType } from '@mail/event-store';
+import { NO_VARIANT, refreshSuppressionState, type EventRow as StoredEventRow } from '@mail/event-store';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
@@ -9,31 +9,8 @@ import { openEventStore } from '../src/store/connection';
 
 export { failure, type Failure } from '@mail/local';
 
-/** A stored events row, every column (JSONEachRow fills omitted ones with zeros, not defaults). */
-export interface EventRow {
-  id: string;
-  workspace_id: string;
-  campaign_id: string;
-  /** NO_VARIANT when attributed to no variant. */
-  variant_id: string;
-  event_type: StoredEventType;
-  bounce_type: 'none' | 'hard' | 'soft';
-  bounce_class: StoredBounceClass;
-  /** 1 on an open flagged as machine-generated. */
-  machine_open: number;
-  email: string;
-  occurred_at: string;
-  received_at: string;
-  url: string | null;
-  reason: string | null;
-  user_agent: string | null;
-  ip: string | null;
-  provider: string;
-  provider_event_id: string;
-  provider_message_id: string | null;
-  raw: string;
-  ingested_at: string;
-}
+/** A stored events row, every column, times as 'YYYY-MM-DD hh:mm:ss'. */
+export type EventRow = StoredEventRow<string>;
 
 export interface SignalRow {
   workspace_id: string;

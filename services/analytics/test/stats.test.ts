@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { NO_EVENTS } from '../src/domain/stats';
 import { EventType, Interval, event, failure, signal, startAnalytics, status, type Analytics, type EventRow } from './harness';
 
 const W = randomUUID();
@@ -9,28 +10,15 @@ const LINK_B = 'https://example.com/b';
 const at = (iso: string) => new Date(iso);
 
 let analytics: Analytics;
+/** An event of workspace W in `campaignId`. */
+const inW = (campaignId: string, fields: Partial<EventRow>): EventRow => event({ workspace_id: W, campaign_id: campaignId, ...fields });
 
 /** A rate as the proto carries it: absent (undefined) on a zero denominator. */
 const ratio = (part: number, whole: number) => (whole === 0 ? undefined : part / whole);
 
 /** Every count (zero unless given) and the rates they make. */
 function counts(values: Partial<Record<string, number>> = {}) {
-  const all = {
-    processed: 0,
-    delivered: 0,
-    deferred: 0,
-    dropped: 0,
-    hardBounces: 0,
-    softBounces: 0,
-    spamReports: 0,
-    unsubscribes: 0,
-    opens: 0,
-    machineOpens: 0,
-    uniqueOpens: 0,
-    clicks: 0,
-    uniqueClicks: 0,
-    ...values,
-  };
+  const all = { ...NO_EVENTS, uniqueOpens: 0, uniqueClicks: 0, ...values };
   return {
     ...all,
     deliveryRate: ratio(all.delivered, all.processed),
@@ -57,62 +45,20 @@ const C2_COUNTS = counts({ opens: 2, uniqueOpens: 1, clicks: 1, uniqueClicks: 1 
 
 beforeAll(async () => {
   analytics = await startAnalytics('analytics_stats');
-  const lateOpen = event({ workspace_id: W, campaign_id: C2, email: 'e@example.com', occurred_at: '2026-03-10T23:59:59Z' });
+  const lateOpen = inW(C2, { email: 'e@example.com', occurred_at: '2026-03-10T23:59:59Z' });
   await analytics.insertEvents([
-    event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T09:00:00Z' }),
-    event({ workspace_id: W, campaign_id: C1, email: 'b@example.com', occurred_at: '2026-03-11T10:00:00Z' }),
-    event({
-      workspace_id: W,
-      campaign_id: C1,
-      event_type: 'click',
-      url: LINK_A,
-      email: 'a@example.com',
-      occurred_at: '2026-03-10T08:30:00Z',
-    }),
-    event({
-      workspace_id: W,
-      campaign_id: C1,
-      event_type: 'click',
-      url: LINK_A,
-      email: 'a@example.com',
-      occurred_at: '2026-03-10T08:45:00Z',
-    }),
-    event({
-      workspace_id: W,
-      campaign_id: C1,
-      event_type: 'click',
-      url: LINK_B,
-      email: 'b@example.com',
-      occurred_at: '2026-03-11T10:05:00Z',
-    }),
-    event({
-      workspace_id: W,
-      campaign_id: C1,
-      event_type: 'bounce',
-      bounce_type: 'hard',
-      email: 'c@example.com',
-      occurred_at: '2026-03-12T01:00:00Z',
-    }),
-    event({
-      workspace_id: W,
-      campaign_id: C1,
-      event_type: 'bounce',
-      bounce_type: 'soft',
-      email: 'd@example.com',
-      occurred_at: '2026-03-12T02:00:00Z',
-    }),
-    event({ workspace_id: W, campaign_id: C1, event_type: 'unsubscribe', email: 'b@example.com', occurred_at: '2026-03-12T03:00:00Z' }),
+    inW(C1, { email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
+    inW(C1, { email: 'a@example.com', occurred_at: '2026-03-10T09:00:00Z' }),
+    inW(C1, { email: 'b@example.com', occurred_at: '2026-03-11T10:00:00Z' }),
+    inW(C1, { event_type: 'click', url: LINK_A, email: 'a@example.com', occurred_at: '2026-03-10T08:30:00Z' }),
+    inW(C1, { event_type: 'click', url: LINK_A, email: 'a@example.com', occurred_at: '2026-03-10T08:45:00Z' }),
+    inW(C1, { event_type: 'click', url: LINK_B, email: 'b@example.com', occurred_at: '2026-03-11T10:05:00Z' }),
+    inW(C1, { event_type: 'bounce', bounce_type: 'hard', email: 'c@example.com', occurred_at: '2026-03-12T01:00:00Z' }),
+    inW(C1, { event_type: 'bounce', bounce_type: 'soft', email: 'd@example.com', occurred_at: '2026-03-12T02:00:00Z' }),
+    inW(C1, { event_type: 'unsubscribe', email: 'b@example.com', occurred_at: '2026-03-12T03:00:00Z' }),
     lateOpen,
-    event({ workspace_id: W, campaign_id: C2, email: 'e@example.com', occurred_at: '2026-03-11T00:00:00Z' }),
-    event({
-      workspace_id: W,
-      campaign_id: C2,
-      event_type: 'click',
-      url: LINK_A,
-      email: 'e@example.com',
-      occurred_at: '2026-03-11T00:30:00Z',
-    }),
+    inW(C2, { email: 'e@example.com', occurred_at: '2026-03-11T00:00:00Z' }),
+    inW(C2, { event_type: 'click', url: LINK_A, email: 'e@example.com', occurred_at: '2026-03-11T00:30:00Z' }),
     event({ workspace_id: randomUUID(), campaign_id: C1, email: 'a@example.com', occurred_at: '2026-03-10T08:00:00Z' }),
   ]);
   // The same provider event again, as a fault can store it (its day is then unsettled).

@@ -49,6 +49,36 @@ export type StoredBounceClass = 'none' | BounceClass;
 export const SENDER_SIDE_BOUNCE_CLASSES: readonly StoredBounceClass[] = ['technical', 'content', 'reputation', 'frequency_or_volume'];
 /** variant_id of an event attributed to no variant (the API shows null). */
 export const NO_VARIANT = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * A row of the events table, every column: the old ClickHouse fills an
+ * omitted column with its type's zero value, not its DEFAULT. `Time` is how
+ * the DateTime columns travel: unix seconds, or 'YYYY-MM-DD hh:mm:ss' (UTC).
+ */
+export interface EventRow<Time extends number | string = number> {
+  id: string;
+  workspace_id: string;
+  campaign_id: string;
+  /** NO_VARIANT when the event names no variant of its campaign. */
+  variant_id: string;
+  event_type: StoredEventType;
+  bounce_type: StoredBounceType;
+  bounce_class: StoredBounceClass;
+  /** 1 on an open flagged as machine-generated. */
+  machine_open: number;
+  email: string;
+  occurred_at: Time;
+  received_at: Time;
+  url: string | null;
+  reason: string | null;
+  user_agent: string | null;
+  ip: string | null;
+  provider: string;
+  provider_event_id: string;
+  provider_message_id: string | null;
+  raw: string;
+  ingested_at: Time;
+}
 export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
 export type SignalReason = (typeof SIGNAL_REASONS)[number];
 

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { NO_VARIANT, createClickHouse, ensureEventSchema, settleUnsettledDays } from '@mail/event-store';
+import {
+  NO_VARIANT,
+  createClickHouse,
+  ensureEventSchema,
+  settleUnsettledDays,
+  type EngagementEventType,
+  type EventRow,
+} from '@mail/event-store';
 import { createTestClickHouse, type TestClickHouse } from '@mail/local';
 
 // A v1 store (engagement_events and its derived tables) is taken over into `events` at start-up: every event once,
@@ -71,25 +78,8 @@ const V1_SCHEMA = [
     FROM engagement_events`,
 ];
 
-interface V1Row {
-  id: string;
-  workspace_id: string;
-  campaign_id: string;
-  event_type: 'open' | 'click' | 'bounce' | 'unsubscribe';
-  bounce_type: 'none' | 'hard' | 'soft';
-  email: string;
-  occurred_at: string;
-  received_at: string;
-  url: string | null;
-  reason: string | null;
-  user_agent: string | null;
-  ip: string | null;
-  provider: string;
-  provider_event_id: string;
-  provider_message_id: string | null;
-  raw: string;
-  ingested_at: string;
-}
+/** A v1 row: today's columns but variant_id, bounce_class and machine_open, and the four engagement types only. */
+type V1Row = Omit<EventRow<string>, 'variant_id' | 'bounce_class' | 'machine_open' | 'event_type'> & { event_type: EngagementEventType };
 
 const WORKSPACE = randomUUID();
 const CAMPAIGN = randomUUID();

@@ -137,10 +137,9 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     {
       detail: 'complaint',
       recipients: (detail, _mail, fields, loc) =>
-        recipientsAt(detail, 'complainedRecipients', fields, loc).map((recipient) => ({
-          eventType: EventType.EVENT_TYPE_SPAM_REPORT,
-          email: recipient.emailAddress,
-        })),
+        recipientsAt(detail, 'complainedRecipients', fields, loc)
+          .map((recipient) => recipient.emailAddress)
+          .map(eventOf(EventType.EVENT_TYPE_SPAM_REPORT)),
     },
   ],
   [
@@ -148,11 +147,11 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     {
       detail: 'deliveryDelay',
       recipients: (detail, _mail, fields, loc) =>
-        recipientsAt(detail, 'delayedRecipients', fields, loc).map((recipient) => ({
-          eventType: EventType.EVENT_TYPE_DEFERRED,
-          email: recipient.emailAddress,
-          reason: optionalText(recipient.diagnosticCode) ?? optionalText(detail.delayType),
-        })),
+        recipientsAt(detail, 'delayedRecipients', fields, loc).map((recipient) =>
+          eventOf(EventType.EVENT_TYPE_DEFERRED, {
+            reason: optionalText(recipient.diagnosticCode) ?? optionalText(detail.delayType),
+          })(recipient.emailAddress),
+        ),
     },
   ],
   [

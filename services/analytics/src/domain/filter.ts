@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Violation } from '@mail/common';
-import { ENGAGEMENT_EVENT_TYPES, type StoredEventType } from '@mail/event-store';
+import { ENGAGEMENT_EVENT_TYPES, PROTO_EVENT_TYPES, storedNames, type StoredEventType } from '@mail/event-store';
 import { analyticsV1, eventsV1, type commonV1Paging } from '@mail/proto';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -30,20 +30,10 @@ export interface PageWindow {
 
 export type Interval = 'hour' | 'day';
 
-const STORED_EVENT_TYPES: Partial<Record<eventsV1.EventType, StoredEventType>> = {
-  [eventsV1.EventType.EVENT_TYPE_OPEN]: 'open',
-  [eventsV1.EventType.EVENT_TYPE_CLICK]: 'click',
-  [eventsV1.EventType.EVENT_TYPE_BOUNCE]: 'bounce',
-  [eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE]: 'unsubscribe',
-  [eventsV1.EventType.EVENT_TYPE_PROCESSED]: 'processed',
-  [eventsV1.EventType.EVENT_TYPE_DELIVERED]: 'delivered',
-  [eventsV1.EventType.EVENT_TYPE_DEFERRED]: 'deferred',
-  [eventsV1.EventType.EVENT_TYPE_DROPPED]: 'dropped',
-  [eventsV1.EventType.EVENT_TYPE_SPAM_REPORT]: 'spamreport',
-};
+const STORED_EVENT_TYPES = storedNames(PROTO_EVENT_TYPES);
 
 /** As Pydantic lists an enum's values: "'a', 'b' or 'c'". */
-const QUOTED_TYPES = Object.values(STORED_EVENT_TYPES).map((type) => `'${type}'`);
+const QUOTED_TYPES = [...STORED_EVENT_TYPES.values()].map((type) => `'${type}'`);
 const EXPECTED_TYPES = `${QUOTED_TYPES.slice(0, -1).join(', ')} or ${QUOTED_TYPES[QUOTED_TYPES.length - 1]}`;
 
 /** Addresses are compared the way the pipeline stores them. */
@@ -77,7 +67,7 @@ export function validFilter(filter: analyticsV1.EventFilter | undefined): EventF
   }
   let eventType: StoredEventType | undefined;
   if (filter?.eventType !== undefined && filter.eventType !== eventsV1.EventType.EVENT_TYPE_UNSPECIFIED) {
-    eventType = STORED_EVENT_TYPES[filter.eventType];
+    eventType = STORED_EVENT_TYPES.get(filter.eventType);
     if (!eventType) {
       violations.push({
         loc: ['event_type'],

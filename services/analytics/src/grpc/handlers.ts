@@ -1,6 +1,6 @@
 import { serverStream, unary, type Logger } from '@mail/common';
-import { NO_VARIANT, type StoredEventType } from '@mail/event-store';
-import { analyticsV1, eventsV1 } from '@mail/proto';
+import { NO_VARIANT, PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, eventDetails } from '@mail/event-store';
+import { analyticsV1 } from '@mail/proto';
 import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
 import { actorOf, validManualSuppression, type SuppressionFilter, type SuppressionReason } from '../domain/suppression';
@@ -16,24 +16,6 @@ import {
   type SuppressionRow,
 } from '../store/suppressions';
 import { eraseWorkspace } from '../store/workspaces';
-
-const EVENT_TYPES: Record<StoredEventType, eventsV1.EventType> = {
-  open: eventsV1.EventType.EVENT_TYPE_OPEN,
-  click: eventsV1.EventType.EVENT_TYPE_CLICK,
-  bounce: eventsV1.EventType.EVENT_TYPE_BOUNCE,
-  unsubscribe: eventsV1.EventType.EVENT_TYPE_UNSUBSCRIBE,
-  processed: eventsV1.EventType.EVENT_TYPE_PROCESSED,
-  delivered: eventsV1.EventType.EVENT_TYPE_DELIVERED,
-  deferred: eventsV1.EventType.EVENT_TYPE_DEFERRED,
-  dropped: eventsV1.EventType.EVENT_TYPE_DROPPED,
-  spamreport: eventsV1.EventType.EVENT_TYPE_SPAM_REPORT,
-};
-
-const BOUNCE_TYPES = {
-  none: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
-  hard: eventsV1.BounceType.BOUNCE_TYPE_HARD,
-  soft: eventsV1.BounceType.BOUNCE_TYPE_SOFT,
-} as const;
 
 const SUPPRESSION_REASONS: Record<SuppressionReason, analyticsV1.SuppressionReason> = {
   hard_bounce: analyticsV1.SuppressionReason.SUPPRESSION_REASON_HARD_BOUNCE,
@@ -73,18 +55,12 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
     id: event.id,
     workspaceId: event.workspace_id,
     campaignId: event.campaign_id,
-    eventType: EVENT_TYPES[event.event_type],
-    bounceType: BOUNCE_TYPES[event.bounce_type],
+    eventType: PROTO_EVENT_TYPES[event.event_type],
+    bounceType: PROTO_BOUNCE_TYPES[event.bounce_type],
     email: event.email,
     occurredAt: fromUnixSeconds(event.occurred_ts),
     receivedAt: fromUnixSeconds(event.received_ts),
-    url: event.url ?? undefined,
-    reason: event.reason ?? undefined,
-    userAgent: event.user_agent ?? undefined,
-    ip: event.ip ?? undefined,
-    provider: event.provider,
-    providerEventId: event.provider_event_id,
-    providerMessageId: event.provider_message_id ?? undefined,
+    ...eventDetails(event),
     machineOpen: Number(event.machine_open) === 1,
     variantId: event.variant_id === NO_VARIANT ? undefined : event.variant_id,
     bounceClass: event.bounce_class === 'none' ? undefined : event.bounce_class,

@@ -1,4 +1,4 @@
-import { chsql, type StoredBounceClass, type StoredBounceType, type StoredEventType } from '@mail/event-store';
+import { chsql, type EventRow } from '@mail/event-store';
 import type { EventFilter, PageWindow } from '../domain/filter';
 import { pageSlice, type DayCount, type PageSlice } from '../domain/page-slice';
 import { DAY_MS } from '../domain/day-split';
@@ -9,29 +9,11 @@ import { readPlanned, unionAll, type ReadPlan, type RowSource } from './read-pla
 
 const { int, raw, sql } = chsql;
 
-export interface StoredEvent {
-  id: string;
-  workspace_id: string;
-  campaign_id: string;
-  event_type: StoredEventType;
-  bounce_type: StoredBounceType;
-  email: string;
-  /** Unix seconds. */
+/** An events row as read: no raw payload or ingestion time, and the event's times as unix seconds. */
+export type StoredEvent = Omit<EventRow, 'occurred_at' | 'received_at' | 'raw' | 'ingested_at'> & {
   occurred_ts: number;
   received_ts: number;
-  url: string | null;
-  reason: string | null;
-  user_agent: string | null;
-  ip: string | null;
-  provider: string;
-  provider_event_id: string;
-  provider_message_id: string | null;
-  /** NO_VARIANT when attributed to no variant. */
-  variant_id: string;
-  bounce_class: StoredBounceClass;
-  /** 0 or 1. */
-  machine_open: number;
-}
+};
 
 /**
  * One page of events, newest first, and the total, each event counted once.

@@ -1,7 +1,11 @@
 import crypto from 'node:crypto';
 import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER } from '@mail/common';
 import {
+  PROTO_BOUNCE_CLASSES,
+  PROTO_BOUNCE_TYPES,
+  PROTO_EVENT_TYPES,
   SENDER_SIDE_BOUNCE_CLASSES,
+  storedNames,
   type SignalReason,
   type StoredBounceClass,
   type StoredBounceType,
@@ -9,7 +13,7 @@ import {
 } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
 
-const { EventType, BounceType, BounceClass } = eventsV1;
+const { EventType, BounceType } = eventsV1;
 type EngagementEvent = eventsV1.EngagementEvent;
 
 /** ClickHouse DateTime holds unsigned 32-bit seconds. */
@@ -84,7 +88,9 @@ function invalidity(event: EngagementEvent): string | undefined {
   if (event.provider === '') return 'provider is empty';
   if (event.email === '') return 'email is empty';
   if (!STORED_TYPES.has(event.eventType)) return `unknown event_type ${event.eventType}`;
-  if (event.eventType === EventType.EVENT_TYPE_BOUNCE && !BOUNCE_TYPES.has(event.bounceType)) return 'bounce without bounce_type';
+  if (event.eventType === EventType.EVENT_TYPE_BOUNCE && (BOUNCE_TYPES.get(event.bounceType) ?? 'none') === 'none') {
+    return 'bounce without bounce_type';
+  }
   for (const [name, date] of [
     ['occurred_at', event.occurredAt],
     ['received_at', event.receivedAt],
@@ -95,22 +101,8 @@ function invalidity(event: EngagementEvent): string | undefined {
   return undefined;
 }
 
-const STORED_TYPES = new Map<eventsV1.EventType, StoredEventType>([
-  [EventType.EVENT_TYPE_OPEN, 'open'],
-  [EventType.EVENT_TYPE_CLICK, 'click'],
-  [EventType.EVENT_TYPE_BOUNCE, 'bounce'],
-  [EventType.EVENT_TYPE_UNSUBSCRIBE, 'unsubscribe'],
-  [EventType.EVENT_TYPE_PROCESSED, 'processed'],
-  [EventType.EVENT_TYPE_DELIVERED, 'delivered'],
-  [EventType.EVENT_TYPE_DEFERRED, 'deferred'],
-  [EventType.EVENT_TYPE_DROPPED, 'dropped'],
-  [EventType.EVENT_TYPE_SPAM_REPORT, 'spamreport'],
-]);
-
-const BOUNCE_TYPES = new Map<eventsV1.BounceType, StoredBounceType>([
-  [BounceType.BOUNCE_TYPE_HARD, 'hard'],
-  [BounceType.BOUNCE_TYPE_SOFT, 'soft'],
-]);
+const STORED_TYPES = storedNames(PROTO_EVENT_TYPES);
+const BOUNCE_TYPES = storedNames(PROTO_BOUNCE_TYPES);
 
 /** The stored type of a decoded event (decodeEvent has checked that it has one). */
 export function storedType(event: EngagementEvent): StoredEventType {
@@ -121,15 +113,7 @@ export function storedBounceType(event: EngagementEvent): StoredBounceType {
   return event.eventType === EventType.EVENT_TYPE_BOUNCE ? BOUNCE_TYPES.get(event.bounceType)! : 'none';
 }
 
-const BOUNCE_CLASSES = new Map<eventsV1.BounceClass, StoredBounceClass>([
-  [BounceClass.BOUNCE_CLASS_INVALID_ADDRESS, 'invalid_address'],
-  [BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE, 'mailbox_unavailable'],
-  [BounceClass.BOUNCE_CLASS_TECHNICAL, 'technical'],
-  [BounceClass.BOUNCE_CLASS_CONTENT, 'content'],
-  [BounceClass.BOUNCE_CLASS_REPUTATION, 'reputation'],
-  [BounceClass.BOUNCE_CLASS_FREQUENCY_OR_VOLUME, 'frequency_or_volume'],
-  [BounceClass.BOUNCE_CLASS_UNCLASSIFIED, 'unclassified'],
-]);
+const BOUNCE_CLASSES = storedNames(PROTO_BOUNCE_CLASSES);
 
 /** 'none' on every event but a bounce; a bounce without a class (one written before classes) is unclassified. */
 export function storedBounceClass(event: EngagementEvent): StoredBounceClass {

@@ -1,4 +1,4 @@
-import { NO_VARIANT } from '@mail/event-store';
+import { NO_VARIANT, storedEventDetails } from '@mail/event-store';
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from '../grpc/categories';
 import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
@@ -62,13 +62,7 @@ export function toRows(event: EngagementEvent, match: CategoryMatch | undefined,
     email: event.email,
     occurred_at: seconds(event.occurredAt),
     received_at: seconds(event.receivedAt),
-    url: event.url ?? null,
-    reason: event.reason ?? null,
-    user_agent: event.userAgent ?? null,
-    ip: event.ip ?? null,
-    provider: event.provider,
-    provider_event_id: event.providerEventId,
-    provider_message_id: event.providerMessageId ?? null,
+    ...storedEventDetails(event),
     raw: event.rawJson,
     ingested_at: ingestedAt,
   };

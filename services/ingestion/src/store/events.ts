@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { chsql, type SignalReason, type StoredBounceClass, type StoredBounceType, type StoredEventType } from '@mail/event-store';
+import { chsql, type EventRow, type SignalReason } from '@mail/event-store';
 
 const { dateTime, identifier, join, sql, uuid, uuidSet } = chsql;
 
@@ -10,29 +10,7 @@ const { dateTime, identifier, join, sql, uuid, uuidSet } = chsql;
  * an omitted column with its type's zero value, not its DEFAULT. Times are
  * unix seconds.
  */
-export interface EngagementEventRow {
-  id: string;
-  workspace_id: string;
-  campaign_id: string;
-  /** NO_VARIANT when the event names no variant of its campaign. */
-  variant_id: string;
-  event_type: StoredEventType;
-  bounce_type: StoredBounceType;
-  bounce_class: StoredBounceClass;
-  machine_open: 0 | 1;
-  email: string;
-  occurred_at: number;
-  received_at: number;
-  url: string | null;
-  reason: string | null;
-  user_agent: string | null;
-  ip: string | null;
-  provider: string;
-  provider_event_id: string;
-  provider_message_id: string | null;
-  raw: string;
-  ingested_at: number;
-}
+export type EngagementEventRow = EventRow;
 
 export interface UnmatchedEventRow {
   provider_event_id: string;
