@@ -65,6 +65,7 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
       page: pageRequest(req),
       isActive: query.is_active,
       nameQuery: query.q,
+      ids: [],
     });
     res.json(page(answer.campaigns.map(campaignJson), answer.page));
   });

@@ -5,7 +5,6 @@ import { workspaceIdOf } from '../auth/access';
 import { parseDateOrDateTime } from '../pydantic/scalars';
 import type { RouteModule } from './context';
 import type { ServiceClients } from '../clients';
-import { HttpError } from '../errors/http-error';
 import { callService, page } from './grpc';
 import { pageRequest, type Json } from './http';
 
@@ -161,38 +160,26 @@ function statsJson(stats: analyticsV1.GetStatsResponse, variantsOf: Map<string, 
 const CAMPAIGN_PAGE_SIZE = 500;
 
 /**
- * The variants of the workspace's campaigns (of the one campaign asked for),
- * by campaign id: labels, weights and activity belong to the campaign service.
- * A campaign that no longer exists has none.
+ * The variants of the campaigns the stats name, by campaign id: labels,
+ * weights and activity belong to the campaign service. A campaign that no
+ * longer exists has none.
  */
-async function campaignVariants(
-  clients: ServiceClients,
-  workspaceId: string,
-  campaignId?: string,
-): Promise<Map<string, campaignV1.Variant[]>> {
+async function campaignVariants(clients: ServiceClients, workspaceId: string, ids: string[]): Promise<Map<string, campaignV1.Variant[]>> {
+  if (ids.length === 0) return new Map();
   const service = clients.campaign;
-  const variantsOf = (campaigns: campaignV1.Campaign[]) =>
-    new Map(campaigns.map((campaign) => [campaign.id, campaign.variants?.variants ?? []]));
-  if (campaignId !== undefined) {
-    try {
-      const answer = await callService(service.getCampaign.bind(service), { workspaceId, id: campaignId }, 'query');
-      return variantsOf(answer.campaign ? [answer.campaign] : []);
-    } catch (error) {
-      if (error instanceof HttpError && error.status === 404) return new Map();
-      throw error;
-    }
-  }
   const listPage = (pageNumber: number) =>
-    callService(service.listCampaigns.bind(service), { workspaceId, page: { page: pageNumber, pageSize: CAMPAIGN_PAGE_SIZE } }, 'query');
-  const first = await listPage(1);
-  const pages = Math.ceil((first.page?.total ?? 0) / CAMPAIGN_PAGE_SIZE);
-  const rest = await Promise.all(Array.from({ length: Math.max(0, pages - 1) }, (_, index) => listPage(index + 2)));
-  return variantsOf([first, ...rest].flatMap((answer) => answer.campaigns));
+    callService(
+      service.listCampaigns.bind(service),
+      { workspaceId, ids, page: { page: pageNumber, pageSize: CAMPAIGN_PAGE_SIZE } },
+      'query',
+    );
+  const pages = await Promise.all(Array.from({ length: Math.ceil(ids.length / CAMPAIGN_PAGE_SIZE) }, (_, index) => listPage(index + 1)));
+  return new Map(pages.flatMap((answer) => answer.campaigns).map((campaign) => [campaign.id, campaign.variants?.variants ?? []]));
 }
 
 /**
  * /campaign-events/ and /campaign-events/stats: HTTP JSON <-> analytics.v1, one call per request; the stats
- * also read the campaigns' variants from campaign.v1, at the same time.
+ * then read the variants of the campaigns they name from campaign.v1.
  */
 export const eventRoutes: RouteModule = (router, { clients }) => {
   const service = clients.analytics;
@@ -208,14 +195,16 @@ export const eventRoutes: RouteModule = (router, { clients }) => {
 
   router.get('/campaign-events/stats', async (req, res) => {
     const filter = eventFilter(req, workspaceIdOf(res));
-    const [answer, variantsOf] = await Promise.all([
-      callService(
-        service.getStats.bind(service),
-        { filter, interval: req.query.interval === 'hour' ? Interval.INTERVAL_HOUR : Interval.INTERVAL_DAY },
-        'query',
-      ),
-      campaignVariants(clients, filter.workspaceId, filter.campaignId),
-    ]);
+    const answer = await callService(
+      service.getStats.bind(service),
+      { filter, interval: req.query.interval === 'hour' ? Interval.INTERVAL_HOUR : Interval.INTERVAL_DAY },
+      'query',
+    );
+    const variantsOf = await campaignVariants(
+      clients,
+      filter.workspaceId,
+      answer.campaigns.map((campaign) => campaign.campaignId),
+    );
     res.json(statsJson(answer, variantsOf, filter.variantId));
   });
 };

@@ -181,17 +181,17 @@ describe('list', () => {
   });
 
   it('pages newest first', async () => {
-    const first = await service.rpc('listCampaigns', { workspaceId, page: { page: 1, pageSize: 3 } });
+    const first = await service.rpc('listCampaigns', { workspaceId, ids: [], page: { page: 1, pageSize: 3 } });
     expect(first.campaigns.map((c) => c.name)).toEqual(['100% off_now', 'Gamma', 'Beta NEWS']);
     expect(first.page).toEqual({ total: 4, page: 1, pageSize: 3 });
-    const second = await service.rpc('listCampaigns', { workspaceId, page: { page: 2, pageSize: 3 } });
+    const second = await service.rpc('listCampaigns', { workspaceId, ids: [], page: { page: 2, pageSize: 3 } });
     expect(second.campaigns.map((c) => c.name)).toEqual(['Alpha news']);
-    expect((await service.rpc('listCampaigns', { workspaceId })).page).toEqual({ total: 4, page: 1, pageSize: 50 });
+    expect((await service.rpc('listCampaigns', { workspaceId, ids: [] })).page).toEqual({ total: 4, page: 1, pageSize: 50 });
   });
 
   it('filters on is_active and a case-insensitive name substring, wildcards taken literally', async () => {
     const names = async (request: Partial<campaignV1.ListCampaignsRequest>) =>
-      (await service.rpc('listCampaigns', { workspaceId, ...request })).campaigns.map((c) => c.name);
+      (await service.rpc('listCampaigns', { workspaceId, ids: [], ...request })).campaigns.map((c) => c.name);
     expect(await names({ isActive: false })).toEqual(['Beta NEWS']);
     expect(await names({ nameQuery: 'news' })).toEqual(['Beta NEWS', 'Alpha news']);
     expect(await names({ nameQuery: 'news', isActive: true })).toEqual(['Alpha news']);
@@ -199,6 +199,18 @@ describe('list', () => {
     expect(await names({ nameQuery: '_' })).toEqual(['100% off_now']);
     expect(await names({ workspaceId: WORKSPACE_B, nameQuery: 'news' })).toEqual([]);
     expect(await names({ nameQuery: 'news\u0000' })).toEqual([]);
+  });
+
+  it('lists the campaigns of given ids only, ignoring ids of no campaign of the workspace', async () => {
+    const all = (await service.rpc('listCampaigns', { workspaceId, ids: [] })).campaigns;
+    const [gamma, alpha] = [all.find((c) => c.name === 'Gamma')!, all.find((c) => c.name === 'Alpha news')!];
+    const listed = await service.rpc('listCampaigns', {
+      workspaceId,
+      ids: [alpha.id.toUpperCase(), gamma.id, 'not-a-uuid', '0b6b5b8e-8a55-4c0e-9d3c-00000000ffff'],
+    });
+    expect(listed.campaigns.map((c) => c.name)).toEqual(['Gamma', 'Alpha news']);
+    expect(listed.page?.total).toBe(2);
+    expect((await service.rpc('listCampaigns', { workspaceId: WORKSPACE_B, ids: [alpha.id] })).campaigns).toEqual([]);
   });
 });
 

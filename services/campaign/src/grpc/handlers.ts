@@ -111,7 +111,7 @@ export function campaignHandlers(logger: Logger, db: Knex, feed: ChangeFeed): ca
       campaign: toProto(await getCampaign(db, scope(request.workspaceId), request.id), new Date()),
     })),
     listCampaigns: unary(logger, 'ListCampaigns', async (request) => {
-      const filter = { isActive: request.isActive, nameQuery: request.nameQuery };
+      const filter = { isActive: request.isActive, nameQuery: request.nameQuery, ids: request.ids };
       const page = await listCampaigns(db, scope(request.workspaceId), filter, pageWindow(request.page));
       const now = new Date();
       return { campaigns: page.items.map((campaign) => toProto(campaign, now)), page: pageInfo(page) };

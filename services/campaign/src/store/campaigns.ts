@@ -156,12 +156,15 @@ export interface CampaignFilter {
   isActive?: boolean;
   /** Case-insensitive substring of the name. */
   nameQuery?: string;
+  /** Only these campaigns; absent or empty: all. */
+  ids?: string[];
 }
 
 /** The campaigns of a page; a filter that is null matches every campaign. */
 const PAGE_FILTER = `c.workspace_id = :workspaceId
   AND (:isActive::boolean IS NULL OR c.is_active = :isActive)
-  AND (:namePattern::text IS NULL OR c.name ILIKE :namePattern)`;
+  AND (:namePattern::text IS NULL OR c.name ILIKE :namePattern)
+  AND (:ids::text[] IS NULL OR c.id::text = ANY (:ids::text[]))`;
 const COUNT_CAMPAIGNS = `SELECT count(*) AS total FROM campaigns c WHERE ${PAGE_FILTER}`;
 // Newest first; the id breaks ties so pages never overlap.
 const LIST_CAMPAIGNS = `SELECT ${campaignSelect('c', STORED_VARIANTS('c'))} FROM campaigns c WHERE ${PAGE_FILTER}
@@ -174,6 +177,7 @@ export async function listCampaigns(db: Knex, workspaceId: string, filter: Campa
     workspaceId,
     isActive: filter.isActive ?? null,
     namePattern: filter.nameQuery ? `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%` : null,
+    ids: filter.ids?.length ? filter.ids.map((id) => id.toLowerCase()) : null,
   };
   const [counted, listed] = await Promise.all([
     withConnection(db, (connection) => run<{ total: string }>(connection, db.raw(COUNT_CAMPAIGNS, filters))),
