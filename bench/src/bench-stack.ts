@@ -8,7 +8,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { call, createClient } from '@mail/common';
+import { createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, startStack, uniqueSuffix, type Stack, type TestClickHouse } from '@mail/local';
+import { campaignV1 } from '@mail/proto';
 
 export interface BenchStack {
   readonly stack: Stack;
@@ -79,4 +82,36 @@ export async function startBenchStack(env: Readonly<Record<string, string>> = {}
       await dropAll();
     },
   };
+}
+
+/** A count of the events the bench stack has stored, for a driver to wait on. */
+export function storedEvents(bench: BenchStack): { count(): Promise<number>; close(): Promise<void> } {
+  const clickhouse = createClickHouse(bench.clickhouse.url, bench.clickhouse.database);
+  return {
+    count: async () => {
+      const result = await clickhouse.query({ query: 'SELECT count() AS n FROM events', format: 'JSONEachRow' });
+      return Number((await result.json<{ n: string }>())[0].n);
+    },
+    close: () => clickhouse.close(),
+  };
+}
+
+/** `count` campaigns, each in a workspace of its own, whose categories (`<prefix>-<suffix>-<i>`) it resolves to. */
+export async function createBenchCampaigns(bench: BenchStack, prefix: string, count = 10): Promise<string[]> {
+  const campaigns = createClient(campaignV1.CampaignServiceClient, bench.stack.urls.grpc.campaign);
+  try {
+    const categories: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const category = `${prefix}-${bench.suffix}-${i}`;
+      const workspaceId = crypto.randomUUID();
+      await call(campaigns.createCampaign.bind(campaigns), {
+        workspaceId,
+        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `${prefix} bench ${i}`, providerCategoryId: category }),
+      });
+      categories.push(category);
+    }
+    return categories;
+  } finally {
+    campaigns.close();
+  }
 }

@@ -23,11 +23,10 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
-import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClient } from '@mail/common';
-import { createClickHouse } from '@mail/event-store';
+import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER } from '@mail/common';
 import { infraEnv } from '@mail/local';
-import { campaignV1, eventsV1 } from '@mail/proto';
-import type { BenchStack } from './bench-stack';
+import { eventsV1 } from '@mail/proto';
+import { createBenchCampaigns, storedEvents, type BenchStack } from './bench-stack';
 import { log, percentile, round } from './measure';
 import { cpuMs, infraServerPids, waitUntilIdle } from './proc';
 
@@ -196,24 +195,10 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
 export async function runPipelineBench(bench: BenchStack, settings: PipelineSettings = pipelineSettings()): Promise<PipelineResult> {
   const { stack, suffix, webhookKey } = bench;
   const say = (line: string) => log('pipeline', line);
-  const clickhouse = createClickHouse(bench.clickhouse.url, bench.clickhouse.database);
-  const stored = async (): Promise<number> =>
-    Number(
-      (await (await clickhouse.query({ query: 'SELECT count() AS n FROM events', format: 'JSONEachRow' })).json<{ n: string }>())[0].n,
-    );
+  const events = storedEvents(bench);
+  const stored = () => events.count();
   try {
-    const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
-    const categories: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const category = `pipeline-${suffix}-${i}`;
-      const workspaceId = crypto.randomUUID();
-      await call(campaigns.createCampaign.bind(campaigns), {
-        workspaceId,
-        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `pipeline bench ${i}`, providerCategoryId: category }),
-      });
-      categories.push(category);
-    }
-    campaigns.close();
+    const categories = await createBenchCampaigns(bench, 'pipeline');
 
     const ceiling = await producerCeiling(`pipeline-bench-ceiling-${suffix}`, settings.events);
     say(`raw kafkajs producer: ${Math.round(ceiling)} events/s`);
@@ -312,6 +297,6 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
       loadAverageAfter: round(os.loadavg()[0], 1),
     };
   } finally {
-    await clickhouse.close();
+    await events.close();
   }
 }

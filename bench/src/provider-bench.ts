@@ -14,10 +14,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { call, createClient } from '@mail/common';
-import { createClickHouse } from '@mail/event-store';
-import { campaignV1 } from '@mail/proto';
-import type { BenchStack } from './bench-stack';
+import { createBenchCampaigns, storedEvents, type BenchStack } from './bench-stack';
 import { log, percentile, round } from './measure';
 
 export const PROVIDERS = ['mailgun', 'ses', 'postmark'] as const;
@@ -138,24 +135,10 @@ export async function runProviderBench(bench: BenchStack, provider: BenchProvide
   const { stack, suffix } = bench;
   const say = (line: string) => log(`pipeline-${provider}`, line);
   const url = `${stack.urls.gateway}/campaign-events/webhook/${provider}`;
-  const clickhouse = createClickHouse(bench.clickhouse.url, bench.clickhouse.database);
-  const stored = async (): Promise<number> =>
-    Number(
-      (await (await clickhouse.query({ query: 'SELECT count() AS n FROM events', format: 'JSONEachRow' })).json<{ n: string }>())[0].n,
-    );
+  const events = storedEvents(bench);
+  const stored = () => events.count();
   try {
-    const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
-    const categories: string[] = [];
-    for (let i = 0; i < 10; i++) {
-      const category = `${provider}-${suffix}-${i}`;
-      const workspaceId = crypto.randomUUID();
-      await call(campaigns.createCampaign.bind(campaigns), {
-        workspaceId,
-        campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `${provider} bench ${i}`, providerCategoryId: category }),
-      });
-      categories.push(category);
-    }
-    campaigns.close();
+    const categories = await createBenchCampaigns(bench, provider);
 
     // Warm-up: JIT, connections, the category cache.
     const warmUp = prepareCalls(bench, provider, `${provider}-warm-${suffix}`, categories, 1_000);
@@ -202,6 +185,6 @@ export async function runProviderBench(bench: BenchStack, provider: BenchProvide
     );
     return result;
   } finally {
-    await clickhouse.close();
+    await events.close();
   }
 }
