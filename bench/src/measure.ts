@@ -18,3 +18,22 @@ export function summarize(sorted: readonly number[]): { p50Ms: number; p99Ms: nu
 export function log(scope: string, line: string): void {
   process.stderr.write(`[${scope}] ${line}\n`);
 }
+
+/**
+ * Sends every item, `concurrency` at a time, each again until `send` says it
+ * was accepted (a 503 is retried, as a provider retries); resolves to the
+ * number of refused attempts.
+ */
+export async function sendAll<T>(items: readonly T[], concurrency: number, send: (item: T) => Promise<boolean>): Promise<number> {
+  let next = 0;
+  let refused = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) {
+        const item = items[next++];
+        while (!(await send(item))) refused++;
+      }
+    }),
+  );
+  return refused;
+}

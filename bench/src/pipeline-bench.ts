@@ -27,7 +27,7 @@ import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER } from '@mail/common';
 import { infraEnv } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { createBenchCampaigns, storedEvents, type BenchStack } from './bench-stack';
-import { log, percentile, round } from './measure';
+import { log, percentile, round, sendAll } from './measure';
 import { cpuMs, infraServerPids, waitUntilIdle } from './proc';
 
 const PER_CALL = 100;
@@ -220,17 +220,8 @@ export async function runPipelineBench(bench: BenchStack, settings: PipelineSett
       'bench client': process.pid,
     };
     const cpuBefore = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid)]));
-    let next = 0;
-    let rejected = 0;
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: settings.concurrency }, async () => {
-        while (next < calls.length) {
-          const item = calls[next++];
-          while ((await post(stack.urls.gateway, item)) !== 202) rejected++;
-        }
-      }),
-    );
+    const rejected = await sendAll(calls, settings.concurrency, async (item) => (await post(stack.urls.gateway, item)) === 202);
     const acceptedSeconds = (performance.now() - started) / 1000;
     while ((await stored()) < base + total) await sleep(50);
     const endToEndSeconds = (performance.now() - started) / 1000;

@@ -15,7 +15,7 @@ import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createBenchCampaigns, storedEvents, type BenchStack } from './bench-stack';
-import { log, percentile, round } from './measure';
+import { log, percentile, round, sendAll } from './measure';
 
 export const PROVIDERS = ['mailgun', 'ses', 'postmark'] as const;
 export type BenchProvider = (typeof PROVIDERS)[number];
@@ -149,23 +149,13 @@ export async function runProviderBench(bench: BenchStack, provider: BenchProvide
 
     const calls = prepareCalls(bench, provider, `${provider}-max-${suffix}`, categories, settings.events);
     const latencies: number[] = [];
-    let next = 0;
-    let rejected = 0;
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: settings.concurrency }, async () => {
-        while (next < calls.length) {
-          const item = calls[next++];
-          for (;;) {
-            const sent = performance.now();
-            const status = await post(url, item);
-            latencies.push(performance.now() - sent);
-            if (status === 202) break;
-            rejected++;
-          }
-        }
-      }),
-    );
+    const rejected = await sendAll(calls, settings.concurrency, async (item) => {
+      const sent = performance.now();
+      const status = await post(url, item);
+      latencies.push(performance.now() - sent);
+      return status === 202;
+    });
     const acceptedSeconds = (performance.now() - started) / 1000;
     while ((await stored()) < base + calls.length) await sleep(50);
     const seconds = (performance.now() - started) / 1000;
