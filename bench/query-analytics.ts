@@ -466,7 +466,7 @@ async function compareShapes(address: string): Promise<Result[]> {
     ],
     [
       'distinct human openers per campaign, all time: rollup address sets (used)',
-      sql`SELECT campaign_id, uniqExactMerge(addresses) FROM event_rollup_daily WHERE ${where} AND event_type = 'open' AND machine_open = 0 GROUP BY campaign_id`,
+      sql`SELECT campaign_id, uniqExactMerge(engaged_addresses) FROM event_rollup_daily WHERE ${where} AND event_type = 'open' AND machine_open = 0 GROUP BY campaign_id`,
     ],
     [
       'distinct human openers per campaign, all time: rows',

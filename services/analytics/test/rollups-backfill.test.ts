@@ -45,7 +45,7 @@ it('fills new rollups from the stored events, copies once, and marks the days of
   await ensureEventSchema(database.url, database.database);
 
   expect(
-    await rows(`SELECT toString(day) AS day, event_type, countMerge(events) AS events, uniqExactMerge(addresses) AS addresses
+    await rows(`SELECT toString(day) AS day, event_type, countMerge(events) AS events, uniqExactMerge(engaged_addresses) AS addresses
       FROM event_rollup_daily GROUP BY day, event_type ORDER BY day, event_type`),
   ).toEqual([
     { day: '2026-03-10', event_type: 'open', events: '1', addresses: '1' },
@@ -87,5 +87,46 @@ it('rebuilds a rollup made in an earlier layout, without the variant and machine
   ).toEqual([
     { machine_open: 0, events: '1' },
     { machine_open: 1, events: '1' },
+  ]);
+});
+
+it('rebuilds a rollup whose address sets cover every event, keeping sets for human opens and clicks only', async () => {
+  const workspaceId = randomUUID();
+  const day = '2026-07-10';
+  await database.clickhouse.insert({
+    table: 'events',
+    values: [
+      event({ workspace_id: workspaceId, campaign_id: C1, email: 'a@example.com', occurred_at: `${day}T09:00:00Z` }),
+      event({ workspace_id: workspaceId, campaign_id: C1, email: 'b@example.com', machine_open: 1, occurred_at: `${day}T09:01:00Z` }),
+      event({ workspace_id: workspaceId, campaign_id: C1, email: 'c@example.com', event_type: 'click', occurred_at: `${day}T09:02:00Z` }),
+      event({
+        workspace_id: workspaceId,
+        campaign_id: C1,
+        email: 'd@example.com',
+        event_type: 'delivered',
+        occurred_at: `${day}T09:03:00Z`,
+      }),
+    ],
+    format: 'JSONEachRow',
+  });
+  await database.clickhouse.command({ query: 'DROP TABLE event_rollup_daily_feed' });
+  await database.clickhouse.command({ query: 'DROP TABLE event_rollup_daily' });
+  await database.clickhouse.command({
+    query: `CREATE TABLE event_rollup_daily (workspace_id UUID, day Date, campaign_id UUID, variant_id UUID,
+      event_type Enum8('open' = 1, 'click' = 2, 'delivered' = 6), bounce_type Enum8('none' = 0), machine_open UInt8,
+      events AggregateFunction(count), addresses AggregateFunction(uniqExact, UInt64))
+      ENGINE = AggregatingMergeTree() ORDER BY (workspace_id, day, campaign_id, variant_id, event_type, bounce_type, machine_open)`,
+  });
+
+  await ensureEventSchema(database.url, database.database);
+
+  expect(
+    await rows(`SELECT toString(event_type) AS type, machine_open, countMerge(events) AS events, uniqExactMerge(engaged_addresses) AS addresses
+      FROM event_rollup_daily WHERE workspace_id = '${workspaceId}' GROUP BY type, machine_open ORDER BY type, machine_open`),
+  ).toEqual([
+    { type: 'click', machine_open: 0, events: '1', addresses: '1' },
+    { type: 'delivered', machine_open: 0, events: '1', addresses: '0' },
+    { type: 'open', machine_open: 0, events: '1', addresses: '1' },
+    { type: 'open', machine_open: 1, events: '1', addresses: '0' },
   ]);
 });

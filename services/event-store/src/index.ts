@@ -1,6 +1,7 @@
 export * from './client';
 export * from './compaction';
 export * from './proto-values';
+export { ENGAGED_EVENTS } from './rollups';
 export * from './schema';
 export * from './settle';
 export * from './suppression';

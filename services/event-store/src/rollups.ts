@@ -11,10 +11,12 @@ import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } fro
  * atomic with its base table's: ClickHouse dying in between commits the event
  * without its rollup, and the retry then skips it as stored). Readers take
  * unsettled days, and partial days at the ends of a range, from events itself.
- * - event_rollup_daily: events and distinct addresses (64-bit hashes, exact
- *   sets) per workspace, day, campaign, variant, type, bounce type and
- *   machine-open flag, so that unique human opens and every per-variant figure
- *   come from it;
+ * - event_rollup_daily: events per workspace, day, campaign, variant, type,
+ *   bounce type and machine-open flag, and on the rows of human opens and of
+ *   clicks their distinct addresses (64-bit hashes, exact sets), so that
+ *   unique opens and clicks and every per-variant figure come from it. The
+ *   other rows keep an empty set: no figure reads them, and long-range reads,
+ *   which deserialize every set of the rows they scan, would pay for them;
  * - link_rollup_daily: clicks and distinct addresses per link and day (and
  *   variant, for the variant filter);
  * - events_by_address: the events sorted by address, for the address filter.
@@ -25,6 +27,12 @@ import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } fro
 /** The columns events_by_address is filled with: all of events but raw. */
 const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open,
   email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
+
+/**
+ * The events whose distinct addresses the unique figures count (human opens,
+ * and clicks): the only ones event_rollup_daily keeps address sets for.
+ */
+export const ENGAGED_EVENTS = sql`((event_type = 'open' AND machine_open = 0) OR event_type = 'click')`;
 
 /** The key of event_rollup_daily below the day, in its order. */
 const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
@@ -51,7 +59,7 @@ interface DerivedTable {
 const DERIVED_TABLES: DerivedTable[] = [
   {
     name: 'event_rollup_daily',
-    layout: ['variant_id', 'machine_open'],
+    layout: ['variant_id', 'machine_open', 'engaged_addresses'],
     create: (db) => sql`CREATE TABLE ${db}.event_rollup_daily (
       workspace_id UUID,
       day Date,
@@ -61,18 +69,19 @@ const DERIVED_TABLES: DerivedTable[] = [
       bounce_type ${BOUNCE_TYPE_ENUM},
       machine_open UInt8,
       events AggregateFunction(count),
-      addresses AggregateFunction(uniqExact, UInt64)
+      engaged_addresses AggregateFunction(uniqExact, UInt64)
     ) ENGINE = AggregatingMergeTree()
     PARTITION BY toYYYYMM(day)
     ORDER BY (workspace_id, day, ${EVENT_ROLLUP_KEY})
     SETTINGS index_granularity = 256`,
     view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.event_rollup_daily_feed TO ${db}.event_rollup_daily AS
       SELECT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY},
-        countState() AS events, uniqExactState(cityHash64(email)) AS addresses
+        countState() AS events, uniqExactStateIf(cityHash64(email), ${ENGAGED_EVENTS}) AS engaged_addresses
       FROM ${db}.events
       GROUP BY workspace_id, day, ${EVENT_ROLLUP_KEY}`,
     backfill: (db, where) => sql`INSERT INTO ${db}.event_rollup_daily
-      SELECT workspace_id, day, ${EVENT_ROLLUP_KEY}, countState() AS events, uniqExactState(address) AS addresses
+      SELECT workspace_id, day, ${EVENT_ROLLUP_KEY}, countState() AS events,
+        uniqExactStateIf(address, ${ENGAGED_EVENTS}) AS engaged_addresses
       FROM (
         SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY}, provider_event_id,
           cityHash64(email) AS address

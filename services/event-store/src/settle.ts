@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { eventsOfDay, rebuildDerivedDay } from './rollups';
+import { ENGAGED_EVENTS, eventsOfDay, rebuildDerivedDay } from './rollups';
 import { dateTime, int, join, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
@@ -66,7 +66,7 @@ const sameFigures = (a: Figures, b: Figures): boolean => a.size === b.size && [.
 /**
  * Each derived table's figures for the day, read from it and computed from
  * the events (each provider event once, as the views would have counted
- * them): events and distinct addresses per rollup key, clicks and distinct
+ * them): events and distinct engaged addresses per rollup key, clicks and distinct
  * addresses per link, and how many provider events the address-sorted copy
  * holds (readers collapse its copies, so only missing events matter).
  */
@@ -81,9 +81,10 @@ function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
   const addressCount = sql`uniqExact(cityHash64(email))`;
   return [
     [
-      sql`SELECT ${rollupKey} AS key, ${both(sql`countMerge(events)`, sql`uniqExactMerge(addresses)`)} AS figures
+      sql`SELECT ${rollupKey} AS key, ${both(sql`countMerge(events)`, sql`uniqExactMerge(engaged_addresses)`)} AS figures
         FROM event_rollup_daily WHERE workspace_id = ${workspace} AND day = toDate(${str(day.day)}) GROUP BY key`,
-      sql`SELECT ${rollupKey} AS key, ${both(eventCount, addressCount)} AS figures FROM events WHERE ${inDay} GROUP BY key`,
+      sql`SELECT ${rollupKey} AS key, ${both(eventCount, sql`uniqExactIf(cityHash64(email), ${ENGAGED_EVENTS})`)} AS figures
+        FROM events WHERE ${inDay} GROUP BY key`,
     ],
     [
       sql`SELECT ${linkKey} AS key, ${both(sql`countMerge(clicks)`, sql`uniqExactMerge(addresses)`)} AS figures

@@ -175,17 +175,17 @@ async function expectDerivedOnce(client: ClickHouseClient, copies = false): Prom
   expect(
     await rows(
       client,
-      `SELECT toString(day) AS day, event_type, bounce_type, countMerge(events) AS events, uniqExactMerge(addresses) AS addresses
+      `SELECT toString(day) AS day, event_type, bounce_type, countMerge(events) AS events, uniqExactMerge(engaged_addresses) AS addresses
       FROM event_rollup_daily GROUP BY day, event_type, bounce_type ORDER BY day, event_type, bounce_type`,
     ),
   ).toEqual([
     { day: '2026-03-10', event_type: 'open', bounce_type: 'none', events: '1', addresses: '1' },
     { day: '2026-03-10', event_type: 'click', bounce_type: 'none', events: '1', addresses: '1' },
-    { day: '2026-03-11', event_type: 'bounce', bounce_type: 'hard', events: '1', addresses: '1' },
+    { day: '2026-03-11', event_type: 'bounce', bounce_type: 'hard', events: '1', addresses: '0' },
     { day: '2026-04-02', event_type: 'open', bounce_type: 'none', events: '1', addresses: '1' },
-    { day: '2026-04-02', event_type: 'bounce', bounce_type: 'soft', events: '1', addresses: '1' },
+    { day: '2026-04-02', event_type: 'bounce', bounce_type: 'soft', events: '1', addresses: '0' },
     { day: '2026-05-20', event_type: 'click', bounce_type: 'none', events: '1', addresses: '1' },
-    { day: '2026-05-20', event_type: 'unsubscribe', bounce_type: 'none', events: '1', addresses: '1' },
+    { day: '2026-05-20', event_type: 'unsubscribe', bounce_type: 'none', events: '1', addresses: '0' },
   ]);
   expect(await rows(client, 'SELECT url, countMerge(clicks) AS clicks FROM link_rollup_daily GROUP BY url ORDER BY url')).toEqual([
     { url: 'https://example.com/a', clicks: '1' },

@@ -88,7 +88,7 @@ describe('compactClosedMonths on ClickHouse', () => {
     ),
     byAddress: await database.rows(`SELECT provider_event_id, email FROM events_by_address ORDER BY email, provider_event_id`),
     rollup: await database.rows(
-      `SELECT toString(day) AS day, event_type, countMerge(events) AS events, uniqExactMerge(addresses) AS addresses
+      `SELECT toString(day) AS day, event_type, countMerge(events) AS events, uniqExactMerge(engaged_addresses) AS addresses
        FROM event_rollup_daily GROUP BY day, event_type ORDER BY day, event_type`,
     ),
     links: await database.rows(

@@ -85,12 +85,12 @@ const outcome = (pass: Pass, workspaceId: string) =>
   );
 const rebuilt = (pass: Pass, workspaceId: string) => pass.rebuilt.some((day) => day.workspaceId === workspaceId);
 
-/** What reads of the day see in the rollups: events and addresses per type, clicks and addresses per link, events by address. */
+/** What reads of the day see in the rollups: events and engaged addresses per type, clicks and addresses per link, events by address. */
 async function derived(workspaceId: string) {
   const where = sql`workspace_id = ${uuid(workspaceId)}`;
   return {
     rollup: await database.rows(
-      sql`SELECT toString(event_type) AS type, countMerge(events) AS events, uniqExactMerge(addresses) AS addresses
+      sql`SELECT toString(event_type) AS type, countMerge(events) AS events, uniqExactMerge(engaged_addresses) AS addresses
         FROM event_rollup_daily WHERE ${where} GROUP BY type ORDER BY type`.text,
     ),
     links: await database.rows(

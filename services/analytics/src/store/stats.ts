@@ -1,4 +1,4 @@
-import { chsql, NO_VARIANT } from '@mail/event-store';
+import { chsql, ENGAGED_EVENTS, NO_VARIANT } from '@mail/event-store';
 import type { EventFilter, Interval } from '../domain/filter';
 import { addEvents, NO_EVENTS, type EventCounts, type StatsInput, type UniqueCounts } from '../domain/stats';
 import type { EventStore } from './connection';
@@ -102,9 +102,6 @@ export function readStats(store: EventStore, filter: EventFilter, interval: Inte
   return readPlanned(store, filter, true, (plan) => readStatsOf(store, filter, interval, plan));
 }
 
-/** The address sets unique opens and clicks merge: human opens (machine opens are left out) and clicks. */
-const UNIQUE_SOURCES = raw.trusted("((event_type = 'open' AND machine_open = 0) OR event_type = 'click')");
-
 async function readStatsOf(store: EventStore, filter: EventFilter, interval: Interval, plan: ReadPlan): Promise<StatsData> {
   // Per campaign, per variant and per link, whole days come from the rollups whatever the interval; hourly buckets need rows.
   const campaign: GroupKey = { rollup: raw.trusted('toString(campaign_id)'), row: raw.trusted('toString(campaign_id)'), plan };
@@ -152,11 +149,11 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
   const addressSetsBy = (key: GroupKey, only: chsql.SqlFragment = raw.trusted('1')) =>
     unionAll([
       key.plan.rollups &&
-        sql`SELECT ${key.rollup} AS key, event_type, addresses
-          FROM event_rollup_daily WHERE ${key.plan.rollups.events} AND ${UNIQUE_SOURCES} AND ${only}`,
+        sql`SELECT ${key.rollup} AS key, event_type, engaged_addresses AS addresses
+          FROM event_rollup_daily WHERE ${key.plan.rollups.events} AND ${ENGAGED_EVENTS} AND ${only}`,
       ...key.plan.uncovered.map(
         (rows) => sql`SELECT ${key.row} AS key, event_type, uniqExactState(cityHash64(email)) AS addresses
-          FROM ${rows.table} WHERE ${rows.where} AND ${UNIQUE_SOURCES} AND ${only}
+          FROM ${rows.table} WHERE ${rows.where} AND ${ENGAGED_EVENTS} AND ${only}
           GROUP BY key, event_type`,
       ),
     ]);
