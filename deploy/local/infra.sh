@@ -22,7 +22,8 @@
 #                                   running, wait until each server answers,
 #                                   then print `export VAR=...` lines on stdout
 #   infra.sh down   [COMPONENT...]  stop what this state folder started (by
-#                                   default the servers and jaeger)
+#                                   default the servers, jaeger and the
+#                                   ClickHouse cluster with its zookeeper)
 #   infra.sh status [COMPONENT...]  one line each; exit 0 if all run, else 3
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
 #   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
