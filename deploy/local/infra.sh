@@ -1036,22 +1036,16 @@ clickhouse_cluster_stop() {
   done
 }
 
-# running when all nodes run, partial when some do.
 clickhouse_cluster_status() {
-  local n pid up=0 nodes=()
+  local n pid
   for n in "${!CLICKHOUSE_NODES[@]}"; do
     clickhouse_cluster_node $((n + 1))
     if pid=$(live_pid "$C_PID" "$C_CONF/config.xml"); then
-      nodes+=("$CN_NAME=$pid:$CN_HTTP")
-      up=$((up + 1))
+      status_line "clickhouse-$CN_NAME" running "$pid" "port=$(clickhouse_conf_port) tcp=$CN_TCP"
     else
-      nodes+=("$CN_NAME=stopped:$CN_HTTP")
+      status_line "clickhouse-$CN_NAME" stopped - "port=$CN_HTTP tcp=$CN_TCP"
     fi
   done
-  local state=stopped
-  ((up == 0)) || state=partial
-  ((up < ${#CLICKHOUSE_NODES[@]})) || state=running
-  status_line clickhouse-cluster "$state" - "${nodes[*]}"
 }
 
 # --- Go tools: Jaeger and promtool --------------------------------------------------
@@ -1196,6 +1190,9 @@ print_env() {
   done >&3
 }
 
+# The prefix of a component's functions: kafka-cluster -> kafka_cluster_start, ...
+component_function() { printf '%s\n' "${1//-/_}"; }
+
 has() {
   local c
   for c in "${COMPONENTS[@]}"; do [[ $c == "$1" ]] && return 0; done
@@ -1221,7 +1218,7 @@ cmd_up() {
   fi
   for c in postgres clickhouse zookeeper clickhouse-cluster kafka jaeger promtool; do
     if has "$c"; then
-      "${c//-/_}_wait"
+      "$(component_function "$c")_wait"
       log "$c: ready ($(since "$t0") since 'up' began)"
     fi
   done
@@ -1232,17 +1229,19 @@ cmd_down() {
   local c t0
   for c in "${COMPONENTS[@]}"; do
     t0=$(now_us)
-    "${c//-/_}_stop"
+    "$(component_function "$c")_stop"
     log "$c: down ($(since "$t0"))"
   done
 }
 
+# A component of several servers prints a line for each; all must run.
 cmd_status() {
   local c rc=0 line
   for c in "${COMPONENTS[@]}"; do
-    line=$("${c//-/_}_status" 3>&1)
-    printf '%s\n' "$line" >&3
-    [[ $line == *" running "* ]] || rc=3
+    while IFS= read -r line; do
+      printf '%s\n' "$line" >&3
+      [[ $line == *" running "* ]] || rc=3
+    done < <("$(component_function "$c")_status" 3>&1)
   done
   return "$rc"
 }

@@ -151,6 +151,6 @@ test('down stops the nodes and ZooKeeper', async () => {
   }
   const status = await infra('status', 'clickhouse-cluster');
   expect(status.code).toBe(3);
-  expect(status.stdout).toMatch(/^clickhouse-cluster stopped /m);
+  for (const name of NODES) expect(status.stdout).toMatch(new RegExp(`^clickhouse-${name} stopped `, 'm'));
   expect(status.stdout).toMatch(/^zookeeper\s+stopped /m);
 }, 120_000);
