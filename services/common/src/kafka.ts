@@ -1,4 +1,5 @@
 import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Producer, type logCreator } from 'kafkajs';
+import { ConfigError } from './config';
 import type { Logger } from './logger';
 
 const PINO_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
@@ -48,6 +49,42 @@ export function createIdempotentProducer(kafka: Kafka): Producer {
     createPartitioner: Partitioners.DefaultPartitioner,
     retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
   });
+}
+
+/** How a process creates a topic it finds missing (KAFKA_TOPIC_PARTITIONS, _REPLICATION_FACTOR, _MIN_INSYNC_REPLICAS). */
+export interface TopicSettings {
+  partitions: number;
+  replicationFactor: number;
+  /**
+   * The topic's min.insync.replicas: how many replicas hold a record before
+   * the producer (acks from all in-sync replicas) has it acknowledged.
+   * Undefined leaves the broker's default.
+   */
+  minInsyncReplicas?: number;
+}
+
+/** The settings, refused when the broker would refuse them or take no write at all. */
+export function checkTopicSettings(settings: TopicSettings): TopicSettings {
+  const { partitions, replicationFactor, minInsyncReplicas } = settings;
+  if (partitions < 1) throw new ConfigError(`KAFKA_TOPIC_PARTITIONS must be at least 1, got ${partitions}`);
+  if (replicationFactor < 1) throw new ConfigError(`KAFKA_TOPIC_REPLICATION_FACTOR must be at least 1, got ${replicationFactor}`);
+  if (minInsyncReplicas !== undefined && (minInsyncReplicas < 1 || minInsyncReplicas > replicationFactor)) {
+    throw new ConfigError(
+      `KAFKA_TOPIC_MIN_INSYNC_REPLICAS must be between 1 and KAFKA_TOPIC_REPLICATION_FACTOR (${replicationFactor}), got ${minInsyncReplicas}`,
+    );
+  }
+  return settings;
+}
+
+/** The creation request of a topic with these settings. */
+export function topicConfig(topic: string, settings: TopicSettings): ITopicConfig {
+  return {
+    topic,
+    numPartitions: settings.partitions,
+    replicationFactor: settings.replicationFactor,
+    configEntries:
+      settings.minInsyncReplicas === undefined ? [] : [{ name: 'min.insync.replicas', value: String(settings.minInsyncReplicas) }],
+  };
 }
 
 /** Creates the topics that are missing (existing ones are left as they are) and returns the names it created. */

@@ -1,6 +1,6 @@
 // First: tracing patches the modules the imports below load (@mail/common, tracing).
 import '@mail/common/tracing';
-import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService } from '@mail/common';
+import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService, topicConfig } from '@mail/common';
 import { createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { campaignV1 } from '@mail/proto';
 import { CategoryResolver } from './grpc/categories';
@@ -40,12 +40,10 @@ void runService({
     const kafka = createKafka('ingestion', config.kafkaBrokers, logger);
     const admin = kafka.admin();
     await admin.connect();
-    const topic = (name: string) => ({
-      topic: name,
-      numPartitions: config.topicPartitions,
-      replicationFactor: config.topicReplicationFactor,
-    });
-    await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
+    await ensureTopics(admin, [
+      topicConfig(config.eventsTopic, config.topicSettings),
+      topicConfig(config.deadLetterTopic, config.topicSettings),
+    ]);
     const unsettled = new UnsettledDays(clickhouse);
     const consumer = await startConsumer({
       kafka,
