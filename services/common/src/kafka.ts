@@ -1,4 +1,4 @@
-import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Producer, type logCreator } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Message, type Producer, type logCreator } from 'kafkajs';
 import { ConfigError } from './config';
 import type { Logger } from './logger';
 
@@ -49,6 +49,34 @@ export function createIdempotentProducer(kafka: Kafka): Producer {
     createPartitioner: Partitioners.DefaultPartitioner,
     retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
   });
+}
+
+/**
+ * Sends records with acknowledgement from all in-sync replicas, and resolves
+ * once every one is acknowledged: one produce call per partition (all at
+ * once), and one per record that names no partition. Not one call for them
+ * all: when a broker fails during a call, kafkajs retries it towards the
+ * brokers that have not answered yet only, so the records of a partition whose
+ * leadership moved to a broker that had answered for its own partitions are
+ * never written, and the call succeeds all the same (tulios/kafkajs#1303:
+ * acknowledged events were lost when a partition leader was killed).
+ */
+export async function sendToPartitions(producer: Producer, topic: string, messages: Message[]): Promise<void> {
+  const byPartition = new Map<number, Message[]>();
+  const unplaced: Message[][] = [];
+  for (const message of messages) {
+    if (message.partition === undefined) unplaced.push([message]);
+    else byPartition.set(message.partition, [...(byPartition.get(message.partition) ?? []), message]);
+  }
+  await Promise.all([...byPartition.values(), ...unplaced].map((records) => producer.send({ topic, acks: -1, messages: records })));
+}
+
+/** The partition count of a topic; fails while it has none. */
+export async function readPartitionCount(admin: Admin, topic: string): Promise<number> {
+  const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+  const partitions = topics.find((candidate) => candidate.name === topic)?.partitions ?? [];
+  if (partitions.length === 0) throw new Error(`topic ${topic} has no partitions yet`);
+  return partitions.length;
 }
 
 /** How a process creates a topic it finds missing (KAFKA_TOPIC_PARTITIONS, _REPLICATION_FACTOR, _MIN_INSYNC_REPLICAS). */
