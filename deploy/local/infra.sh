@@ -17,8 +17,9 @@
 #                                   running, wait until each server answers,
 #                                   then print `export VAR=...` lines on stdout
 #   infra.sh down   [COMPONENT...]  stop what this state folder started (by
-#                                   default the servers and jaeger)
-#   infra.sh status [COMPONENT...]  one line each; exit 0 if all run, else 3
+#                                   default the servers, jaeger and kafka-cluster)
+#   infra.sh status [COMPONENT...]  one line each (one per node of a cluster);
+#                                   exit 0 if all run, else 3
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
 #   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
 #       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
