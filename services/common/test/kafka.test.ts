@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { infraEnv, uniqueSuffix } from '@mail/local';
-import { ConfigResourceTypes, ConfigSource } from 'kafkajs';
+import { ConfigResourceTypes, ConfigSource, type Producer, type ProducerRecord } from 'kafkajs';
 import { ConfigError } from '../src/config';
-import { checkTopicSettings, createIdempotentProducer, createKafka, ensureTopics, topicConfig } from '../src/kafka';
+import { checkTopicSettings, createIdempotentProducer, createKafka, ensureTopics, sendToPartitions, topicConfig } from '../src/kafka';
 import type { Logger } from '../src/logger';
 
 /** A pino logger whose JSON lines are kept for the test to read. */
@@ -118,5 +118,29 @@ describe('checkTopicSettings', () => {
       /KAFKA_TOPIC_MIN_INSYNC_REPLICAS must be between 1 and KAFKA_TOPIC_REPLICATION_FACTOR \(3\), got 0/,
     );
     expect(() => checkTopicSettings({ partitions: 0, replicationFactor: 1 })).toThrow(ConfigError);
+  });
+});
+
+describe('sendToPartitions', () => {
+  it('makes one produce call per partition, and one per record without a partition, each with acks from all in-sync replicas', async () => {
+    const calls: ProducerRecord[] = [];
+    const send = (record: ProducerRecord) => {
+      calls.push(record);
+      return Promise.resolve([]);
+    };
+    const producer = { send } as unknown as Producer;
+    await sendToPartitions(producer, 'events', [
+      { partition: 1, value: 'a' },
+      { partition: 0, value: 'b' },
+      { partition: 1, value: 'c' },
+      { key: 'k', value: 'd' },
+      { key: 'k', value: 'e' },
+    ]);
+    expect(calls.map(({ topic, acks, messages }) => [topic, acks, messages.map((m) => m.value)])).toEqual([
+      ['events', -1, ['a', 'c']],
+      ['events', -1, ['b']],
+      ['events', -1, ['d']],
+      ['events', -1, ['e']],
+    ]);
   });
 });
