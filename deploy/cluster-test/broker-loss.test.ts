@@ -5,11 +5,10 @@ import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ConfigResourceTypes, ConfigSource, Kafka, logLevel, type Admin } from 'kafkajs';
 import { createClickHouse } from '@mail/event-store';
-import { PROCESS_NAMES, type Stack } from '@mail/local';
+import { PROCESS_NAMES, clusterNode, type ClusterNode, type Stack } from '@mail/local';
 import { accepted, WebhookLoad } from '../../gateway/test/faults/load';
 import { startPrivateStack, type PrivateStack } from '../../gateway/test/support/private-stack';
 import { keyPair, post, sendgridEvent, signedHeaders } from '../../gateway/test/webhook-support';
-import { clusterNode, type ClusterNode } from './support/cluster-node';
 
 /**
  * Losing a Kafka broker under webhook load. The whole pipeline runs for real

@@ -8,16 +8,25 @@
 # proxy; Go 1.26 or newer) into <state folder>/tools, and are only brought up
 # when named: jaeger, the trace backend (Jaeger v2: OTLP/HTTP in, query API
 # and UI out, traces in memory; deploy/local/jaeger.yaml), and promtool,
-# Prometheus's rule checker (installed, not run). Also only when named:
-# kafka-cluster, three Kafka KRaft nodes (each broker and controller, one
-# quorum) from the same jars, whose topics get replication factor 3 and
-# min.insync.replicas=2 by default: the cluster tests' broker (deploy/cluster-test).
+# Prometheus's rule checker (installed, not run). Also only when named, the
+# local clusters: kafka-cluster, three Kafka KRaft nodes k1..k3 (each broker
+# and controller, one quorum) from the same jars, whose topics get replication
+# factor 3 and min.insync.replicas=2 by default; zookeeper (Apache ZooKeeper
+# from Maven Central via deploy/local/zookeeper/pom.xml, one standalone
+# server) and clickhouse-cluster (four servers ch1..ch4 of the installed
+# ClickHouse, coordinated by that ZooKeeper; `up clickhouse-cluster` brings
+# zookeeper up too). Their remote_servers define two clusters: events_1x2 (one
+# shard, replicas ch1 and ch2) and events_2x2 (shard 01 = ch1, ch2; shard 02 =
+# ch3, ch4), with the macros {shard} (01 or 02, the same in both clusters) and
+# {replica} (ch1..ch4), and ON CLUSTER DDL through /clickhouse/task_queue/ddl.
+# The cluster tests (deploy/cluster-test) run on them.
 #
 #   infra.sh up     [COMPONENT...]  install what is missing, start what is not
 #                                   running, wait until each server answers,
 #                                   then print `export VAR=...` lines on stdout
 #   infra.sh down   [COMPONENT...]  stop what this state folder started (by
-#                                   default the servers, jaeger and kafka-cluster)
+#                                   default the servers, jaeger and the
+#                                   clusters, zookeeper included)
 #   infra.sh status [COMPONENT...]  one line each (one per node of a cluster);
 #                                   exit 0 if all run, else 3
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
@@ -25,17 +34,24 @@
 #       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
 #              --bootstrap-server 127.0.0.1:59092
 #
-# COMPONENT is postgres, kafka, clickhouse, jaeger, promtool or kafka-cluster
-# (default: the first three). Settings (environment): STATE_DIR (default <repo>/.state),
+# COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, kafka-cluster,
+# zookeeper or clickhouse-cluster (default: the first three; a plain `down`
+# stops all but promtool). Settings (environment): STATE_DIR (default <repo>/.state),
 # PG_PORT=55432, KAFKA_PORT=59092, KAFKA_CONTROLLER_PORT=59093,
 # CLICKHOUSE_HTTP_PORT=58123, CLICKHOUSE_TCP_PORT=59000, JAEGER_OTLP_PORT=54318
 # (OTLP/HTTP), JAEGER_QUERY_PORT=56686 (query API and UI),
 # JAEGER_QUERY_GRPC_PORT=56685, JAEGER_HEALTH_PORT=53133, KAFKA_HEAP=-Xmx512m,
-# READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s),
+# READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
+# JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path).
 # KAFKA_CLUSTER_PORTS=59111,59112,59113 (nodes k1..k3),
 # KAFKA_CLUSTER_CONTROLLER_PORTS=59121,59122,59123, KAFKA_CLUSTER_HEAP=-Xmx384m
-# (each node). jaeger exports JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL,
-# promtool PROMTOOL (its path), kafka-cluster KAFKA_CLUSTER_BROKERS.
+# (each node); kafka-cluster exports KAFKA_CLUSTER_BROKERS.
+# ZOOKEEPER_PORT=52181, ZOOKEEPER_HEAP=-Xmx128m, and the cluster's ports as
+# comma-separated lists for ch1..ch4: CLICKHOUSE_CLUSTER_HTTP_PORTS=58201,..,58204,
+# CLICKHOUSE_CLUSTER_TCP_PORTS=59201,..,59204 and
+# CLICKHOUSE_CLUSTER_INTERSERVER_PORTS=59301,..,59304 (replication). zookeeper
+# exports ZOOKEEPER_ADDRESS, clickhouse-cluster CLICKHOUSE_CLUSTER_URLS (the
+# four HTTP URLs, comma-separated).
 #
 # Progress and errors go to stderr and only the export lines to stdout, so
 #   eval "$(deploy/local/infra.sh up)"
@@ -45,6 +61,7 @@ set -euo pipefail
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
 KAFKA_POM=$SCRIPT_DIR/kafka/pom.xml
+ZOOKEEPER_POM=$SCRIPT_DIR/zookeeper/pom.xml
 
 PG_PORT=${PG_PORT:-55432}
 KAFKA_PORT=${KAFKA_PORT:-59092}
@@ -63,12 +80,18 @@ KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
 KAFKA_CLUSTER_PORTS=${KAFKA_CLUSTER_PORTS:-59111,59112,59113}
 KAFKA_CLUSTER_CONTROLLER_PORTS=${KAFKA_CLUSTER_CONTROLLER_PORTS:-59121,59122,59123}
 KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:--Xmx384m}
+ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-52181}
+ZOOKEEPER_HEAP=${ZOOKEEPER_HEAP:--Xmx128m}
+CLICKHOUSE_CLUSTER_HTTP_PORTS=${CLICKHOUSE_CLUSTER_HTTP_PORTS:-58201,58202,58203,58204}
+CLICKHOUSE_CLUSTER_TCP_PORTS=${CLICKHOUSE_CLUSTER_TCP_PORTS:-59201,59202,59203,59204}
+CLICKHOUSE_CLUSTER_INTERSERVER_PORTS=${CLICKHOUSE_CLUSTER_INTERSERVER_PORTS:-59301,59302,59303,59304}
 READY_TIMEOUT=${READY_TIMEOUT:-90}
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
 ALL_COMPONENTS=(postgres kafka clickhouse)
-OPTIONAL_COMPONENTS=(jaeger promtool kafka-cluster)
+OPTIONAL_COMPONENTS=(jaeger promtool kafka-cluster zookeeper clickhouse-cluster)
+CLICKHOUSE_NODES=(ch1 ch2 ch3 ch4)
 COMPONENTS=()
 POLICY_RC=/usr/sbin/policy-rc.d
 POLICY_RC_SAVED=$POLICY_RC.infra-sh-saved
@@ -203,11 +226,34 @@ clickhouse_bin() {
   [[ -x /usr/sbin/clickhouse-server ]] && echo /usr/sbin/clickhouse-server
 }
 
-kafka_libs_cached() {
-  local want
-  [[ -f $STATE_DIR/kafka/libs/.pom.sha256 ]] || return 1
-  want=$(sha256sum <"$KAFKA_POM")
-  [[ $(<"$STATE_DIR/kafka/libs/.pom.sha256") == "${want%% *}" ]]
+# True when LIBS holds the jars of POM (the hash of the pom they came from).
+maven_libs_cached() {
+  local pom=$1 libs=$2 want
+  [[ -f $libs/.pom.sha256 ]] || return 1
+  want=$(sha256sum <"$pom")
+  [[ $(<"$libs/.pom.sha256") == "${want%% *}" ]]
+}
+
+kafka_libs_cached() { maven_libs_cached "$KAFKA_POM" "$STATE_DIR/kafka/libs"; }
+zookeeper_libs_cached() { maven_libs_cached "$ZOOKEEPER_POM" "$STATE_DIR/zookeeper/libs"; }
+
+# Fetches the jars of POM and their dependencies from Maven Central into LIBS,
+# once per state folder and pom (cached by the pom's hash), into a temporary
+# folder renamed at the end.
+maven_fetch_libs() {
+  local name=$1 pom=$2 libs=$3 t0 sum
+  maven_libs_cached "$pom" "$libs" && return 0
+  t0=$(now_us)
+  log "$name: fetching jars with Maven into $libs (once)"
+  rm -rf -- "$libs.tmp"
+  # Maven 3.8 prints colour resets even with -q -B: strip escape sequences.
+  mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$libs.tmp" 2>&1 |
+    sed 's/\x1b\[[0-9;]*m//g' >&2 || die "$name: Maven could not fetch the jars"
+  sum=$(sha256sum <"$pom")
+  printf '%s\n' "${sum%% *}" >"$libs.tmp/.pom.sha256"
+  rm -rf -- "$libs"
+  mv -- "$libs.tmp" "$libs"
+  log "$name: jars fetched in $(since "$t0")"
 }
 
 # Debian packages that the requested components need and this machine lacks.
@@ -224,6 +270,14 @@ missing_packages() {
       kafka | kafka-cluster)
         command -v java >/dev/null || echo openjdk-17-jre-headless
         kafka_libs_cached || command -v mvn >/dev/null || echo maven
+        ;;
+      zookeeper)
+        command -v java >/dev/null || echo openjdk-17-jre-headless
+        zookeeper_libs_cached || command -v mvn >/dev/null || echo maven
+        ;;
+      clickhouse-cluster)
+        clickhouse_bin >/dev/null || echo clickhouse-server
+        command -v curl >/dev/null || echo curl
         ;;
     esac
   done | sort -u
@@ -464,21 +518,7 @@ kafka_node_paths() {
 # The broker jars come from Maven Central via deploy/local/kafka/pom.xml (no
 # Debian package exists). Cached per state folder, keyed by the pom's hash, so
 # only the first run (or a pom change) calls Maven.
-kafka_fetch_libs() {
-  kafka_libs_cached && return 0
-  local t0 sum
-  t0=$(now_us)
-  log "kafka: fetching broker jars with Maven into $K_LIBS (once)"
-  rm -rf -- "$K_LIBS.tmp"
-  # Maven 3.8 prints colour resets even with -q -B: strip escape sequences.
-  mvn -q -B -f "$KAFKA_POM" dependency:copy-dependencies -DoutputDirectory="$K_LIBS.tmp" 2>&1 |
-    sed 's/\x1b\[[0-9;]*m//g' >&2 || die "kafka: Maven could not fetch the broker jars"
-  sum=$(sha256sum <"$KAFKA_POM")
-  printf '%s\n' "${sum%% *}" >"$K_LIBS.tmp/.pom.sha256"
-  rm -rf -- "$K_LIBS"
-  mv -- "$K_LIBS.tmp" "$K_LIBS"
-  log "kafka: jars fetched in $(since "$t0")"
-}
+kafka_fetch_libs() { maven_fetch_libs kafka "$KAFKA_POM" "$K_LIBS"; }
 
 # log4j2 configs: the broker logs to a size-capped file; CLI tools log
 # warnings to stderr only.
@@ -791,21 +831,29 @@ kafka_cluster_brokers() {
 
 # --- ClickHouse -----------------------------------------------------------------
 
-clickhouse_paths() {
-  C_HOME=$STATE_DIR/clickhouse
+clickhouse_paths() { clickhouse_home_paths "$STATE_DIR/clickhouse"; }
+
+# The layout of one server's folder (the single server's, or a cluster node's).
+clickhouse_home_paths() {
+  C_HOME=$1
   C_CONF=$C_HOME/config
   C_DATA=$C_HOME/data
   C_LOGS=$C_HOME/logs
   C_PID=$C_HOME/clickhouse.pid
 }
 
-# A copy of the packaged config.xml with every path pointed into the state
-# folder, our ports, 127.0.0.1 only, and no replica/other-protocol ports.
-# Rewritten at each start so port changes take effect; checked afterwards, so
-# a differently laid out config.xml fails loudly instead of using /var/lib.
+# A copy of the packaged config.xml with every path pointed into C_HOME, the
+# ports HTTP and TCP, 127.0.0.1 only, and no other-protocol ports; the
+# replication port INTERSERVER (on 127.0.0.1) only when given. Rewritten at
+# each start so port changes take effect; checked afterwards, so a
+# differently laid out config.xml fails loudly instead of using /var/lib.
 clickhouse_write_config() {
-  local src=/etc/clickhouse-server data logs tag
+  local http=$1 tcp=$2 interserver=${3:-} src=/etc/clickhouse-server data logs tag interserver_sed
   mkdir -p -- "$C_CONF" "$C_DATA" "$C_LOGS"
+  interserver_sed='/<interserver_http_port>/d'
+  if [[ -n $interserver ]]; then
+    interserver_sed="s|<interserver_http_port>[0-9]*</interserver_http_port>|<interserver_http_port>$interserver</interserver_http_port>\n    <interserver_http_host>127.0.0.1</interserver_http_host>|"
+  fi
   data=$(sed_repl "$C_DATA")
   logs=$(sed_repl "$C_LOGS")
   cp -- "$src/users.xml" "$C_CONF/users.xml"
@@ -815,9 +863,10 @@ clickhouse_write_config() {
     -e "s|<errorlog>[^<]*</errorlog>|<errorlog>$logs/clickhouse-server.err.log</errorlog>|" \
     -e "s|<size>1000M</size>|<size>100M</size>|" \
     -e "s|<count>10</count>|<count>3</count>|" \
-    -e "s|<http_port>[0-9]*</http_port>|<http_port>$CLICKHOUSE_HTTP_PORT</http_port>|" \
-    -e "s|<tcp_port>[0-9]*</tcp_port>|<tcp_port>$CLICKHOUSE_TCP_PORT</tcp_port>\n    <listen_host>127.0.0.1</listen_host>|" \
-    -e '/<\(interserver_http_port\|https_port\|tcp_port_secure\|mysql_port\|postgresql_port\|grpc_port\)>/d' \
+    -e "s|<http_port>[0-9]*</http_port>|<http_port>$http</http_port>|" \
+    -e "s|<tcp_port>[0-9]*</tcp_port>|<tcp_port>$tcp</tcp_port>\n    <listen_host>127.0.0.1</listen_host>|" \
+    -e "$interserver_sed" \
+    -e '/<\(https_port\|tcp_port_secure\|mysql_port\|postgresql_port\|grpc_port\)>/d' \
     -e "s|<path>/var/lib/clickhouse/</path>|<path>$data/</path>|" \
     -e "s|<tmp_path>[^<]*</tmp_path>|<tmp_path>$data/tmp/</tmp_path>|" \
     -e "s|<user_files_path>[^<]*</user_files_path>|<user_files_path>$data/user_files/</user_files_path>|" \
@@ -836,7 +885,7 @@ clickhouse_write_config() {
 clickhouse_conf_port() { sed -n 's/.*<http_port>\([0-9]*\)<\/http_port>.*/\1/p' "$C_CONF/config.xml"; }
 
 clickhouse_ping() {
-  [[ $(curl -fsS --max-time 2 "http://127.0.0.1:$CLICKHOUSE_HTTP_PORT/ping" 2>/dev/null) == Ok.* ]]
+  [[ $(curl -fsS --max-time 2 "http://127.0.0.1:${1:-$CLICKHOUSE_HTTP_PORT}/ping" 2>/dev/null) == Ok.* ]]
 }
 
 # Runs as root: this server version accepts that when its data folder is
@@ -850,7 +899,7 @@ clickhouse_start() {
   fi
   require_free_port clickhouse CLICKHOUSE_HTTP_PORT "$CLICKHOUSE_HTTP_PORT"
   require_free_port clickhouse CLICKHOUSE_TCP_PORT "$CLICKHOUSE_TCP_PORT"
-  clickhouse_write_config
+  clickhouse_write_config "$CLICKHOUSE_HTTP_PORT" "$CLICKHOUSE_TCP_PORT"
   log "clickhouse: starting on 127.0.0.1:$CLICKHOUSE_HTTP_PORT (native $CLICKHOUSE_TCP_PORT)"
   spawn "$C_PID" "$C_LOGS/stdout.log" "$(clickhouse_bin)" --config-file="$C_CONF/config.xml"
 }
@@ -880,6 +929,269 @@ clickhouse_status() {
   else
     status_line clickhouse stopped - "port=$CLICKHOUSE_HTTP_PORT tcp=$CLICKHOUSE_TCP_PORT"
   fi
+}
+
+# --- ZooKeeper (one standalone server, for the ClickHouse cluster) -------------
+
+zookeeper_paths() {
+  Z_HOME=$STATE_DIR/zookeeper
+  Z_LIBS=$Z_HOME/libs
+  Z_DATA=$Z_HOME/data
+  Z_CONF=$Z_HOME/config
+  Z_LOGS=$Z_HOME/logs
+  Z_PID=$Z_HOME/zookeeper.pid
+}
+
+# Rewritten at each start so a port change takes effect. tickTime 1000 lets
+# ClickHouse ask for short sessions (minimum 2 ticks); see
+# clickhouse_cluster_write_node_config. Small preallocated log files and
+# automatic purging keep the folder small; fsync stays on.
+zookeeper_write_config() {
+  mkdir -p -- "$Z_CONF" "$Z_DATA" "$Z_LOGS" "$Z_HOME/tmp"
+  cat >"$Z_CONF/zoo.cfg" <<EOF
+# written by deploy/local/infra.sh at each start; edits are lost
+tickTime=1000
+dataDir=$Z_DATA
+clientPort=$ZOOKEEPER_PORT
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+preAllocSize=4096
+autopurge.snapRetainCount=3
+autopurge.purgeInterval=1
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok,mntr
+EOF
+  cat >"$Z_CONF/logback.xml" <<EOF
+<!-- written by deploy/local/infra.sh -->
+<configuration>
+  <appender name="file" class="ch.qos.logback.core.rolling.RollingFileAppender">
+    <file>$Z_LOGS/zookeeper.log</file>
+    <rollingPolicy class="ch.qos.logback.core.rolling.FixedWindowRollingPolicy">
+      <fileNamePattern>$Z_LOGS/zookeeper.log.%i</fileNamePattern>
+      <minIndex>1</minIndex>
+      <maxIndex>3</maxIndex>
+    </rollingPolicy>
+    <triggeringPolicy class="ch.qos.logback.core.rolling.SizeBasedTriggeringPolicy">
+      <maxFileSize>20MB</maxFileSize>
+    </triggeringPolicy>
+    <encoder>
+      <pattern>%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n</pattern>
+    </encoder>
+  </appender>
+  <root level="INFO">
+    <appender-ref ref="file"/>
+  </root>
+</configuration>
+EOF
+}
+
+zookeeper_conf_port() { sed -n 's/^clientPort=//p' "$Z_CONF/zoo.cfg"; }
+
+# The answer to a four-letter command (srvr, ruok, ...) on the client port.
+zookeeper_4lw() {
+  timeout 3 bash -c 'exec 5<>"/dev/tcp/127.0.0.1/$0" && printf %s "$1" >&5 && cat <&5' \
+    "$ZOOKEEPER_PORT" "$1" 2>/dev/null
+}
+
+zookeeper_start() {
+  zookeeper_paths
+  if live_pid "$Z_PID" "$Z_CONF/zoo.cfg" >/dev/null; then
+    [[ $(zookeeper_conf_port) == "$ZOOKEEPER_PORT" ]] ||
+      die "zookeeper of $STATE_DIR already runs on port $(zookeeper_conf_port), not ZOOKEEPER_PORT=$ZOOKEEPER_PORT; run 'down zookeeper' first"
+    return 0
+  fi
+  require_free_port zookeeper ZOOKEEPER_PORT "$ZOOKEEPER_PORT"
+  maven_fetch_libs zookeeper "$ZOOKEEPER_POM" "$Z_LIBS"
+  zookeeper_write_config
+  local -a heap
+  read -r -a heap <<<"$ZOOKEEPER_HEAP"
+  log "zookeeper: starting on 127.0.0.1:$ZOOKEEPER_PORT"
+  spawn "$Z_PID" "$Z_LOGS/zookeeper.out" java "${heap[@]}" -XX:+UseSerialGC \
+    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Djava.io.tmpdir="$Z_HOME/tmp" \
+    -Dlogback.configurationFile="$Z_CONF/logback.xml" \
+    -cp "$Z_LIBS/*" org.apache.zookeeper.server.ZooKeeperServerMain "$Z_CONF/zoo.cfg"
+}
+
+# Ready means: the server says it serves (standalone mode).
+zookeeper_wait() {
+  zookeeper_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until [[ $(zookeeper_4lw srvr) == *"Mode: standalone"* ]]; do
+    live_pid "$Z_PID" "$Z_CONF/zoo.cfg" >/dev/null ||
+      die "zookeeper exited during startup; see $Z_LOGS/zookeeper.log and $Z_LOGS/zookeeper.out"
+    ((SECONDS < deadline)) ||
+      die "zookeeper not ready after ${READY_TIMEOUT}s; see $Z_LOGS/zookeeper.log"
+    sleep 0.2
+  done
+}
+
+zookeeper_stop() {
+  zookeeper_paths
+  stop_server zookeeper "$Z_PID" "$Z_CONF/zoo.cfg"
+}
+
+zookeeper_status() {
+  zookeeper_paths
+  local pid
+  if pid=$(live_pid "$Z_PID" "$Z_CONF/zoo.cfg"); then
+    status_line zookeeper running "$pid" "port=$(zookeeper_conf_port)"
+  else
+    status_line zookeeper stopped - "port=$ZOOKEEPER_PORT"
+  fi
+}
+
+# --- ClickHouse cluster (ch1..ch4 over one ZooKeeper) --------------------------
+
+# Port of node number N (1..4) from a comma-separated list.
+nth_port() {
+  local -a ports
+  IFS=, read -r -a ports <<<"$1"
+  ((${#ports[@]} == ${#CLICKHOUSE_NODES[@]})) ||
+    die "clickhouse-cluster: '$1' must list ${#CLICKHOUSE_NODES[@]} ports"
+  printf '%s\n' "${ports[$2 - 1]}"
+}
+
+# Node N's paths (clickhouse_home_paths) and ports: CN_NAME, CN_HTTP, CN_TCP,
+# CN_INTERSERVER, CN_SHARD.
+clickhouse_cluster_node() {
+  local n=$1
+  CN_NAME=${CLICKHOUSE_NODES[$n - 1]}
+  CN_HTTP=$(nth_port "$CLICKHOUSE_CLUSTER_HTTP_PORTS" "$n")
+  CN_TCP=$(nth_port "$CLICKHOUSE_CLUSTER_TCP_PORTS" "$n")
+  CN_INTERSERVER=$(nth_port "$CLICKHOUSE_CLUSTER_INTERSERVER_PORTS" "$n")
+  CN_SHARD=0$(((n + 1) / 2))
+  clickhouse_home_paths "$STATE_DIR/clickhouse-cluster/$CN_NAME"
+}
+
+# remote_servers' <replica> of node N.
+clickhouse_cluster_replica_xml() {
+  printf '                <replica><host>127.0.0.1</host><port>%s</port></replica>\n' \
+    "$(nth_port "$CLICKHOUSE_CLUSTER_TCP_PORTS" "$1")"
+}
+
+# What makes node CN_* a member of the clusters, in config.d (merged into
+# config.xml by the server): the clusters, ZooKeeper, its macros and the DDL
+# queue; small caches and fewer background threads, as four servers share
+# this machine; debug logging instead of trace. Short ZooKeeper sessions: a
+# replica restarted after a SIGKILL waits until its old session has expired
+# before it takes part again.
+clickhouse_cluster_write_node_config() {
+  mkdir -p -- "$C_CONF/config.d" "$C_CONF/users.d"
+  cat >"$C_CONF/config.d/cluster.xml" <<EOF
+<?xml version="1.0"?>
+<!-- written by deploy/local/infra.sh at each start; edits are lost -->
+<yandex>
+    <logger>
+        <level>debug</level>
+    </logger>
+    <mark_cache_size>134217728</mark_cache_size>
+    <uncompressed_cache_size>134217728</uncompressed_cache_size>
+    <remote_servers replace="replace">
+        <events_1x2>
+            <shard>
+                <internal_replication>true</internal_replication>
+$(clickhouse_cluster_replica_xml 1)
+$(clickhouse_cluster_replica_xml 2)
+            </shard>
+        </events_1x2>
+        <events_2x2>
+            <shard>
+                <internal_replication>true</internal_replication>
+$(clickhouse_cluster_replica_xml 1)
+$(clickhouse_cluster_replica_xml 2)
+            </shard>
+            <shard>
+                <internal_replication>true</internal_replication>
+$(clickhouse_cluster_replica_xml 3)
+$(clickhouse_cluster_replica_xml 4)
+            </shard>
+        </events_2x2>
+    </remote_servers>
+    <zookeeper replace="replace">
+        <node>
+            <host>127.0.0.1</host>
+            <port>$ZOOKEEPER_PORT</port>
+        </node>
+        <session_timeout_ms>5000</session_timeout_ms>
+    </zookeeper>
+    <macros replace="replace">
+        <shard>$CN_SHARD</shard>
+        <replica>$CN_NAME</replica>
+    </macros>
+    <distributed_ddl>
+        <path>/clickhouse/task_queue/ddl</path>
+    </distributed_ddl>
+</yandex>
+EOF
+  cat >"$C_CONF/users.d/cluster-node.xml" <<'EOF'
+<?xml version="1.0"?>
+<!-- written by deploy/local/infra.sh at each start; edits are lost -->
+<yandex>
+    <profiles>
+        <default>
+            <background_pool_size>4</background_pool_size>
+            <background_schedule_pool_size>4</background_schedule_pool_size>
+            <max_memory_usage_for_all_queries>2000000000</max_memory_usage_for_all_queries>
+        </default>
+    </profiles>
+</yandex>
+EOF
+}
+
+# Starts the nodes that do not run (after a kill, only that one).
+clickhouse_cluster_start() {
+  local n
+  for n in "${!CLICKHOUSE_NODES[@]}"; do
+    clickhouse_cluster_node $((n + 1))
+    if live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null; then
+      [[ $(clickhouse_conf_port) == "$CN_HTTP" ]] ||
+        die "clickhouse-cluster $CN_NAME of $STATE_DIR already runs on port $(clickhouse_conf_port), not $CN_HTTP; run 'down clickhouse-cluster' first"
+      continue
+    fi
+    require_free_port "clickhouse-cluster $CN_NAME" CLICKHOUSE_CLUSTER_HTTP_PORTS "$CN_HTTP"
+    require_free_port "clickhouse-cluster $CN_NAME" CLICKHOUSE_CLUSTER_TCP_PORTS "$CN_TCP"
+    require_free_port "clickhouse-cluster $CN_NAME" CLICKHOUSE_CLUSTER_INTERSERVER_PORTS "$CN_INTERSERVER"
+    clickhouse_write_config "$CN_HTTP" "$CN_TCP" "$CN_INTERSERVER"
+    clickhouse_cluster_write_node_config
+    log "clickhouse-cluster: starting $CN_NAME on 127.0.0.1:$CN_HTTP (native $CN_TCP, replication $CN_INTERSERVER)"
+    spawn "$C_PID" "$C_LOGS/stdout.log" "$(clickhouse_bin)" --config-file="$C_CONF/config.xml"
+  done
+}
+
+# Ready means: every node answers a query that reads ZooKeeper.
+clickhouse_cluster_wait() {
+  local n deadline=$((SECONDS + READY_TIMEOUT))
+  for n in "${!CLICKHOUSE_NODES[@]}"; do
+    clickhouse_cluster_node $((n + 1))
+    until [[ $(curl -fsS --max-time 3 "http://127.0.0.1:$CN_HTTP/" \
+      --data-binary "SELECT count() > 0 FROM system.zookeeper WHERE path = '/'" 2>/dev/null) == 1 ]]; do
+      live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null ||
+        die "clickhouse-cluster $CN_NAME exited during startup; see $C_LOGS/clickhouse-server.err.log and $C_LOGS/stdout.log"
+      ((SECONDS < deadline)) ||
+        die "clickhouse-cluster $CN_NAME not ready after ${READY_TIMEOUT}s; see $C_LOGS/clickhouse-server.err.log"
+      sleep 0.2
+    done
+  done
+}
+
+clickhouse_cluster_stop() {
+  local n
+  for n in "${!CLICKHOUSE_NODES[@]}"; do
+    clickhouse_cluster_node $((n + 1))
+    stop_server "clickhouse-cluster $CN_NAME" "$C_PID" "$C_CONF/config.xml"
+  done
+}
+
+clickhouse_cluster_status() {
+  local n pid
+  for n in "${!CLICKHOUSE_NODES[@]}"; do
+    clickhouse_cluster_node $((n + 1))
+    if pid=$(live_pid "$C_PID" "$C_CONF/config.xml"); then
+      status_line "clickhouse-$CN_NAME" running "$pid" "port=$(clickhouse_conf_port) tcp=$CN_TCP"
+    else
+      status_line "clickhouse-$CN_NAME" stopped - "port=$CN_HTTP tcp=$CN_TCP"
+    fi
+  done
 }
 
 # --- Go tools: Jaeger and promtool --------------------------------------------------
@@ -1010,6 +1322,17 @@ print_env() {
         ;;
       promtool) tools_paths && echo "export PROMTOOL=$PROMTOOL_BIN" ;;
       kafka-cluster) echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_brokers)" ;;
+      zookeeper) echo "export ZOOKEEPER_ADDRESS=127.0.0.1:$ZOOKEEPER_PORT" ;;
+      clickhouse-cluster)
+        local urls=() n
+        for n in "${!CLICKHOUSE_NODES[@]}"; do
+          urls+=("http://127.0.0.1:$(nth_port "$CLICKHOUSE_CLUSTER_HTTP_PORTS" $((n + 1)))")
+        done
+        echo "export CLICKHOUSE_CLUSTER_URLS=$(
+          IFS=,
+          echo "${urls[*]}"
+        )"
+        ;;
     esac
   done >&3
 }
@@ -1024,18 +1347,24 @@ has() {
 }
 
 # Launch everything first and wait afterwards, so that the slow Kafka JVM
-# boots while postgres and clickhouse start.
+# boots while postgres and clickhouse start. The ClickHouse cluster starts
+# once ZooKeeper answers: its replicated tables need it from the start.
 cmd_up() {
   local t0 c
   t0=$(now_us)
   install_missing
   if has kafka; then kafka_start; fi
   if has kafka-cluster; then kafka_cluster_start; fi
+  if has zookeeper; then zookeeper_start; fi
   if has clickhouse; then clickhouse_start; fi
   if has postgres; then postgres_start; fi
   if has promtool; then promtool_start; fi
   if has jaeger; then jaeger_start; fi
-  for c in postgres clickhouse kafka kafka-cluster jaeger promtool; do
+  if has clickhouse-cluster; then
+    zookeeper_wait
+    clickhouse_cluster_start
+  fi
+  for c in postgres clickhouse zookeeper clickhouse-cluster kafka kafka-cluster jaeger promtool; do
     if has "$c"; then
       "$(component_function "$c")_wait"
       log "$c: ready ($(since "$t0") since 'up' began)"
@@ -1081,7 +1410,12 @@ parse_components() {
   COMPONENTS=()
   for c in "$@"; do
     case $c in
-      postgres | kafka | clickhouse | jaeger | promtool | kafka-cluster) has "$c" || COMPONENTS+=("$c") ;;
+      postgres | kafka | clickhouse | jaeger | promtool | kafka-cluster | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
+      # Needs zookeeper; listed after it, so that `down` stops the nodes first.
+      clickhouse-cluster)
+        has "$c" || COMPONENTS+=("$c")
+        has zookeeper || COMPONENTS+=(zookeeper)
+        ;;
       *) die "unknown component '$c' (expected: ${ALL_COMPONENTS[*]} ${OPTIONAL_COMPONENTS[*]})" ;;
     esac
   done
@@ -1109,10 +1443,15 @@ main() {
   trap 'exit 130' INT TERM HUP
   case $cmd in
     up | status | env) parse_components "$@" ;;
-    # A plain `down` also stops the Jaeger that `npm test` or `npm run bench` started,
-    # and the cluster of `npm run test:cluster`.
+    # A plain `down` also stops the Jaeger that `npm test` or `npm run bench`
+    # started, and the clusters of `npm run test:cluster` (the ClickHouse
+    # cluster before its ZooKeeper).
     down)
-      if (($#)); then parse_components "$@"; else parse_components "${ALL_COMPONENTS[@]}" jaeger kafka-cluster; fi
+      if (($#)); then
+        parse_components "$@"
+      else
+        parse_components "${ALL_COMPONENTS[@]}" jaeger kafka-cluster clickhouse-cluster
+      fi
       ;;
     kafka-cli) ;;
     help | -h | --help)

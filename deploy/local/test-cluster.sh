@@ -13,6 +13,6 @@ trap 'printf "[test:cluster] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((S
 # shellcheck source=deploy/local/bootstrap.sh
 source "$(dirname -- "${BASH_SOURCE[0]}")/bootstrap.sh"
 
-# clickhouse-cluster (and the zookeeper it needs) joins this list once infra.sh has it.
-load_infra_env postgres kafka clickhouse kafka-cluster
+# clickhouse-cluster brings the zookeeper it needs up too.
+load_infra_env postgres kafka clickhouse kafka-cluster clickhouse-cluster
 npx jest --ci --runInBand --config jest.cluster.config.js "$@"

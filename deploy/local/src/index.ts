@@ -4,3 +4,4 @@ export * from './testing/infra';
 export * from './testing/grpc-service';
 export * from './testing/close-race';
 export * from './testing/jaeger';
+export * from './testing/cluster';
