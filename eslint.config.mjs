@@ -34,7 +34,7 @@ export default tseslint.config(
   },
   {
     // Tests read HTTP and JSON bodies, which are `any` by nature; their assertions are the type check.
-    files: ['**/test/**/*.ts', 'bench/**/*.ts'],
+    files: ['**/test/**/*.ts', 'deploy/cluster-test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-assignment': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',

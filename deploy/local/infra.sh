@@ -8,37 +8,44 @@
 # proxy; Go 1.26 or newer) into <state folder>/tools, and are only brought up
 # when named: jaeger, the trace backend (Jaeger v2: OTLP/HTTP in, query API
 # and UI out, traces in memory; deploy/local/jaeger.yaml), and promtool,
-# Prometheus's rule checker (installed, not run). Two more make a local
-# ClickHouse cluster, also only when named: zookeeper (Apache ZooKeeper from
-# Maven Central via deploy/local/zookeeper/pom.xml, one standalone server) and
-# clickhouse-cluster (four servers ch1..ch4 of the installed ClickHouse,
-# coordinated by that ZooKeeper; `up clickhouse-cluster` brings zookeeper up
-# too). Their remote_servers define two clusters: events_1x2 (one shard,
-# replicas ch1 and ch2) and events_2x2 (shard 01 = ch1, ch2; shard 02 = ch3,
-# ch4), with the macros {shard} (01 or 02, the same in both clusters) and
+# Prometheus's rule checker (installed, not run). Also only when named, the
+# local clusters: kafka-cluster, three Kafka KRaft nodes k1..k3 (each broker
+# and controller, one quorum) from the same jars, whose topics get replication
+# factor 3 and min.insync.replicas=2 by default; zookeeper (Apache ZooKeeper
+# from Maven Central via deploy/local/zookeeper/pom.xml, one standalone
+# server) and clickhouse-cluster (four servers ch1..ch4 of the installed
+# ClickHouse, coordinated by that ZooKeeper; `up clickhouse-cluster` brings
+# zookeeper up too). Their remote_servers define two clusters: events_1x2 (one
+# shard, replicas ch1 and ch2) and events_2x2 (shard 01 = ch1, ch2; shard 02 =
+# ch3, ch4), with the macros {shard} (01 or 02, the same in both clusters) and
 # {replica} (ch1..ch4), and ON CLUSTER DDL through /clickhouse/task_queue/ddl.
+# The cluster tests (deploy/cluster-test) run on them.
 #
 #   infra.sh up     [COMPONENT...]  install what is missing, start what is not
 #                                   running, wait until each server answers,
 #                                   then print `export VAR=...` lines on stdout
 #   infra.sh down   [COMPONENT...]  stop what this state folder started (by
 #                                   default the servers, jaeger and the
-#                                   ClickHouse cluster with its zookeeper)
-#   infra.sh status [COMPONENT...]  one line each; exit 0 if all run, else 3
+#                                   clusters, zookeeper included)
+#   infra.sh status [COMPONENT...]  one line each (one per node of a cluster);
+#                                   exit 0 if all run, else 3
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
 #   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
 #       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
 #              --bootstrap-server 127.0.0.1:59092
 #
-# COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, zookeeper or
-# clickhouse-cluster (default: the first three; a plain `down` stops all but
-# promtool). Settings (environment): STATE_DIR (default <repo>/.state),
+# COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, kafka-cluster,
+# zookeeper or clickhouse-cluster (default: the first three; a plain `down`
+# stops all but promtool). Settings (environment): STATE_DIR (default <repo>/.state),
 # PG_PORT=55432, KAFKA_PORT=59092, KAFKA_CONTROLLER_PORT=59093,
 # CLICKHOUSE_HTTP_PORT=58123, CLICKHOUSE_TCP_PORT=59000, JAEGER_OTLP_PORT=54318
 # (OTLP/HTTP), JAEGER_QUERY_PORT=56686 (query API and UI),
 # JAEGER_QUERY_GRPC_PORT=56685, JAEGER_HEALTH_PORT=53133, KAFKA_HEAP=-Xmx512m,
 # READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
 # JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path).
+# KAFKA_CLUSTER_PORTS=59111,59112,59113 (nodes k1..k3),
+# KAFKA_CLUSTER_CONTROLLER_PORTS=59121,59122,59123, KAFKA_CLUSTER_HEAP=-Xmx384m
+# (each node); kafka-cluster exports KAFKA_CLUSTER_BROKERS.
 # ZOOKEEPER_PORT=52181, ZOOKEEPER_HEAP=-Xmx128m, and the cluster's ports as
 # comma-separated lists for ch1..ch4: CLICKHOUSE_CLUSTER_HTTP_PORTS=58201,..,58204,
 # CLICKHOUSE_CLUSTER_TCP_PORTS=59201,..,59204 and
@@ -70,6 +77,9 @@ JAEGER_MODULE_VERSION=v1.76.0
 # Prometheus 3.x's Go module tags are v0.3xx: v0.316.0 is Prometheus 3.16.
 PROMETHEUS_MODULE_VERSION=v0.316.0
 KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
+KAFKA_CLUSTER_PORTS=${KAFKA_CLUSTER_PORTS:-59111,59112,59113}
+KAFKA_CLUSTER_CONTROLLER_PORTS=${KAFKA_CLUSTER_CONTROLLER_PORTS:-59121,59122,59123}
+KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:--Xmx384m}
 ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-52181}
 ZOOKEEPER_HEAP=${ZOOKEEPER_HEAP:--Xmx128m}
 CLICKHOUSE_CLUSTER_HTTP_PORTS=${CLICKHOUSE_CLUSTER_HTTP_PORTS:-58201,58202,58203,58204}
@@ -80,7 +90,7 @@ STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
 ALL_COMPONENTS=(postgres kafka clickhouse)
-OPTIONAL_COMPONENTS=(jaeger promtool zookeeper clickhouse-cluster)
+OPTIONAL_COMPONENTS=(jaeger promtool kafka-cluster zookeeper clickhouse-cluster)
 CLICKHOUSE_NODES=(ch1 ch2 ch3 ch4)
 COMPONENTS=()
 POLICY_RC=/usr/sbin/policy-rc.d
@@ -257,7 +267,7 @@ missing_packages() {
         command -v curl >/dev/null || echo curl
         ;;
       jaeger) command -v curl >/dev/null || echo curl ;;
-      kafka)
+      kafka | kafka-cluster)
         command -v java >/dev/null || echo openjdk-17-jre-headless
         kafka_libs_cached || command -v mvn >/dev/null || echo maven
         ;;
@@ -488,9 +498,17 @@ postgres_status() {
 
 # --- Kafka (KRaft, broker + controller in one JVM) ----------------------------
 
+# The node the kafka_* functions below act on: the single broker here, a
+# cluster node in kafka_cluster_paths. Every node runs the same jars.
 kafka_paths() {
-  K_HOME=$STATE_DIR/kafka
-  K_LIBS=$K_HOME/libs
+  K_LIBS=$STATE_DIR/kafka/libs
+  kafka_node_paths "$STATE_DIR/kafka"
+  K_PORT=$KAFKA_PORT
+  K_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT
+}
+
+kafka_node_paths() {
+  K_HOME=$1
   K_DATA=$K_HOME/data
   K_CONF=$K_HOME/config
   K_LOGS=$K_HOME/logs
@@ -540,37 +558,40 @@ rootLogger.appenderRef.err.ref = err
 EOF
 }
 
-# Rewritten at each start so port changes in the environment take effect.
-# Single node: every replication factor and ISR minimum is 1.
+# server.properties of the node K_* names, rewritten at each start so port
+# changes in the environment take effect: NODE_ID, the quorum's VOTERS
+# (id@host:port,...), and the REPLICAS and MIN_ISR of every topic (the
+# internal ones included) unless a topic says otherwise.
 kafka_write_config() {
+  local node_id=$1 voters=$2 replicas=$3 min_isr=$4
   mkdir -p -- "$K_CONF" "$K_DATA" "$K_LOGS" "$K_HOME/tmp"
   kafka_write_log_config
   cat >"$K_CONF/server.properties" <<EOF
 # written by deploy/local/infra.sh at each start; edits are lost
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+node.id=$node_id
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$K_PORT,CONTROLLER://127.0.0.1:$K_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$K_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$K_DATA
 num.partitions=6
-default.replication.factor=1
+default.replication.factor=$replicas
 auto.create.topics.enable=true
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-min.insync.replicas=1
+offsets.topic.replication.factor=$replicas
+transaction.state.log.replication.factor=$replicas
+transaction.state.log.min.isr=$min_isr
+share.coordinator.state.topic.replication.factor=$replicas
+share.coordinator.state.topic.min.isr=$min_isr
+min.insync.replicas=$min_isr
 group.initial.rebalance.delay.ms=0
 # After a SIGKILL the controller keeps the dead incarnation's registration
 # until its session times out (default 9 s) and rejects the restarted broker
 # (DUPLICATE_BROKER_REGISTRATION) meanwhile: a short session makes a restart
-# after a crash quick (bench/README.md, "Local servers"). Broker and
-# controller share one JVM on loopback, so there are no false timeouts to fear.
+# after a crash quick (bench/README.md, "Local servers"). The nodes talk over
+# loopback, so there are no false timeouts to fear.
 broker.session.timeout.ms=2500
 broker.heartbeat.interval.ms=500
 EOF
@@ -602,19 +623,35 @@ kafka_new_cluster_id() {
   printf '%s' "$id"
 }
 
-# KRaft needs its log dir formatted (meta.properties) once, before first start.
+# KRaft needs its log dir formatted (meta.properties) once, before first
+# start, with the id of the cluster it belongs to (NAME is for the log).
 kafka_format() {
+  local name=$1 cluster_id=$2 t0
   [[ -f $K_DATA/meta.properties ]] && return 0
-  local t0
   t0=$(now_us)
-  log "kafka: formatting $K_DATA"
+  log "$name: formatting $K_DATA"
   kafka_java_cli kafka.tools.StorageTool format --ignore-formatted \
-    --cluster-id "$(kafka_new_cluster_id)" --config "$K_CONF/server.properties" >&2 ||
-    die "kafka: formatting the log dir failed"
-  log "kafka: formatted in $(since "$t0")"
+    --cluster-id "$cluster_id" --config "$K_CONF/server.properties" >&2 ||
+    die "$name: formatting the log dir failed"
+  log "$name: formatted in $(since "$t0")"
 }
 
 kafka_conf_port() { sed -n 's/^listeners=PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$K_CONF/server.properties"; }
+
+# Starts the JVM of the node K_* names with HEAP (JVM options), and notes in
+# K_LOG_OFFSET where in its log readiness is to be read from.
+kafka_launch() {
+  local name=$1 heap_options=$2
+  local -a heap
+  read -r -a heap <<<"$heap_options"
+  K_LOG_OFFSET=0
+  [[ -f $K_LOGS/server.log ]] && K_LOG_OFFSET=$(stat -c %s "$K_LOGS/server.log")
+  log "$name: starting on 127.0.0.1:$K_PORT (controller $K_CONTROLLER_PORT)"
+  spawn "$K_PID" "$K_LOGS/kafka.out" java "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Djava.io.tmpdir="$K_HOME/tmp" \
+    -Dkafka.logs.dir="$K_LOGS" -Dlog4j2.configurationFile="$K_CONF/log4j2.properties" \
+    -cp "$K_LIBS/*" kafka.Kafka "$K_CONF/server.properties"
+}
 
 kafka_start() {
   kafka_paths
@@ -628,18 +665,10 @@ kafka_start() {
   require_free_port kafka KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT"
   kafka_check_java
   kafka_fetch_libs
-  kafka_write_config
-  kafka_format
-  # Readiness is read from the log lines written after this offset.
-  K_LOG_OFFSET=0
-  [[ -f $K_LOGS/server.log ]] && K_LOG_OFFSET=$(stat -c %s "$K_LOGS/server.log")
-  local -a heap
-  read -r -a heap <<<"$KAFKA_HEAP"
-  log "kafka: starting on 127.0.0.1:$KAFKA_PORT (controller $KAFKA_CONTROLLER_PORT)"
-  spawn "$K_PID" "$K_LOGS/kafka.out" java "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Djava.io.tmpdir="$K_HOME/tmp" \
-    -Dkafka.logs.dir="$K_LOGS" -Dlog4j2.configurationFile="$K_CONF/log4j2.properties" \
-    -cp "$K_LIBS/*" kafka.Kafka "$K_CONF/server.properties"
+  # Single node: every replication factor and ISR minimum is 1.
+  kafka_write_config 1 "1@127.0.0.1:$KAFKA_CONTROLLER_PORT" 1 1
+  kafka_format kafka "$(kafka_new_cluster_id)"
+  kafka_launch kafka "$KAFKA_HEAP"
 }
 
 # True once the broker logged "Kafka Server started" after K_LOG_OFFSET (the
@@ -653,19 +682,24 @@ kafka_started_line() {
 
 # Ready means: the process lives, the broker port accepts connections and the
 # broker logged that it started (KRaft: registered with the controller).
-kafka_wait() {
-  kafka_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
+# K_LOG_OFFSET < 0: it already ran before this `up`.
+kafka_wait_node() {
+  local name=$1 deadline=$((SECONDS + READY_TIMEOUT))
   while :; do
     live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null ||
-      die "kafka exited during startup; see $K_LOGS/server.log and $K_LOGS/kafka.out"
-    if port_open "$KAFKA_PORT" && { ((K_LOG_OFFSET < 0)) || kafka_started_line; }; then
+      die "$name exited during startup; see $K_LOGS/server.log and $K_LOGS/kafka.out"
+    if port_open "$K_PORT" && { ((K_LOG_OFFSET < 0)) || kafka_started_line; }; then
       return 0
     fi
     ((SECONDS < deadline)) ||
-      die "kafka not ready after ${READY_TIMEOUT}s; see $K_LOGS/server.log and $K_LOGS/kafka.out"
+      die "$name not ready after ${READY_TIMEOUT}s; see $K_LOGS/server.log and $K_LOGS/kafka.out"
     sleep 0.2
   done
+}
+
+kafka_wait() {
+  kafka_paths
+  kafka_wait_node kafka
 }
 
 kafka_stop() {
@@ -681,6 +715,118 @@ kafka_status() {
   else
     status_line kafka stopped - "port=$KAFKA_PORT controller=$KAFKA_CONTROLLER_PORT"
   fi
+}
+
+# --- Kafka cluster (three KRaft nodes, each broker + controller) ---------------
+
+KAFKA_CLUSTER_NODES=(1 2 3)
+
+# The node N of the cluster (k1..k3) for the kafka_* functions: its folder,
+# ports, and the jars of the single broker's cache.
+kafka_cluster_paths() {
+  local n=$1 ports controllers
+  IFS=, read -r -a ports <<<"$KAFKA_CLUSTER_PORTS"
+  IFS=, read -r -a controllers <<<"$KAFKA_CLUSTER_CONTROLLER_PORTS"
+  ((${#ports[@]} == ${#KAFKA_CLUSTER_NODES[@]} && ${#controllers[@]} == ${#KAFKA_CLUSTER_NODES[@]})) ||
+    die "kafka-cluster: KAFKA_CLUSTER_PORTS and KAFKA_CLUSTER_CONTROLLER_PORTS need ${#KAFKA_CLUSTER_NODES[@]} ports each"
+  KC_HOME=$STATE_DIR/kafka-cluster
+  K_LIBS=$STATE_DIR/kafka/libs
+  kafka_node_paths "$KC_HOME/k$n"
+  K_PORT=${ports[n - 1]}
+  K_CONTROLLER_PORT=${controllers[n - 1]}
+}
+
+# Every node is a voter of the one controller quorum.
+kafka_cluster_voters() {
+  local n voters=()
+  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
+    kafka_cluster_paths "$n"
+    voters+=("$n@127.0.0.1:$K_CONTROLLER_PORT")
+  done
+  (IFS=, && printf '%s\n' "${voters[*]}")
+}
+
+# All nodes are formatted with the same cluster id, made once.
+kafka_cluster_id() {
+  local file=$STATE_DIR/kafka-cluster/cluster.id
+  if [[ ! -s $file ]]; then
+    mkdir -p -- "$(dirname -- "$file")"
+    kafka_new_cluster_id >"$file"
+  fi
+  cat -- "$file"
+}
+
+# Starts the nodes that do not run (after a crash of one, only that one).
+# Each waits for a quorum (two nodes) before it reports started, so all are
+# launched first and awaited in kafka_cluster_wait. K_LOG_OFFSET of node N
+# is kept in KC_LOG_OFFSETS[N].
+declare -A KC_LOG_OFFSETS=()
+kafka_cluster_start() {
+  local n voters cluster_id
+  voters=$(kafka_cluster_voters)
+  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
+    kafka_cluster_paths "$n"
+    KC_LOG_OFFSETS[$n]=-1
+    if live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null; then
+      [[ $(kafka_conf_port) == "$K_PORT" ]] ||
+        die "kafka-cluster node k$n of $STATE_DIR already runs on port $(kafka_conf_port), not $K_PORT; run 'down kafka-cluster' first"
+      continue
+    fi
+    require_free_port "kafka-cluster k$n" KAFKA_CLUSTER_PORTS "$K_PORT"
+    require_free_port "kafka-cluster k$n" KAFKA_CLUSTER_CONTROLLER_PORTS "$K_CONTROLLER_PORT"
+    kafka_check_java
+    kafka_fetch_libs
+    cluster_id=$(kafka_cluster_id)
+    # Three nodes: three copies of every partition, a write acknowledged by two.
+    kafka_write_config "$n" "$voters" 3 2
+    kafka_format "kafka-cluster k$n" "$cluster_id"
+    kafka_launch "kafka-cluster k$n" "$KAFKA_CLUSTER_HEAP"
+    KC_LOG_OFFSETS[$n]=$K_LOG_OFFSET
+  done
+}
+
+kafka_cluster_wait() {
+  local n
+  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
+    kafka_cluster_paths "$n"
+    K_LOG_OFFSET=${KC_LOG_OFFSETS[$n]:--1}
+    kafka_wait_node "kafka-cluster k$n"
+  done
+}
+
+# All at once: a node stopped alone hands its partitions over first, which
+# needs a quorum that the last nodes stopped one by one would no longer have.
+kafka_cluster_stop() {
+  local n failed=0
+  local -a stoppers=()
+  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
+    kafka_cluster_paths "$n"
+    stop_server "kafka-cluster k$n" "$K_PID" "$K_CONF/server.properties" &
+    stoppers+=($!)
+  done
+  for n in "${stoppers[@]}"; do wait "$n" || failed=1; done
+  ((failed == 0)) || die "kafka-cluster: a node did not stop"
+}
+
+kafka_cluster_status() {
+  local n pid
+  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
+    kafka_cluster_paths "$n"
+    if pid=$(live_pid "$K_PID" "$K_CONF/server.properties"); then
+      status_line "kafka-k$n" running "$pid" "port=$(kafka_conf_port) controller=$K_CONTROLLER_PORT"
+    else
+      status_line "kafka-k$n" stopped - "port=$K_PORT controller=$K_CONTROLLER_PORT"
+    fi
+  done
+}
+
+kafka_cluster_brokers() {
+  local n brokers=()
+  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
+    kafka_cluster_paths "$n"
+    brokers+=("127.0.0.1:$K_PORT")
+  done
+  (IFS=, && printf '%s\n' "${brokers[*]}")
 }
 
 # --- ClickHouse -----------------------------------------------------------------
@@ -1175,6 +1321,7 @@ print_env() {
         echo "export JAEGER_QUERY_URL=http://127.0.0.1:$JAEGER_QUERY_PORT"
         ;;
       promtool) tools_paths && echo "export PROMTOOL=$PROMTOOL_BIN" ;;
+      kafka-cluster) echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_brokers)" ;;
       zookeeper) echo "export ZOOKEEPER_ADDRESS=127.0.0.1:$ZOOKEEPER_PORT" ;;
       clickhouse-cluster)
         local urls=() n
@@ -1207,6 +1354,7 @@ cmd_up() {
   t0=$(now_us)
   install_missing
   if has kafka; then kafka_start; fi
+  if has kafka-cluster; then kafka_cluster_start; fi
   if has zookeeper; then zookeeper_start; fi
   if has clickhouse; then clickhouse_start; fi
   if has postgres; then postgres_start; fi
@@ -1216,7 +1364,7 @@ cmd_up() {
     zookeeper_wait
     clickhouse_cluster_start
   fi
-  for c in postgres clickhouse zookeeper clickhouse-cluster kafka jaeger promtool; do
+  for c in postgres clickhouse zookeeper clickhouse-cluster kafka kafka-cluster jaeger promtool; do
     if has "$c"; then
       "$(component_function "$c")_wait"
       log "$c: ready ($(since "$t0") since 'up' began)"
@@ -1262,7 +1410,7 @@ parse_components() {
   COMPONENTS=()
   for c in "$@"; do
     case $c in
-      postgres | kafka | clickhouse | jaeger | promtool | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
+      postgres | kafka | clickhouse | jaeger | promtool | kafka-cluster | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
       # Needs zookeeper; listed after it, so that `down` stops the nodes first.
       clickhouse-cluster)
         has "$c" || COMPONENTS+=("$c")
@@ -1296,12 +1444,13 @@ main() {
   case $cmd in
     up | status | env) parse_components "$@" ;;
     # A plain `down` also stops the Jaeger that `npm test` or `npm run bench`
-    # started, and the ClickHouse cluster (before its ZooKeeper).
+    # started, and the clusters of `npm run test:cluster` (the ClickHouse
+    # cluster before its ZooKeeper).
     down)
       if (($#)); then
         parse_components "$@"
       else
-        parse_components "${ALL_COMPONENTS[@]}" jaeger clickhouse-cluster
+        parse_components "${ALL_COMPONENTS[@]}" jaeger kafka-cluster clickhouse-cluster
       fi
       ;;
     kafka-cli) ;;

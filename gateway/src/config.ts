@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { ConfigError, EnvReader } from '@mail/common';
+import { ConfigError, EnvReader, checkTopicSettings, type TopicSettings } from '@mail/common';
 import type { FairUseLimits } from './limits/fair-use';
 import type { RequestTimeouts } from './limits/request-timeout';
 import { parseSendgridPublicKey } from './webhook/auth';
@@ -44,8 +44,7 @@ export interface WebhookConfig {
   kafkaBrokers: string[];
   eventsTopic: string;
   /** Used when the gateway creates the events topic. */
-  topicPartitions: number;
-  topicReplicationFactor: number;
+  topicSettings: TopicSettings;
   /** How long a webhook call waits for Kafka's acknowledgement before answering 503. */
   publishTimeoutMs: number;
 }
@@ -117,8 +116,11 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     requireCredentials: production,
     kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
-    topicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
-    topicReplicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
+    topicSettings: checkTopicSettings({
+      partitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
+      replicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
+      minInsyncReplicas: env.optionalInt('KAFKA_TOPIC_MIN_INSYNC_REPLICAS'),
+    }),
     publishTimeoutMs: env.int('WEBHOOK_PUBLISH_TIMEOUT_MS', 10_000),
   };
   const credentialed = [

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createClient } from '@clickhouse/client';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
@@ -124,4 +125,25 @@ test('Kafka cluster ids are base64url and never start with "-", which the storag
   expect(ids).toHaveLength(1000);
   // One in 64 random ids starts with "-": a thousand make sure none does.
   expect(ids.filter((id) => !/^[A-Za-z0-9_][A-Za-z0-9_-]{21}$/.test(id))).toEqual([]);
+});
+
+test('infra.sh starts the single-node servers by default and the Kafka cluster only when named, which exports its three brokers', () => {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'infra-env-'));
+  const env = (variables: Record<string, string>, ...components: string[]): string =>
+    execFileSync('bash', [path.join(__dirname, '..', 'infra.sh'), 'env', ...components], {
+      encoding: 'utf8',
+      env: { ...process.env, STATE_DIR: stateDir, ...variables },
+    });
+  try {
+    expect(env({ KAFKA_PORT: '59092' })).toContain('export KAFKA_BROKERS=127.0.0.1:59092\n');
+    expect(env({})).not.toContain('KAFKA_CLUSTER_BROKERS');
+    expect(env({ KAFKA_CLUSTER_PORTS: '' }, 'kafka-cluster')).toBe(
+      'export KAFKA_CLUSTER_BROKERS=127.0.0.1:59111,127.0.0.1:59112,127.0.0.1:59113\n',
+    );
+    expect(env({ KAFKA_CLUSTER_PORTS: '7001,7002,7003' }, 'kafka-cluster')).toBe(
+      'export KAFKA_CLUSTER_BROKERS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003\n',
+    );
+  } finally {
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  }
 });

@@ -1,5 +1,5 @@
 import type { Router } from 'express';
-import { createKafka, type Logger } from '@mail/common';
+import { createKafka, topicConfig, type Logger } from '@mail/common';
 import type { WebhookConfig } from '../config';
 import type { WebhookProvider } from './provider';
 import { mailgunProvider } from './providers/mailgun';
@@ -32,11 +32,7 @@ export function webhookProviders(config: WebhookConfig, logger: Logger): Webhook
 export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
   const kafka = createKafka('gateway', config.kafkaBrokers, logger);
   const admin = kafka.admin();
-  const topics = ensureTopicsInBackground(
-    admin,
-    [{ topic: config.eventsTopic, numPartitions: config.topicPartitions, replicationFactor: config.topicReplicationFactor }],
-    logger,
-  );
+  const topics = ensureTopicsInBackground(admin, [topicConfig(config.eventsTopic, config.topicSettings)], logger);
   const publisher = new EventPublisher(kafka, admin, config.eventsTopic, config.publishTimeoutMs, logger);
   publisher.connect().catch((error: unknown) => logger.warn({ err: error }, 'kafka producer not connected yet'));
   const providers = webhookProviders(config, logger);

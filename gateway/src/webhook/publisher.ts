@@ -3,6 +3,9 @@ import {
   EVENT_BATCH_SCHEMA,
   RECORD_SCHEMA_HEADER,
   createIdempotentProducer,
+  partitionOfKey,
+  readPartitionCount,
+  sendToPartitions,
   currentTraceContext,
   endSpan,
   startPublishSpan,
@@ -11,7 +14,6 @@ import {
   type Logger,
   type Span,
 } from '@mail/common';
-import { partitionOfKey } from './partition';
 
 /** Kafka could not take the events in time; the webhook answers 503 so the provider retries. */
 export class PublishError extends Error {}
@@ -145,7 +147,7 @@ export class EventPublisher {
           const current = await this.withCurrentPartitions(sender);
           const messages = this.records(chunks, current);
           // The records name their calls' spans; the kafkajs instrumentation would replace them with one of its own.
-          await untraced(() => current.producer.send({ topic: this.topic, acks: -1, messages }));
+          await untraced(() => sendToPartitions(current.producer, this.topic, messages));
           for (const { request } of chunks) {
             request.chunksLeft -= 1;
             if (request.chunksLeft === 0) this.succeed(request);
@@ -229,10 +231,7 @@ export class EventPublisher {
 
   private async readPartitionCount(): Promise<number> {
     await this.admin.connect();
-    const { topics } = await this.admin.fetchTopicMetadata({ topics: [this.topic] });
-    const partitions = topics.find((topic) => topic.name === this.topic)?.partitions ?? [];
-    if (partitions.length === 0) throw new Error(`topic ${this.topic} has no partitions yet`);
-    return partitions.length;
+    return readPartitionCount(this.admin, this.topic);
   }
 
   /**

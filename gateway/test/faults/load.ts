@@ -3,7 +3,8 @@ import { WEBHOOK, sendgridEvent } from '../webhook-support';
 /**
  * A steady SendGrid webhook load: batches of unique events posted at a fixed
  * rate, every attempt recorded. Like SendGrid, a batch that got no 2xx (a
- * 503, or no answer at all) is posted again, unchanged, until it is accepted.
+ * 503, or no answer at all) is posted again, unchanged, with backoff, until
+ * it is accepted (or, with maxAttempts, given up).
  */
 
 /** One POST of a batch: the answer, or why there was none (the connection failed: not a response). */
@@ -38,10 +39,14 @@ export interface LoadOptions {
   requestTimeoutMs?: number;
   /** New batches wait while this many calls are open (the provider's connection limit). */
   maxInFlight?: number;
+  /** Posts of a batch before it is given up (default: no limit). */
+  maxAttempts?: number;
 }
 
 export class WebhookLoad {
   readonly batches: Batch[] = [];
+  /** Batches posted maxAttempts times without a 2xx. */
+  readonly givenUp = new Set<Batch>();
   /** Ticks that found maxInFlight calls open and sent no new batch. */
   skippedTicks = 0;
   /** Set by the test; every attempt is labelled with the phase it started in. */
@@ -76,11 +81,11 @@ export class WebhookLoad {
     this.ticker = undefined;
   }
 
-  /** Stops new batches and waits until every batch is accepted (or timeoutMs passed); then stops retrying. */
+  /** Stops new batches and waits until every batch is accepted or given up (or timeoutMs passed); then stops retrying. */
   async drain(timeoutMs: number): Promise<void> {
     this.stopNewBatches();
     const deadline = Date.now() + timeoutMs;
-    while (this.batches.some((batch) => !accepted(batch)) && Date.now() < deadline) {
+    while (this.batches.some((batch) => !accepted(batch) && !this.givenUp.has(batch)) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await this.stop();
@@ -148,6 +153,10 @@ export class WebhookLoad {
       return;
     }
     // SendGrid retries anything but a 2xx; 4xx would be a test bug, so only 503 and no answer are retried.
+    if (batch.attempts.length >= (this.options.maxAttempts ?? Infinity)) {
+      this.givenUp.add(batch);
+      return;
+    }
     if (this.retrying && (attempt.status === undefined || attempt.status === 503)) {
       const delayMs = Math.min(250 * 2 ** Math.min(batch.attempts.length - 1, 3), 2_000) + Math.random() * 250;
       const timer = setTimeout(() => {

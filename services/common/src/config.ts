@@ -31,6 +31,11 @@ export class EnvReader {
     return Number(raw);
   }
 
+  /** An integer, or undefined when the variable is unset or empty. */
+  optionalInt(name: string): number | undefined {
+    return this.optionalString(name) === undefined ? undefined : this.int(name);
+  }
+
   bool(name: string, fallback = false): boolean {
     const raw = this.optionalString(name);
     if (raw === undefined) return fallback;

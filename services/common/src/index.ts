@@ -12,6 +12,7 @@ export * from './kafka';
 export * from './logger';
 export * from './metrics';
 export * from './ops-server';
+export * from './partition';
 export * from './postgres';
 export * from './service';
 export * from './shutdown';

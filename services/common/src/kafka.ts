@@ -1,4 +1,5 @@
-import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Producer, type logCreator } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Message, type Producer, type logCreator } from 'kafkajs';
+import { ConfigError } from './config';
 import type { Logger } from './logger';
 
 const PINO_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
@@ -48,6 +49,70 @@ export function createIdempotentProducer(kafka: Kafka): Producer {
     createPartitioner: Partitioners.DefaultPartitioner,
     retry: { initialRetryTime: 100, maxRetryTime: 2_000, retries: Number.MAX_SAFE_INTEGER },
   });
+}
+
+/**
+ * Sends records with acknowledgement from all in-sync replicas, and resolves
+ * once every one is acknowledged: one produce call per partition (all at
+ * once), and one per record that names no partition. Not one call for them
+ * all: when a broker fails during a call, kafkajs retries it towards the
+ * brokers that have not answered yet only, so the records of a partition whose
+ * leadership moved to a broker that had answered for its own partitions are
+ * never written, and the call succeeds all the same (tulios/kafkajs#1303:
+ * acknowledged events were lost when a partition leader was killed).
+ */
+export async function sendToPartitions(producer: Producer, topic: string, messages: Message[]): Promise<void> {
+  const byPartition = new Map<number, Message[]>();
+  const unplaced: Message[][] = [];
+  for (const message of messages) {
+    if (message.partition === undefined) unplaced.push([message]);
+    else byPartition.set(message.partition, [...(byPartition.get(message.partition) ?? []), message]);
+  }
+  await Promise.all([...byPartition.values(), ...unplaced].map((records) => producer.send({ topic, acks: -1, messages: records })));
+}
+
+/** The partition count of a topic; fails while it has none. */
+export async function readPartitionCount(admin: Admin, topic: string): Promise<number> {
+  const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+  const partitions = topics.find((candidate) => candidate.name === topic)?.partitions ?? [];
+  if (partitions.length === 0) throw new Error(`topic ${topic} has no partitions yet`);
+  return partitions.length;
+}
+
+/** How a process creates a topic it finds missing (KAFKA_TOPIC_PARTITIONS, _REPLICATION_FACTOR, _MIN_INSYNC_REPLICAS). */
+export interface TopicSettings {
+  partitions: number;
+  replicationFactor: number;
+  /**
+   * The topic's min.insync.replicas: how many replicas hold a record before
+   * the producer (acks from all in-sync replicas) has it acknowledged.
+   * Undefined leaves the broker's default.
+   */
+  minInsyncReplicas?: number;
+}
+
+/** The settings, refused when the broker would refuse them or take no write at all. */
+export function checkTopicSettings(settings: TopicSettings): TopicSettings {
+  const { partitions, replicationFactor, minInsyncReplicas } = settings;
+  if (partitions < 1) throw new ConfigError(`KAFKA_TOPIC_PARTITIONS must be at least 1, got ${partitions}`);
+  if (replicationFactor < 1) throw new ConfigError(`KAFKA_TOPIC_REPLICATION_FACTOR must be at least 1, got ${replicationFactor}`);
+  if (minInsyncReplicas !== undefined && (minInsyncReplicas < 1 || minInsyncReplicas > replicationFactor)) {
+    throw new ConfigError(
+      `KAFKA_TOPIC_MIN_INSYNC_REPLICAS must be between 1 and KAFKA_TOPIC_REPLICATION_FACTOR (${replicationFactor}), got ${minInsyncReplicas}`,
+    );
+  }
+  return settings;
+}
+
+/** The creation request of a topic with these settings. */
+export function topicConfig(topic: string, settings: TopicSettings): ITopicConfig {
+  return {
+    topic,
+    numPartitions: settings.partitions,
+    replicationFactor: settings.replicationFactor,
+    configEntries:
+      settings.minInsyncReplicas === undefined ? [] : [{ name: 'min.insync.replicas', value: String(settings.minInsyncReplicas) }],
+  };
 }
 
 /** Creates the topics that are missing (existing ones are left as they are) and returns the names it created. */

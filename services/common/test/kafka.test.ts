@@ -1,7 +1,9 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { infraEnv, uniqueSuffix } from '@mail/local';
-import { createIdempotentProducer, createKafka, ensureTopics } from '../src/kafka';
+import { ConfigResourceTypes, ConfigSource, type Producer, type ProducerRecord } from 'kafkajs';
+import { ConfigError } from '../src/config';
+import { checkTopicSettings, createIdempotentProducer, createKafka, ensureTopics, sendToPartitions, topicConfig } from '../src/kafka';
 import type { Logger } from '../src/logger';
 
 /** A pino logger whose JSON lines are kept for the test to read. */
@@ -44,11 +46,12 @@ describe('ensureTopics and createIdempotentProducer', () => {
   const admin = kafka.admin();
   const suffix = uniqueSuffix();
   const topics = [`common-kafka-a-${suffix}`, `common-kafka-b-${suffix}`];
+  const [withSetting, withoutSetting] = [`common-kafka-isr-${suffix}`, `common-kafka-no-isr-${suffix}`];
 
   beforeAll(() => admin.connect());
 
   afterAll(async () => {
-    await admin.deleteTopics({ topics }).catch(() => undefined);
+    await admin.deleteTopics({ topics: [...topics, withSetting, withoutSetting] }).catch(() => undefined);
     await admin.disconnect();
   });
 
@@ -68,6 +71,28 @@ describe('ensureTopics and createIdempotentProducer', () => {
     ]);
   });
 
+  it('creates a topic with the min.insync.replicas of its settings, and leaves the broker default when there is none', async () => {
+    await ensureTopics(admin, [
+      topicConfig(withSetting, { partitions: 1, replicationFactor: 1, minInsyncReplicas: 1 }),
+      topicConfig(withoutSetting, { partitions: 1, replicationFactor: 1 }),
+    ]);
+    const described = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [withSetting, withoutSetting].map((name) => ({
+        type: ConfigResourceTypes.TOPIC,
+        name,
+        configNames: ['min.insync.replicas'],
+      })),
+    });
+    // Set on the topic itself (TOPIC_CONFIG), or the broker's.
+    const source = (name: string) =>
+      described.resources
+        .find((resource) => resource.resourceName === name)
+        ?.configEntries.find((entry) => entry.configName === 'min.insync.replicas')?.configSource;
+    expect(source(withSetting)).toBe(ConfigSource.TOPIC_CONFIG);
+    expect(source(withoutSetting)).not.toBe(ConfigSource.TOPIC_CONFIG);
+  });
+
   it('produces with acknowledgement from every in-sync replica', async () => {
     const producer = createIdempotentProducer(kafka);
     await producer.connect();
@@ -77,5 +102,45 @@ describe('ensureTopics and createIdempotentProducer', () => {
     } finally {
       await producer.disconnect();
     }
+  });
+});
+
+describe('checkTopicSettings', () => {
+  it('takes a min.insync.replicas from 1 to the replication factor, or none', () => {
+    expect(checkTopicSettings({ partitions: 6, replicationFactor: 3, minInsyncReplicas: 2 })).toEqual({
+      partitions: 6,
+      replicationFactor: 3,
+      minInsyncReplicas: 2,
+    });
+    expect(checkTopicSettings({ partitions: 6, replicationFactor: 1 }).minInsyncReplicas).toBeUndefined();
+    expect(() => checkTopicSettings({ partitions: 6, replicationFactor: 1, minInsyncReplicas: 2 })).toThrow(ConfigError);
+    expect(() => checkTopicSettings({ partitions: 6, replicationFactor: 3, minInsyncReplicas: 0 })).toThrow(
+      /KAFKA_TOPIC_MIN_INSYNC_REPLICAS must be between 1 and KAFKA_TOPIC_REPLICATION_FACTOR \(3\), got 0/,
+    );
+    expect(() => checkTopicSettings({ partitions: 0, replicationFactor: 1 })).toThrow(ConfigError);
+  });
+});
+
+describe('sendToPartitions', () => {
+  it('makes one produce call per partition, and one per record without a partition, each with acks from all in-sync replicas', async () => {
+    const calls: ProducerRecord[] = [];
+    const send = (record: ProducerRecord) => {
+      calls.push(record);
+      return Promise.resolve([]);
+    };
+    const producer = { send } as unknown as Producer;
+    await sendToPartitions(producer, 'events', [
+      { partition: 1, value: 'a' },
+      { partition: 0, value: 'b' },
+      { partition: 1, value: 'c' },
+      { key: 'k', value: 'd' },
+      { key: 'k', value: 'e' },
+    ]);
+    expect(calls.map(({ topic, acks, messages }) => [topic, acks, messages.map((m) => m.value)])).toEqual([
+      ['events', -1, ['a', 'c']],
+      ['events', -1, ['b']],
+      ['events', -1, ['d']],
+      ['events', -1, ['e']],
+    ]);
   });
 });

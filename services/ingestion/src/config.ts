@@ -1,4 +1,4 @@
-import type { EnvReader } from '@mail/common';
+import { checkTopicSettings, type EnvReader, type TopicSettings } from '@mail/common';
 
 export interface IngestionConfig {
   kafkaBrokers: string[];
@@ -6,8 +6,7 @@ export interface IngestionConfig {
   deadLetterTopic: string;
   consumerGroup: string;
   /** Used when ingestion creates its topics. */
-  topicPartitions: number;
-  topicReplicationFactor: number;
+  topicSettings: TopicSettings;
   /**
    * One fetch is one batch: the broker answers once this many bytes are
    * waiting (at most maxBatchBytes) or after maxBatchWaitMs, whichever first.
@@ -33,8 +32,11 @@ export function readConfig(env: EnvReader): IngestionConfig {
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
     deadLetterTopic: env.string('KAFKA_DLQ_TOPIC', 'engagement-events-dlq'),
     consumerGroup: env.string('KAFKA_CONSUMER_GROUP', 'ingestion'),
-    topicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
-    topicReplicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
+    topicSettings: checkTopicSettings({
+      partitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),
+      replicationFactor: env.int('KAFKA_TOPIC_REPLICATION_FACTOR', 1),
+      minInsyncReplicas: env.optionalInt('KAFKA_TOPIC_MIN_INSYNC_REPLICAS'),
+    }),
     minBatchBytes: env.int('INGESTION_MIN_BATCH_BYTES', 1_000_000),
     maxBatchBytes: env.int('INGESTION_MAX_BATCH_BYTES', 8_000_000),
     maxBatchWaitMs: env.int('INGESTION_MAX_BATCH_WAIT_MS', 250),

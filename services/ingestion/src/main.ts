@@ -1,6 +1,16 @@
 // First: tracing patches the modules the imports below load (@mail/common, tracing).
 import '@mail/common/tracing';
-import { createClient, createIdempotentProducer, createKafka, ensureTopics, runService } from '@mail/common';
+import {
+  createClient,
+  createIdempotentProducer,
+  createKafka,
+  ensureTopics,
+  partitionOfKey,
+  readPartitionCount,
+  runService,
+  sendToPartitions,
+  topicConfig,
+} from '@mail/common';
 import { createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { campaignV1 } from '@mail/proto';
 import { CategoryResolver } from './grpc/categories';
@@ -40,12 +50,10 @@ void runService({
     const kafka = createKafka('ingestion', config.kafkaBrokers, logger);
     const admin = kafka.admin();
     await admin.connect();
-    const topic = (name: string) => ({
-      topic: name,
-      numPartitions: config.topicPartitions,
-      replicationFactor: config.topicReplicationFactor,
-    });
-    await ensureTopics(admin, [topic(config.eventsTopic), topic(config.deadLetterTopic)]);
+    await ensureTopics(admin, [
+      topicConfig(config.eventsTopic, config.topicSettings),
+      topicConfig(config.deadLetterTopic, config.topicSettings),
+    ]);
     const unsettled = new UnsettledDays(clickhouse);
     const consumer = await startConsumer({
       kafka,
@@ -68,7 +76,10 @@ void runService({
         unmatched: new UnmatchedEvents(clickhouse),
         resolve: (ids) => categories.resolve(ids),
         publish: async (events) => {
-          if (events.length > 0) await republisher.send({ topic: config.eventsTopic, acks: -1, messages: events.map(encodeRecord) });
+          if (events.length === 0) return;
+          const partitions = await readPartitionCount(admin, config.eventsTopic);
+          const records = events.map(encodeRecord).map((record) => ({ ...record, partition: partitionOfKey(record.key, partitions) }));
+          await sendToPartitions(republisher, config.eventsTopic, records);
         },
         logger,
       },

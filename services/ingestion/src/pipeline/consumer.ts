@@ -1,5 +1,12 @@
 import type { EachBatchPayload, Kafka } from 'kafkajs';
-import { RECORD_SCHEMA_HEADER, createIdempotentProducer, inLinkedSpan, recordSpanContexts, type Logger } from '@mail/common';
+import {
+  RECORD_SCHEMA_HEADER,
+  createIdempotentProducer,
+  inLinkedSpan,
+  recordSpanContexts,
+  sendToPartitions,
+  type Logger,
+} from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from '../config';
 import type { PoisonRecord } from '../domain/batch';
@@ -81,16 +88,16 @@ export async function startConsumer({
   consumer.on(consumer.events.STOP, () => (joined = false));
 
   const sendToDeadLetters = async (poison: PoisonRecord[]): Promise<void> => {
-    await deadLetters.send({
-      topic: config.deadLetterTopic,
-      acks: -1,
-      messages: poison.map(({ key, partition, offset, reason, value, eventIndex }) => ({
+    await sendToPartitions(
+      deadLetters,
+      config.deadLetterTopic,
+      poison.map(({ key, partition, offset, reason, value, eventIndex }) => ({
         key,
         value: Buffer.from(
           eventsV1.DeadLetter.encode({ sourceTopic: config.eventsTopic, partition, offset, reason, value, eventIndex }).finish(),
         ),
       })),
-    });
+    );
   };
 
   const processBatches = async (payloads: EachBatchPayload[]): Promise<void> => {

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import { Partitioners, type PartitionMetadata } from 'kafkajs';
-import { murmur2, partitionOfKey } from '../src/webhook/partition';
+import { murmur2, partitionOfKey } from '../src/partition';
 
-// The webhook's partitioner must agree with Kafka's default one, key for key: a recipient's events stay in one
+// The producers' partitioner must agree with Kafka's default one, key for key: a recipient's events stay in one
 // partition, in order, only if every producer of the topic places them alike.
 
 it('gives the murmur2 values of Kafka’s own tests (UtilsTest.testMurmur2)', () => {
