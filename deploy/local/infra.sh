@@ -719,21 +719,27 @@ kafka_status() {
 
 # --- Kafka cluster (three KRaft nodes, each broker + controller) ---------------
 
+# The port of node N (1-based) of a COMPONENT of COUNT nodes, from the
+# comma-separated list in the variable VAR.
+nth_port() {
+  local component=$1 var=$2 count=$3 n=$4 ports
+  IFS=, read -r -a ports <<<"${!var}"
+  ((${#ports[@]} == count)) || die "$component: $var='${!var}' must list $count ports"
+  printf '%s\n' "${ports[n - 1]}"
+}
+
+
 KAFKA_CLUSTER_NODES=(1 2 3)
 
 # The node N of the cluster (k1..k3) for the kafka_* functions: its folder,
 # ports, and the jars of the single broker's cache.
 kafka_cluster_paths() {
-  local n=$1 ports controllers
-  IFS=, read -r -a ports <<<"$KAFKA_CLUSTER_PORTS"
-  IFS=, read -r -a controllers <<<"$KAFKA_CLUSTER_CONTROLLER_PORTS"
-  ((${#ports[@]} == ${#KAFKA_CLUSTER_NODES[@]} && ${#controllers[@]} == ${#KAFKA_CLUSTER_NODES[@]})) ||
-    die "kafka-cluster: KAFKA_CLUSTER_PORTS and KAFKA_CLUSTER_CONTROLLER_PORTS need ${#KAFKA_CLUSTER_NODES[@]} ports each"
+  local n=$1 nodes=${#KAFKA_CLUSTER_NODES[@]}
   KC_HOME=$STATE_DIR/kafka-cluster
   K_LIBS=$STATE_DIR/kafka/libs
   kafka_node_paths "$KC_HOME/k$n"
-  K_PORT=${ports[n - 1]}
-  K_CONTROLLER_PORT=${controllers[n - 1]}
+  K_PORT=$(nth_port kafka-cluster KAFKA_CLUSTER_PORTS "$nodes" "$n")
+  K_CONTROLLER_PORT=$(nth_port kafka-cluster KAFKA_CLUSTER_CONTROLLER_PORTS "$nodes" "$n")
 }
 
 # Every node is a voter of the one controller quorum.
@@ -1042,23 +1048,14 @@ zookeeper_status() {
 
 # --- ClickHouse cluster (ch1..ch4 over one ZooKeeper) --------------------------
 
-# Port of node number N (1..4) from a comma-separated list.
-nth_port() {
-  local -a ports
-  IFS=, read -r -a ports <<<"$1"
-  ((${#ports[@]} == ${#CLICKHOUSE_NODES[@]})) ||
-    die "clickhouse-cluster: '$1' must list ${#CLICKHOUSE_NODES[@]} ports"
-  printf '%s\n' "${ports[$2 - 1]}"
-}
-
 # Node N's paths (clickhouse_home_paths) and ports: CN_NAME, CN_HTTP, CN_TCP,
 # CN_INTERSERVER, CN_SHARD.
 clickhouse_cluster_node() {
   local n=$1
   CN_NAME=${CLICKHOUSE_NODES[$n - 1]}
-  CN_HTTP=$(nth_port "$CLICKHOUSE_CLUSTER_HTTP_PORTS" "$n")
-  CN_TCP=$(nth_port "$CLICKHOUSE_CLUSTER_TCP_PORTS" "$n")
-  CN_INTERSERVER=$(nth_port "$CLICKHOUSE_CLUSTER_INTERSERVER_PORTS" "$n")
+  CN_HTTP=$(nth_port clickhouse-cluster CLICKHOUSE_CLUSTER_HTTP_PORTS "${#CLICKHOUSE_NODES[@]}" "$n")
+  CN_TCP=$(nth_port clickhouse-cluster CLICKHOUSE_CLUSTER_TCP_PORTS "${#CLICKHOUSE_NODES[@]}" "$n")
+  CN_INTERSERVER=$(nth_port clickhouse-cluster CLICKHOUSE_CLUSTER_INTERSERVER_PORTS "${#CLICKHOUSE_NODES[@]}" "$n")
   CN_SHARD=0$(((n + 1) / 2))
   clickhouse_home_paths "$STATE_DIR/clickhouse-cluster/$CN_NAME"
 }
@@ -1066,7 +1063,7 @@ clickhouse_cluster_node() {
 # remote_servers' <replica> of node N.
 clickhouse_cluster_replica_xml() {
   printf '                <replica><host>127.0.0.1</host><port>%s</port></replica>\n' \
-    "$(nth_port "$CLICKHOUSE_CLUSTER_TCP_PORTS" "$1")"
+    "$(nth_port clickhouse-cluster CLICKHOUSE_CLUSTER_TCP_PORTS "${#CLICKHOUSE_NODES[@]}" "$1")"
 }
 
 # What makes node CN_* a member of the clusters, in config.d (merged into
@@ -1326,7 +1323,7 @@ print_env() {
       clickhouse-cluster)
         local urls=() n
         for n in "${!CLICKHOUSE_NODES[@]}"; do
-          urls+=("http://127.0.0.1:$(nth_port "$CLICKHOUSE_CLUSTER_HTTP_PORTS" $((n + 1)))")
+          urls+=("http://127.0.0.1:$(nth_port clickhouse-cluster CLICKHOUSE_CLUSTER_HTTP_PORTS "${#CLICKHOUSE_NODES[@]}" $((n + 1)))")
         done
         echo "export CLICKHOUSE_CLUSTER_URLS=$(
           IFS=,
