@@ -11,7 +11,7 @@ const AUTHENTICATION_DETAILS = new Set([7, 23, 24, 25, 26, 27]);
 /**
  * Why a server refused a message, from its SMTP reply: the enhanced status
  * code when there is one (in `enhanced` or in the text), else the basic
- * reply code. The table is README.md's "Bounce classes".
+ * reply code. The table is docs/api.md's "Bounce classes".
  */
 export function smtpBounceClass(code: number | undefined, text: string | undefined, enhanced?: string): eventsV1.BounceClass {
   const match = ENHANCED_CODE.exec(enhanced ?? '') ?? ENHANCED_CODE.exec(text ?? '');
