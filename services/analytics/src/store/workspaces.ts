@@ -3,5 +3,5 @@ import type { EventStore } from './connection';
 
 /** Deletes the workspace's events, rollups and suppressions, and records it as closed (@mail/common workspace-erasure). */
 export async function eraseWorkspace(store: EventStore, workspaceId: string): Promise<void> {
-  for (const statement of workspaceErasure(store.database, workspaceId)) await store.command(statement);
+  for (const statement of workspaceErasure(store.layout, workspaceId)) await store.command(statement);
 }
