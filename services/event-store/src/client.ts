@@ -35,6 +35,11 @@ export interface ClickHouseOptions {
  * - distributed_product_mode local: an IN or JOIN subquery over a
  *   Distributed table inside a query over one reads the shard's local table,
  *   which is exact because one workspace lives on one shard;
+ * - insert_deduplicate off: a Replicated table drops an inserted block
+ *   identical to one of its last inserts, which would lose a rebuild's rows
+ *   (the same block the view once wrote) or a day marked unsettled again in
+ *   the same second; no write relies on it (ingestion deduplicates events
+ *   itself), as on one server, which never drops a block;
  * - distributed_ddl_task_timeout below the request timeout: an ON CLUSTER
  *   statement that waits for a server that is down fails as ClickHouse's
  *   error, not as a timeout of the request, which would count as this
@@ -45,6 +50,7 @@ function clusterSettings(requestTimeoutMs: number): ClickHouseSettings {
     insert_distributed_sync: 1,
     load_balancing: 'in_order',
     distributed_product_mode: 'local',
+    insert_deduplicate: 0,
     distributed_ddl_task_timeout: String(Math.max(1, Math.floor(requestTimeoutMs / 1000) - 5)),
   };
 }

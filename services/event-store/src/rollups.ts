@@ -2,7 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
 import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
 import { layoutOf, type EventDatabase, type StoreLayout, type TableSpec } from './layout';
-import { dateTime, int, list, raw, sql, str, uuid, type SqlFragment } from './sql';
+import { dateTime, int, join, list, raw, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
  * Tables derived from events by materialized views, so reads need not
@@ -174,16 +174,30 @@ export async function rebuildDerivedDay(
   signal?: AbortSignal,
 ): Promise<void> {
   const layout = layoutOf(database);
+  const ofDay = sql`workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`;
   for (const table of AGGREGATE_TABLES) {
     await client.command({
-      query: sql`ALTER TABLE ${layout.local(table)}${layout.onCluster}
-        DELETE WHERE workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`.text,
+      query: sql`ALTER TABLE ${layout.local(table)}${layout.onCluster} DELETE WHERE ${ofDay}`.text,
       abort_signal: signal,
     });
   }
+  // In a cluster a mutation reaches the replicas' system.mutations through ZooKeeper a moment after the ALTER
+  // returns: the deletion is also awaited as readers see it.
+  const deleted = async (): Promise<boolean> => {
+    if (layout.cluster === undefined) return true;
+    const left = await client.query({
+      query: join(
+        AGGREGATE_TABLES.map((table) => sql`SELECT count() AS n FROM ${layout.table(table)} WHERE ${ofDay}`),
+        ' UNION ALL ',
+      ).text,
+      format: 'JSONEachRow',
+      abort_signal: signal,
+    });
+    return (await left.json<{ n: string }>()).every((row) => Number(row.n) === 0);
+  };
   const deadline = Date.now() + MUTATION_WAIT_MS;
   for (;;) {
-    if ((await pendingMutations(client, layout, AGGREGATE_TABLES, signal)) === 0) break;
+    if ((await pendingMutations(client, layout, AGGREGATE_TABLES, signal)) === 0 && (await deleted())) break;
     if (Date.now() > deadline) throw new Error(`mutations of ${AGGREGATE_TABLES.join(', ')} still pending after ${MUTATION_WAIT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
