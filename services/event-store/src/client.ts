@@ -180,7 +180,7 @@ function failover(clients: ClickHouseClient[]): ClickHouseClient {
 
 /**
  * How many mutations (ALTER ... DELETE) of these tables ClickHouse has not
- * finished: on every server of the cluster that answers, in cluster mode.
+ * finished: in a cluster, on the replica of each shard that reads go to.
  */
 export async function pendingMutations(
   client: ClickHouseClient,
@@ -190,7 +190,7 @@ export async function pendingMutations(
 ): Promise<number> {
   const layout = layoutOf(database);
   const result = await client.query({
-    query: sql`SELECT count() AS n FROM ${await layout.everyServer(client, 'mutations')}
+    query: sql`SELECT count() AS n FROM ${layout.everyShard('mutations')}
       WHERE database = ${str(layout.database)} AND table IN (${list(tables.map((table) => str(layout.localName(table))))}) AND is_done = 0`
       .text,
     format: 'JSONEachRow',

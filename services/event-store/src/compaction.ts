@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { layoutOf, type EventDatabase } from './layout';
-import { int, list, sql, str } from './sql';
+import { int, list, raw, sql, str } from './sql';
 
 /** The event tables partitioned by month (toYYYYMM of an event's time). */
 export const MONTHLY_TABLES = ['events', 'events_by_address', 'event_rollup_daily', 'link_rollup_daily', 'unmatched_events'];
@@ -40,8 +40,8 @@ export function closedMonthsToCompact(partitions: MonthPartition[], now: Date, c
  * column. An events page of one address read in 17 ms from seven parts per
  * month, and in 9 ms from one. Events that arrive for a month after this
  * make a new part, merged in by the next call. `signal` aborts the merge
- * request in progress. In a cluster, a partition with several parts on any
- * server is merged on every shard (ON CLUSTER; replicas merge alike).
+ * request in progress. In a cluster, a partition with several parts on a
+ * shard is merged on every shard (ON CLUSTER; replicas merge alike).
  */
 export async function compactClosedMonths(
   client: ClickHouseClient,
@@ -51,10 +51,14 @@ export async function compactClosedMonths(
 ): Promise<MonthPartition[]> {
   const layout = layoutOf(database);
   const byLocalName = new Map(MONTHLY_TABLES.map((table) => [layout.localName(table), table]));
-  // In a cluster, the parts of every server, told apart by name (the replicas of a shard hold the same parts).
+  // Parts per server, told apart by host name and data path (the servers of one machine share a host name); in a
+  // cluster, of the replica of each shard that reads go to.
+  const server = raw.trusted("concat(hostName(), ':', replaceRegexpOne(path, '/data/.*', ''))");
   const result = await client.query({
-    query: sql`SELECT table, partition_id, uniqExact(name) AS parts FROM ${await layout.everyServer(client, 'parts')}
-      WHERE active AND database = ${str(layout.database)} AND table IN (${list([...byLocalName.keys()].map(str))})
+    query: sql`SELECT table, partition_id, max(parts) AS parts FROM (
+        SELECT ${server} AS server, table, partition_id, count() AS parts FROM ${layout.everyShard('parts')}
+        WHERE active AND database = ${str(layout.database)} AND table IN (${list([...byLocalName.keys()].map(str))})
+        GROUP BY server, table, partition_id)
       GROUP BY table, partition_id`.text,
     format: 'JSONEachRow',
     abort_signal: signal,

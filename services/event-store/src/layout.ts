@@ -1,4 +1,3 @@
-import type { ClickHouseClient } from '@clickhouse/client';
 import { identifier, raw, sql, str, type SqlFragment } from './sql';
 
 /**
@@ -28,7 +27,7 @@ import { identifier, raw, sql, str, type SqlFragment } from './sql';
  */
 export type Placement = 'workspace' | 'provider-event' | 'everywhere';
 
-/** Each table's placement in a cluster; a table not listed (the v1 table) is a plain table of the server it is on. */
+/** Each table's placement in a cluster; a name not listed (a view, the v1 table) is the same on every server. */
 const PLACEMENTS: Record<string, Placement> = {
   events: 'workspace',
   events_by_address: 'workspace',
@@ -138,7 +137,7 @@ export class StoreLayout {
     return sql`CREATE TABLE IF NOT EXISTS ${this.table(name)}${this.onCluster} AS ${this.local(name)} ENGINE = ${engine}`;
   }
 
-  /** A materialized view from the local `source` into the local `target` (each replica feeds its own inserts). */
+  /** A materialized view into the local `target`, its SELECT reading local tables (each replica feeds its own inserts). */
   createView(name: string, target: string, select: SqlFragment): SqlFragment {
     return sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${this.table(name)}${this.onCluster} TO ${this.local(target)} AS ${select}`;
   }
@@ -150,20 +149,14 @@ export class StoreLayout {
   }
 
   /**
-   * A system table of every server of the cluster (each server a shard of
-   * `remote()`, addresses from system.clusters), or of this server alone.
-   * Read it with skip_unavailable_shards: a server that is down is left out.
+   * A system table of one replica of each shard (through the cluster()
+   * table function, with the cluster's own addresses and credentials, the
+   * replica reads go to), or of this server alone. Read it with
+   * skip_unavailable_shards: a shard that is down is left out.
    */
-  async everyServer(client: ClickHouseClient, systemTable: string): Promise<SqlFragment> {
+  everyShard(systemTable: string): SqlFragment {
     if (this.cluster === undefined) return sql`system.${identifier(systemTable)}`;
-    const result = await client.query({
-      query: sql`SELECT concat(host_address, ':', toString(port)) AS address FROM system.clusters
-        WHERE cluster = ${str(this.cluster)}`.text,
-      format: 'JSONEachRow',
-    });
-    const addresses = (await result.json<{ address: string }>()).map((row) => row.address);
-    if (addresses.length === 0) throw new Error(`no cluster ${this.cluster} in the servers' remote_servers`);
-    return sql`remote(${str(addresses.join(','))}, system, ${identifier(systemTable)})`;
+    return sql`cluster(${str(this.cluster)}, system, ${identifier(systemTable)})`;
   }
 }
 
