@@ -45,6 +45,8 @@ let admin: Admin;
 const group = `replica-loss-${run}`;
 let campaigns: campaignV1.CampaignServiceClient;
 const replicaReaders: Analytics[] = [];
+/** Analytics over both servers, as deployed: it reads through ch2 once ch1 is gone. */
+let bothServers: Analytics;
 const ch1 = clusterNode('clickhouse', 'ch1');
 
 interface Workspace {
@@ -81,12 +83,17 @@ beforeAll(async () => {
   producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   admin = kafka.admin();
   await Promise.all([producer.connect(), admin.connect()]);
+  bothServers = await startAnalytics('replica-loss-both', {
+    CLICKHOUSE_URL: [urls.ch1, urls.ch2].join(','),
+    CLICKHOUSE_DATABASE: cluster.database,
+    CLICKHOUSE_CLUSTER: CLUSTER,
+  });
   console.log(`replica-loss: set up in ${Date.now() - started} ms`);
 });
 
 afterAll(async () => {
   if (ch1.pid() === undefined) await ch1.restart();
-  await Promise.all(replicaReaders.map((reader) => reader.close()));
+  await Promise.all([...replicaReaders, bothServers].map((reader) => reader?.close()));
   campaigns?.close();
   await Promise.all([producer?.disconnect(), admin?.disconnect()]);
   await stack?.stopAll();
@@ -189,7 +196,12 @@ it('goes on through the other replica when one dies, losing and doubling nothing
     const committed = new Map(partitions.map((p) => [p.partition, Number(p.offset)]));
     return ends.every((end) => committed.get(end.partition) === Number(end.high)) ? true : undefined;
   });
-  console.log(`replica-loss: ingestion caught up ${Date.now() - killedAt} ms after the kill`);
+  const metrics = await (await fetch(`${stack.urls.ops.ingestion}/metrics`)).text();
+  const retries = /^ingestion_batch_retries_total (\d+)/m.exec(metrics)?.[1] ?? '0';
+  const [{ marked }] = await cluster.rows<{ marked: string }>('ch2', 'SELECT count() AS marked FROM unsettled_days');
+  console.log(
+    `replica-loss: ingestion caught up ${Date.now() - killedAt} ms after the kill (${retries} batch retries, ${marked} days marked unsettled)`,
+  );
   expect(ch1.pid()).toBeUndefined();
   const afterKill = [...produced.values()].flat().filter((e) => Number(e.providerEventId.split('-').at(-2)) > KILL_AFTER);
   const [{ n }] = await cluster.rows<{ n: string }>(
@@ -197,6 +209,9 @@ it('goes on through the other replica when one dies, losing and doubling nothing
     `SELECT uniqExact(provider_event_id) AS n FROM events_local WHERE provider_event_id IN (${afterKill.map((e) => `'${e.providerEventId}'`).join(',')})`,
   );
   expect(Number(n)).toBe(afterKill.length);
+  // Analytics, its first server dead, answers through the second.
+  const during = await bothServers.list(targets[targets.length - 1].workspaceId);
+  expect(during.page?.total).toBeGreaterThan(0);
 
   const restartedAt = Date.now();
   await ch1.restart();
