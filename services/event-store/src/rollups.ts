@@ -234,6 +234,11 @@ async function outdatedTables(client: ClickHouseClient, layout: StoreLayout): Pr
 /** The tables the views feed. */
 export const DERIVED_TABLE_NAMES = DERIVED_TABLES.map((table) => table.name);
 
+/** Whether no derived table is in an earlier layout (ensureEventRollups would make it again). */
+export async function derivedTablesCurrent(client: ClickHouseClient, layout: StoreLayout): Promise<boolean> {
+  return (await outdatedTables(client, layout)).length === 0;
+}
+
 /**
  * Creates unsettled_days and the derived tables with their views. A derived
  * table this call creates is then filled from the events already stored,

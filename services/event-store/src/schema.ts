@@ -3,7 +3,7 @@ import { createClickHouse } from './client';
 import { StoreLayout, type TableSpec } from './layout';
 import { identifier, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1, V1_TABLE } from './migration';
-import { DERIVED_TABLE_NAMES, ensureEventRollups } from './rollups';
+import { DERIVED_TABLE_NAMES, derivedTablesCurrent, ensureEventRollups } from './rollups';
 import { ensureSuppressionState, suppressionLiftAuditTable, suppressionManualTable } from './suppression';
 import { closedWorkspacesTable } from './workspace-erasure';
 
@@ -246,14 +246,16 @@ function storeObjects(layout: StoreLayout): string[] {
   ];
 }
 
-/** Whether this server holds the whole store already (and no v1 table to take over). */
+/** Whether this server holds the whole store already, in its current layout (and no v1 table to take over). */
 async function storeComplete(client: ClickHouseClient, layout: StoreLayout): Promise<boolean> {
   const result = await client.query({
     query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`.text,
     format: 'JSONEachRow',
   });
   const present = new Set((await result.json<{ name: string }>()).map((row) => row.name));
-  return !present.has(V1_TABLE) && storeObjects(layout).every((name) => present.has(name));
+  if (present.has(V1_TABLE) || !storeObjects(layout).every((name) => present.has(name))) return false;
+  for (const { table, column } of ADDED_COLUMNS) if (!(await columnExists(client, layout, table, column))) return false;
+  return derivedTablesCurrent(client, layout);
 }
 
 /**
