@@ -12,7 +12,7 @@ void runService({
   defaults: { grpcAddress: '127.0.0.1:50054', opsPort: 9104 },
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
-    const store = await openEventStore(config.clickhouseUrl, config.clickhouseDatabase);
+    const store = await openEventStore(config.clickhouse);
     readiness.add('clickhouse', () => store.ping());
     return {
       grpcServices: [{ definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(logger, store) }],

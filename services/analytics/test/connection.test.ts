@@ -6,7 +6,7 @@ const { sql, str } = chsql;
 
 it('creates the database and the shared tables when ingestion never ran', async () => {
   const database = `test_analytics_fresh_${uniqueSuffix()}`;
-  const store = await openEventStore(infraEnv().clickhouseUrl, database);
+  const store = await openEventStore({ urls: [infraEnv().clickhouseUrl], database });
   try {
     await store.ping();
     const tables = await store.rows<{ name: string }>(sql`SELECT name FROM system.tables WHERE database = ${str(database)} ORDER BY name`);
@@ -40,7 +40,7 @@ it('creates the database and the shared tables when ingestion never ran', async 
 it('fails to open with a connection error when ClickHouse does not answer', async () => {
   // The text isDependencyFailure() recognizes, so the process exits and calls answer UNAVAILABLE. (Its
   // instanceof check cannot be asserted here: Node's socket errors come from outside jest's sandbox.)
-  await expect(openEventStore('http://127.0.0.1:1', 'mail')).rejects.toMatchObject({
+  await expect(openEventStore({ urls: ['http://127.0.0.1:1'], database: 'mail' })).rejects.toMatchObject({
     message: expect.stringMatching(/connect ECONNREFUSED/),
   });
 });

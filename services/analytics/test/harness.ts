@@ -49,7 +49,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     database: () => createTestClickHouse(label),
     client: analyticsV1.AnalyticsServiceClient,
     open: async (database) => {
-      const store = await openEventStore(database.url, database.database);
+      const store = await openEventStore({ urls: [database.url], database: database.database });
       const clickhouse = createClickHouseClient({
         url: database.url,
         database: database.database,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { chsql, createClickHouse, ensureEventSchema, suppressionStateTable, suppressionStates } from '@mail/event-store';
+import { StoreLayout, chsql, createClickHouse, ensureEventSchema, suppressionStateTable, suppressionStates } from '@mail/event-store';
 import { createTestClickHouse } from '@mail/local';
 import { SuppressionReason, failure, signal, startAnalytics, status, type Analytics, type SignalRow } from './harness';
 
@@ -276,7 +276,7 @@ describe('suppression_state over signals stored before it existed', () => {
       });
       await run('DROP TABLE suppression_state');
       // A crashed build left a staging table with an older computation in it: one that saw only the later hard bounce.
-      await run(suppressionStateTable(chsql.identifier(database.database), 'suppression_state_backfill').text);
+      await run(new StoreLayout(database.database).createTable(suppressionStateTable('suppression_state_backfill'))[0].text);
       await run(
         `INSERT INTO suppression_state_backfill VALUES ('${workspace}', 'hard@example.com', 'hard_bounce', '${day(2).slice(0, 19).replace('T', ' ')}', 1)`,
       );

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { identifier, int, list, sql, str } from './sql';
+import { layoutOf, type EventDatabase } from './layout';
+import { int, list, raw, sql, str } from './sql';
 
 /** The event tables partitioned by month (toYYYYMM of an event's time). */
 export const MONTHLY_TABLES = ['events', 'events_by_address', 'event_rollup_daily', 'link_rollup_daily', 'unmatched_events'];
@@ -39,28 +40,37 @@ export function closedMonthsToCompact(partitions: MonthPartition[], now: Date, c
  * column. An events page of one address read in 17 ms from seven parts per
  * month, and in 9 ms from one. Events that arrive for a month after this
  * make a new part, merged in by the next call. `signal` aborts the merge
- * request in progress.
+ * request in progress. In a cluster, a partition with several parts on a
+ * shard is merged on every shard (ON CLUSTER; replicas merge alike).
  */
 export async function compactClosedMonths(
   client: ClickHouseClient,
-  database: string,
+  database: EventDatabase,
   now = new Date(),
   signal?: AbortSignal,
 ): Promise<MonthPartition[]> {
+  const layout = layoutOf(database);
+  const byLocalName = new Map(MONTHLY_TABLES.map((table) => [layout.localName(table), table]));
+  // Parts per server, told apart by host name and data path (the servers of one machine share a host name); in a
+  // cluster, of the replica of each shard that reads go to.
+  const server = raw.trusted("concat(hostName(), ':', replaceRegexpOne(path, '/data/.*', ''))");
   const result = await client.query({
-    query: sql`SELECT table, partition_id, count() AS parts FROM system.parts
-      WHERE active AND database = ${str(database)} AND table IN (${list(MONTHLY_TABLES.map(str))})
+    query: sql`SELECT table, partition_id, max(parts) AS parts FROM (
+        SELECT ${server} AS server, table, partition_id, count() AS parts FROM ${layout.everyShard('parts')}
+        WHERE active AND database = ${str(layout.database)} AND table IN (${list([...byLocalName.keys()].map(str))})
+        GROUP BY server, table, partition_id)
       GROUP BY table, partition_id`.text,
     format: 'JSONEachRow',
     abort_signal: signal,
+    clickhouse_settings: { skip_unavailable_shards: 1 },
   });
   const partitions = (await result.json<{ table: string; partition_id: string; parts: string }>())
     .filter((row) => /^\d{6}$/.test(row.partition_id))
-    .map((row) => ({ table: row.table, month: Number(row.partition_id), parts: Number(row.parts) }));
+    .map((row) => ({ table: byLocalName.get(row.table)!, month: Number(row.partition_id), parts: Number(row.parts) }));
   const due = closedMonthsToCompact(partitions, now);
   for (const partition of due) {
     await client.command({
-      query: sql`OPTIMIZE TABLE ${identifier(database)}.${identifier(partition.table)} PARTITION ${int(partition.month)} FINAL`.text,
+      query: sql`OPTIMIZE TABLE ${layout.local(partition.table)}${layout.onCluster} PARTITION ${int(partition.month)} FINAL`.text,
       abort_signal: signal,
     });
   }

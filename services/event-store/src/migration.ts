@@ -1,6 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './schema';
-import { identifier, int, sql, str, type SqlFragment } from './sql';
+import type { StoreLayout, TableSpec } from './layout';
+import { identifier, int, raw, sql, str, type SqlFragment } from './sql';
 
 /**
  * Moving a v1 event store to v2. v1 kept the four engagement types in
@@ -12,18 +13,22 @@ import { identifier, int, sql, str, type SqlFragment } from './sql';
  * writer) instead of writing where nobody reads. It stays as
  * `engagement_events_v1` for the operator to drop once satisfied.
  */
-const V1_TABLE = 'engagement_events';
+export const V1_TABLE = 'engagement_events';
 const V1_KEPT_TABLE = 'engagement_events_v1';
 const V1_DERIVED_TABLES = ['event_rollup_daily', 'link_rollup_daily', 'events_by_address'];
 /** The row of event_store_migrations that says the copy is complete. */
 const COPIED_MARKER = 'events_from_engagement_events_v1';
 
-const migrationsTable = (db: SqlFragment): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.event_store_migrations (
+const migrationsTable: TableSpec = {
+  name: 'event_store_migrations',
+  structure: sql`(
     name String,
     done_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree(done_at)
-  ORDER BY name`;
+  )`,
+  family: 'ReplacingMergeTree',
+  engineArguments: raw.trusted('done_at'),
+  keys: sql`ORDER BY name`,
+};
 
 /** The columns of `events` a copy fills, and v1's values for them: no variant, no bounce class, no machine open. */
 const COPIED_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open, email,
@@ -34,9 +39,9 @@ const copiedValues =
   bounce_type, CAST('none' AS ${BOUNCE_CLASS_ENUM}), toUInt8(0), email, occurred_at, received_at, url, reason, user_agent, ip,
   provider, provider_event_id, provider_message_id, raw, ingested_at`;
 
-async function tableNames(client: ClickHouseClient, db: SqlFragment, where = sql`1`): Promise<Set<string>> {
+async function tableNames(client: ClickHouseClient, layout: StoreLayout, where = sql`1`): Promise<Set<string>> {
   const result = await client.query({
-    query: sql`SELECT name FROM system.tables WHERE database = ${str(db.text)} AND ${where}`.text,
+    query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)} AND ${where}`.text,
     format: 'JSONEachRow',
   });
   return new Set((await result.json<{ name: string }>()).map((row) => row.name));
@@ -54,20 +59,28 @@ async function tableNames(client: ClickHouseClient, db: SqlFragment, where = sql
  * collapses the copies, rollups built afterwards count each provider event
  * once, and a copy written once another replica's views exist marks its days
  * unsettled, so they are compared and rebuilt.
+ *
+ * In a cluster the v1 table is the one the operator replicated to every
+ * server (as v1's deployment guide said): it is renamed ON CLUSTER, and read
+ * on the server this client uses, and its events reach the shards of their
+ * workspaces through the Distributed events table.
  */
-export async function migrateFromV1(client: ClickHouseClient, db: SqlFragment): Promise<void> {
-  await client.command({ query: migrationsTable(db).text });
-  const names = await tableNames(client, db);
+export async function migrateFromV1(client: ClickHouseClient, layout: StoreLayout): Promise<void> {
+  const run = async (statement: SqlFragment) => {
+    await client.command({ query: statement.text });
+  };
+  const db = layout.db;
+  for (const statement of layout.createTable(migrationsTable)) await run(statement);
+  const names = await tableNames(client, layout);
   if (names.has(V1_TABLE)) {
     for (const table of V1_DERIVED_TABLES) {
-      await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(`${table}_feed`)}`.text });
-      await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(table)}`.text });
+      for (const statement of [...layout.dropTable(`${table}_feed`), ...layout.dropTable(table)]) await run(statement);
     }
     try {
-      await client.command({ query: sql`RENAME TABLE ${db}.${identifier(V1_TABLE)} TO ${db}.${identifier(V1_KEPT_TABLE)}`.text });
+      await run(sql`RENAME TABLE ${db}.${identifier(V1_TABLE)} TO ${db}.${identifier(V1_KEPT_TABLE)}${layout.onCluster}`);
     } catch (error) {
       // Another replica renamed it first.
-      if ((await tableNames(client, db)).has(V1_TABLE)) throw error;
+      if ((await tableNames(client, layout)).has(V1_TABLE)) throw error;
     }
   } else if (!names.has(V1_KEPT_TABLE)) {
     return;
@@ -86,7 +99,7 @@ export async function migrateFromV1(client: ClickHouseClient, db: SqlFragment): 
         WHERE ${inMonth} AND id NOT IN (SELECT id FROM ${db}.events WHERE ${inMonth})
         LIMIT 1 BY id`.text,
     });
-    if ((await tableNames(client, db, sql`engine = 'MaterializedView'`)).size > 0) {
+    if ((await tableNames(client, layout, sql`engine = 'MaterializedView'`)).size > 0) {
       await client.command({
         query: sql`INSERT INTO ${db}.unsettled_days
           SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at FROM ${v1} WHERE ${inMonth}`.text,

@@ -1,7 +1,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
 import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
-import { dateTime, identifier, int, list, sql, str, uuid, type SqlFragment } from './sql';
+import { layoutOf, type EventDatabase, type StoreLayout, type TableSpec } from './layout';
+import { dateTime, int, join, list, raw, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
  * Tables derived from events by materialized views, so reads need not
@@ -37,21 +38,26 @@ export const ENGAGED_EVENTS = sql`((event_type = 'open' AND machine_open = 0) OR
 /** The key of event_rollup_daily below the day, in its order. */
 const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
 
-const unsettledDaysTable = (db: SqlFragment): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.unsettled_days (
+const unsettledDaysTable: TableSpec = {
+  name: 'unsettled_days',
+  structure: sql`(
     workspace_id UUID,
     day Date,
     marked_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree(marked_at)
-  ORDER BY (workspace_id, day)`;
+  )`,
+  family: 'ReplacingMergeTree',
+  engineArguments: raw.trusted('marked_at'),
+  keys: sql`ORDER BY (workspace_id, day)`,
+};
 
 interface DerivedTable {
   name: string;
   /** Columns of its current layout: a table that lacks one (made by an earlier release) is dropped and made again. */
   layout: string[];
-  /** CREATE TABLE without IF NOT EXISTS: the one process whose statement succeeds fills it from the stored events. */
-  create(db: SqlFragment): SqlFragment;
-  view(db: SqlFragment): SqlFragment;
+  /** Created without IF NOT EXISTS: the one process whose statement succeeds fills it from the stored events. */
+  table(layout: StoreLayout): TableSpec;
+  /** The view's SELECT over the events as they are inserted (the local events table). */
+  feed(layout: StoreLayout): SqlFragment;
   /** INSERT ... SELECT of the stored events that `where` selects, each provider event counted once. */
   backfill(db: SqlFragment, where: SqlFragment): SqlFragment;
 }
@@ -60,7 +66,9 @@ const DERIVED_TABLES: DerivedTable[] = [
   {
     name: 'event_rollup_daily',
     layout: ['variant_id', 'machine_open', 'engaged_addresses'],
-    create: (db) => sql`CREATE TABLE ${db}.event_rollup_daily (
+    table: () => ({
+      name: 'event_rollup_daily',
+      structure: sql`(
       workspace_id UUID,
       day Date,
       campaign_id UUID,
@@ -70,14 +78,16 @@ const DERIVED_TABLES: DerivedTable[] = [
       machine_open UInt8,
       events AggregateFunction(count),
       engaged_addresses AggregateFunction(uniqExact, UInt64)
-    ) ENGINE = AggregatingMergeTree()
-    PARTITION BY toYYYYMM(day)
+    )`,
+      family: 'AggregatingMergeTree',
+      keys: sql`PARTITION BY toYYYYMM(day)
     ORDER BY (workspace_id, day, ${EVENT_ROLLUP_KEY})
     SETTINGS index_granularity = 256`,
-    view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.event_rollup_daily_feed TO ${db}.event_rollup_daily AS
+    }),
+    feed: (layout) => sql`
       SELECT workspace_id, toDate(occurred_at) AS day, ${EVENT_ROLLUP_KEY},
         countState() AS events, uniqExactStateIf(cityHash64(email), ${ENGAGED_EVENTS}) AS engaged_addresses
-      FROM ${db}.events
+      FROM ${layout.local('events')}
       GROUP BY workspace_id, day, ${EVENT_ROLLUP_KEY}`,
     backfill: (db, where) => sql`INSERT INTO ${db}.event_rollup_daily
       SELECT workspace_id, day, ${EVENT_ROLLUP_KEY}, countState() AS events,
@@ -92,7 +102,9 @@ const DERIVED_TABLES: DerivedTable[] = [
   {
     name: 'link_rollup_daily',
     layout: ['variant_id'],
-    create: (db) => sql`CREATE TABLE ${db}.link_rollup_daily (
+    table: () => ({
+      name: 'link_rollup_daily',
+      structure: sql`(
       workspace_id UUID,
       day Date,
       campaign_id UUID,
@@ -100,14 +112,16 @@ const DERIVED_TABLES: DerivedTable[] = [
       url String,
       clicks AggregateFunction(count),
       addresses AggregateFunction(uniqExact, UInt64)
-    ) ENGINE = AggregatingMergeTree()
-    PARTITION BY toYYYYMM(day)
+    )`,
+      family: 'AggregatingMergeTree',
+      keys: sql`PARTITION BY toYYYYMM(day)
     ORDER BY (workspace_id, day, campaign_id, variant_id, url)
     SETTINGS index_granularity = 256`,
-    view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.link_rollup_daily_feed TO ${db}.link_rollup_daily AS
+    }),
+    feed: (layout) => sql`
       SELECT workspace_id, toDate(occurred_at) AS day, campaign_id, variant_id, assumeNotNull(url) AS url,
         countState() AS clicks, uniqExactState(cityHash64(email)) AS addresses
-      FROM ${db}.events
+      FROM ${layout.local('events')}
       WHERE event_type = 'click' AND isNotNull(url)
       GROUP BY workspace_id, day, campaign_id, variant_id, url`,
     backfill: (db, where) => sql`INSERT INTO ${db}.link_rollup_daily
@@ -124,13 +138,16 @@ const DERIVED_TABLES: DerivedTable[] = [
     name: 'events_by_address',
     layout: ['variant_id', 'bounce_class', 'machine_open'],
     // The columns of events, so the two cannot drift apart; its raw column stays empty here.
-    create: (db) => sql`CREATE TABLE ${db}.events_by_address AS ${db}.events
-    ENGINE = ReplacingMergeTree(ingested_at)
-    PARTITION BY toYYYYMM(occurred_at)
+    table: (layout) => ({
+      name: 'events_by_address',
+      structure: sql`AS ${layout.local('events')}`,
+      family: 'ReplacingMergeTree',
+      engineArguments: raw.trusted('ingested_at'),
+      keys: sql`PARTITION BY toYYYYMM(occurred_at)
     ORDER BY (workspace_id, email, occurred_at, provider_event_id)
     SETTINGS index_granularity = 256`,
-    view: (db) => sql`CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.events_by_address_feed TO ${db}.events_by_address AS
-      SELECT ${EVENTS_BY_ADDRESS_COLUMNS}, '' AS raw FROM ${db}.events`,
+    }),
+    feed: (layout) => sql`SELECT ${EVENTS_BY_ADDRESS_COLUMNS}, '' AS raw FROM ${layout.local('events')}`,
     // Readers deduplicate an address's few rows exactly, so copies may stay.
     backfill: (db, where) => sql`INSERT INTO ${db}.events_by_address (${EVENTS_BY_ADDRESS_COLUMNS})
       SELECT ${EVENTS_BY_ADDRESS_COLUMNS} FROM ${db}.events WHERE ${where}`,
@@ -160,27 +177,41 @@ const MUTATION_WAIT_MS = 10 * 60_000;
  */
 export async function rebuildDerivedDay(
   client: ClickHouseClient,
-  database: string,
+  database: EventDatabase,
   workspaceId: string,
   day: string,
   signal?: AbortSignal,
 ): Promise<void> {
-  const db = identifier(database);
+  const layout = layoutOf(database);
+  const ofDay = sql`workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`;
   for (const table of AGGREGATE_TABLES) {
     await client.command({
-      query: sql`ALTER TABLE ${db}.${identifier(table)} DELETE WHERE workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`
-        .text,
+      query: sql`ALTER TABLE ${layout.local(table)}${layout.onCluster} DELETE WHERE ${ofDay}`.text,
       abort_signal: signal,
     });
   }
+  // In a cluster a mutation reaches the replicas' system.mutations through ZooKeeper a moment after the ALTER
+  // returns: the deletion is also awaited as readers see it.
+  const deleted = async (): Promise<boolean> => {
+    if (layout.cluster === undefined) return true;
+    const left = await client.query({
+      query: join(
+        AGGREGATE_TABLES.map((table) => sql`SELECT count() AS n FROM ${layout.table(table)} WHERE ${ofDay}`),
+        ' UNION ALL ',
+      ).text,
+      format: 'JSONEachRow',
+      abort_signal: signal,
+    });
+    return (await left.json<{ n: string }>()).every((row) => Number(row.n) === 0);
+  };
   const deadline = Date.now() + MUTATION_WAIT_MS;
   for (;;) {
-    if ((await pendingMutations(client, database, AGGREGATE_TABLES, signal)) === 0) break;
+    if ((await pendingMutations(client, layout, AGGREGATE_TABLES, signal)) === 0 && (await deleted())) break;
     if (Date.now() > deadline) throw new Error(`mutations of ${AGGREGATE_TABLES.join(', ')} still pending after ${MUTATION_WAIT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   for (const table of DERIVED_TABLES) {
-    await client.command({ query: table.backfill(db, eventsOfDay(workspaceId, day)).text, abort_signal: signal });
+    await client.command({ query: table.backfill(layout.db, eventsOfDay(workspaceId, day)).text, abort_signal: signal });
   }
 }
 
@@ -192,10 +223,11 @@ export async function rebuildDerivedDay(
 const BACKFILL_OVERLAP_MS = 10 * 60_000;
 
 /** The derived tables that exist in an earlier layout: they are derived, so they are rebuilt rather than altered. */
-async function outdatedTables(client: ClickHouseClient, db: SqlFragment): Promise<DerivedTable[]> {
+async function outdatedTables(client: ClickHouseClient, layout: StoreLayout): Promise<DerivedTable[]> {
   const result = await client.query({
     query: sql`SELECT table, name FROM system.columns
-      WHERE database = ${str(db.text)} AND table IN (${list(DERIVED_TABLES.map((table) => str(table.name)))})`.text,
+      WHERE database = ${str(layout.database)} AND table IN (${list(DERIVED_TABLES.map((table) => str(layout.localName(table.name))))})`
+      .text,
     format: 'JSONEachRow',
   });
   const columns = new Map<string, Set<string>>();
@@ -203,9 +235,17 @@ async function outdatedTables(client: ClickHouseClient, db: SqlFragment): Promis
     columns.set(row.table, (columns.get(row.table) ?? new Set()).add(row.name));
   }
   return DERIVED_TABLES.filter((table) => {
-    const present = columns.get(table.name);
+    const present = columns.get(layout.localName(table.name));
     return present !== undefined && table.layout.some((column) => !present.has(column));
   });
+}
+
+/** The tables the views feed. */
+export const DERIVED_TABLE_NAMES = DERIVED_TABLES.map((table) => table.name);
+
+/** Whether no derived table is in an earlier layout (ensureEventRollups would make it again). */
+export async function derivedTablesCurrent(client: ClickHouseClient, layout: StoreLayout): Promise<boolean> {
+  return (await outdatedTables(client, layout)).length === 0;
 }
 
 /**
@@ -216,31 +256,36 @@ async function outdatedTables(client: ClickHouseClient, db: SqlFragment): Promis
  * first, and so made again. Should the process die during a backfill, the
  * table stays incomplete: drop it (and its view) to have it rebuilt.
  */
-export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragment): Promise<void> {
-  await client.command({ query: unsettledDaysTable(db).text });
+export async function ensureEventRollups(client: ClickHouseClient, layout: StoreLayout): Promise<void> {
+  const run = async (statement: SqlFragment) => {
+    await client.command({ query: statement.text });
+  };
+  const db = layout.db;
+  for (const statement of layout.createTable(unsettledDaysTable)) await run(statement);
   const viewsFrom = new Date(Date.now() - BACKFILL_OVERLAP_MS);
   const created: DerivedTable[] = [];
   const existing = await client.query({
-    query: sql`SELECT name FROM system.tables WHERE database = ${str(db.text)}`.text,
+    query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`.text,
     format: 'JSONEachRow',
   });
   const names = new Set((await existing.json<{ name: string }>()).map((row) => row.name));
-  for (const table of await outdatedTables(client, db)) {
-    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(`${table.name}_feed`)}`.text });
-    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(table.name)}`.text });
-    names.delete(table.name);
+  for (const table of await outdatedTables(client, layout)) {
+    for (const statement of [...layout.dropTable(`${table.name}_feed`), ...layout.dropTable(table.name)]) await run(statement);
+    names.delete(layout.localName(table.name));
   }
   for (const table of DERIVED_TABLES) {
-    if (!names.has(table.name)) {
+    const [create, ...distributed] = layout.createTable(table.table(layout), { ifNotExists: false });
+    if (!names.has(layout.localName(table.name))) {
       try {
-        await client.command({ query: table.create(db).text });
+        await run(create);
         created.push(table);
       } catch (error) {
         // Another process created it in the meantime, and fills it.
         if (!/already exists/i.test(String(error))) throw error;
       }
     }
-    await client.command({ query: table.view(db).text });
+    for (const statement of distributed) await run(statement);
+    await run(layout.createView(`${table.name}_feed`, table.name, table.feed(layout)));
   }
   if (created.length === 0) return;
   const result = await client.query({
@@ -250,7 +295,7 @@ export async function ensureEventRollups(client: ClickHouseClient, db: SqlFragme
   const months = (await result.json<{ month: number }>()).map((row) => int(Number(row.month)));
   if (months.length === 0) return;
   for (const table of created) {
-    for (const month of months) await client.command({ query: table.backfill(db, sql`toYYYYMM(occurred_at) = ${month}`).text });
+    for (const month of months) await run(table.backfill(db, sql`toYYYYMM(occurred_at) = ${month}`));
   }
   await client.command({
     query: sql`INSERT INTO ${db}.unsettled_days

@@ -1,8 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClickHouse } from './client';
+import { StoreLayout, type TableSpec } from './layout';
 import { identifier, raw, sql, str, type SqlFragment } from './sql';
-import { migrateFromV1 } from './migration';
-import { ensureEventRollups } from './rollups';
+import { migrateFromV1, V1_TABLE } from './migration';
+import { DERIVED_TABLE_NAMES, derivedTablesCurrent, ensureEventRollups } from './rollups';
 import { ensureSuppressionState, suppressionLiftAuditTable, suppressionManualTable } from './suppression';
 import { closedWorkspacesTable } from './workspace-erasure';
 
@@ -90,8 +91,9 @@ export const BOUNCE_TYPE_ENUM = enum8(BOUNCE_TYPES, 0);
 export const BOUNCE_CLASS_ENUM = enum8(['none', ...BOUNCE_CLASSES], 0);
 
 /** Every stored event, engagement and delivery alike. */
-const eventsTable = (db: SqlFragment): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.events (
+const eventsTable: TableSpec = {
+  name: 'events',
+  structure: sql`(
     id UUID,
     workspace_id UUID,
     campaign_id UUID,
@@ -112,16 +114,21 @@ const eventsTable = (db: SqlFragment): SqlFragment =>
     provider_message_id Nullable(String),
     raw String,
     ingested_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree(ingested_at)
-  PARTITION BY toYYYYMM(occurred_at)
-  ORDER BY (workspace_id, occurred_at, provider_event_id)`;
+  )`,
+  family: 'ReplacingMergeTree',
+  engineArguments: raw.trusted('ingested_at'),
+  keys: sql`PARTITION BY toYYYYMM(occurred_at)
+  ORDER BY (workspace_id, occurred_at, provider_event_id)`,
+};
 
-const tables = (db: SqlFragment): SqlFragment[] => [
-  eventsTable(db),
+const TABLES: TableSpec[] = [
+  eventsTable,
 
   // Events whose category names no campaign: kept, never lost, and re-matched from encoded_event once a campaign takes
   // their category (see ADDED_COLUMNS).
-  sql`CREATE TABLE IF NOT EXISTS ${db}.unmatched_events (
+  {
+    name: 'unmatched_events',
+    structure: sql`(
     provider_event_id String,
     provider String,
     event_type String,
@@ -132,40 +139,56 @@ const tables = (db: SqlFragment): SqlFragment[] => [
     raw String,
     ingested_at DateTime('UTC'),
     encoded_event String
-  ) ENGINE = ReplacingMergeTree(ingested_at)
-  PARTITION BY toYYYYMM(received_at)
+  )`,
+    family: 'ReplacingMergeTree',
+    engineArguments: raw.trusted('ingested_at'),
+    keys: sql`PARTITION BY toYYYYMM(received_at)
   ORDER BY (provider_event_id)`,
+  },
 
   // What suppresses an address: hard bounces, soft bounces (three in 30 days), unsubscribes, spam reports.
-  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_signals (
+  {
+    name: 'suppression_signals',
+    structure: sql`(
     workspace_id UUID,
     email String,
     reason Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4),
     occurred_at DateTime('UTC'),
     provider_event_id String,
     ingested_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree(ingested_at)
-  ORDER BY (workspace_id, email, occurred_at, provider_event_id)`,
+  )`,
+    family: 'ReplacingMergeTree',
+    engineArguments: raw.trusted('ingested_at'),
+    keys: sql`ORDER BY (workspace_id, email, occurred_at, provider_event_id)`,
+  },
 
   // A lift makes every signal up to lifted_at irrelevant for that address.
-  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_lifts (
+  {
+    name: 'suppression_lifts',
+    structure: sql`(
     workspace_id UUID,
     email String,
     lifted_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree()
-  ORDER BY (workspace_id, email, lifted_at)`,
-  suppressionLiftAuditTable(db),
-  suppressionManualTable(db),
+  )`,
+    family: 'ReplacingMergeTree',
+    keys: sql`ORDER BY (workspace_id, email, lifted_at)`,
+  },
+  suppressionLiftAuditTable,
+  suppressionManualTable,
 
   // Unmatched events sent back through the events topic once a campaign took their category: each is
   // re-matched once, and an event erased with its workspace does not come back for the category's next campaign.
-  sql`CREATE TABLE IF NOT EXISTS ${db}.rematched_events (
+  {
+    name: 'rematched_events',
+    structure: sql`(
     provider_event_id String,
     rematched_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree()
-  ORDER BY (provider_event_id)`,
+  )`,
+    family: 'ReplacingMergeTree',
+    keys: sql`ORDER BY (provider_event_id)`,
+  },
 
-  closedWorkspacesTable(db),
+  closedWorkspacesTable,
 ];
 
 /**
@@ -179,10 +202,10 @@ const ADDED_COLUMNS: { table: string; column: string; type: SqlFragment }[] = [
   { table: 'unmatched_events', column: 'encoded_event', type: raw.trusted('String') },
 ];
 
-async function columnExists(client: ClickHouseClient, db: SqlFragment, table: string, column: string): Promise<boolean> {
+async function columnExists(client: ClickHouseClient, layout: StoreLayout, table: string, column: string): Promise<boolean> {
   const result = await client.query({
     query: sql`SELECT count() AS n FROM system.columns
-      WHERE database = ${str(db.text)} AND table = ${str(table)} AND name = ${str(column)}`.text,
+      WHERE database = ${str(layout.database)} AND table = ${str(layout.localName(table))} AND name = ${str(column)}`.text,
     format: 'JSONEachRow',
   });
   const [row] = await result.json<{ n: string }>();
@@ -192,17 +215,47 @@ async function columnExists(client: ClickHouseClient, db: SqlFragment, table: st
 /**
  * Adds the ADDED_COLUMNS a table lacks. ClickHouse 18.16 has no ADD COLUMN IF
  * NOT EXISTS: the column is looked up first, and an ADD that fails because
- * another replica added it meanwhile is fine.
+ * another replica added it meanwhile is fine. In a cluster the local table
+ * gains it, then the Distributed table over it.
  */
-async function addMissingColumns(client: ClickHouseClient, db: SqlFragment): Promise<void> {
+async function addMissingColumns(client: ClickHouseClient, layout: StoreLayout): Promise<void> {
   for (const { table, column, type } of ADDED_COLUMNS) {
-    if (await columnExists(client, db, table, column)) continue;
+    if (await columnExists(client, layout, table, column)) continue;
+    const alter = (target: SqlFragment) => sql`ALTER TABLE ${target}${layout.onCluster} ADD COLUMN ${identifier(column)} ${type}`;
     try {
-      await client.command({ query: sql`ALTER TABLE ${db}.${identifier(table)} ADD COLUMN ${identifier(column)} ${type}`.text });
+      await client.command({ query: alter(layout.local(table)).text });
+      if (layout.sharded(table)) await client.command({ query: alter(layout.table(table)).text });
     } catch (error) {
-      if (!(await columnExists(client, db, table, column))) throw error;
+      if (!(await columnExists(client, layout, table, column))) throw error;
     }
   }
+}
+
+/** Every table and view a complete store has on each server. */
+function storeObjects(layout: StoreLayout): string[] {
+  const tables = [
+    ...TABLES.map((spec) => spec.name),
+    ...DERIVED_TABLE_NAMES,
+    'unsettled_days',
+    'suppression_state',
+    'event_store_migrations',
+  ];
+  return [
+    ...tables.flatMap((name) => (layout.sharded(name) ? [name, layout.localName(name)] : [name])),
+    ...DERIVED_TABLE_NAMES.map((name) => `${name}_feed`),
+  ];
+}
+
+/** Whether this server holds the whole store already, in its current layout (and no v1 table to take over). */
+async function storeComplete(client: ClickHouseClient, layout: StoreLayout): Promise<boolean> {
+  const result = await client.query({
+    query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`.text,
+    format: 'JSONEachRow',
+  });
+  const present = new Set((await result.json<{ name: string }>()).map((row) => row.name));
+  if (present.has(V1_TABLE) || !storeObjects(layout).every((name) => present.has(name))) return false;
+  for (const { table, column } of ADDED_COLUMNS) if (!(await columnExists(client, layout, table, column))) return false;
+  return derivedTablesCurrent(client, layout);
 }
 
 /**
@@ -213,22 +266,27 @@ async function addMissingColumns(client: ClickHouseClient, db: SqlFragment): Pro
  * safe to run from every replica at start-up.
  * It connects to `default`, because a client bound to a database that does
  * not exist yet cannot run CREATE DATABASE.
+ *
+ * In a cluster (`cluster`, layout.ts) every statement runs ON CLUSTER, which
+ * waits for every server: a server that holds the whole store already skips
+ * them, so that a process starts while a server of the cluster is down.
  */
-export async function ensureEventSchema(url: string, database: string): Promise<void> {
-  const client = createClickHouse(url, 'default');
+export async function ensureEventSchema(urls: string | readonly string[], database: string, cluster?: string): Promise<void> {
+  const layout = new StoreLayout(database, cluster);
+  const client = createClickHouse(urls, 'default', { cluster });
   try {
-    const db = identifier(database);
-    await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${db}`.text });
-    for (const statement of tables(db)) await client.command({ query: statement.text });
-    await addMissingColumns(client, db);
-    await migrateFromV1(client, db);
-    await ensureEventRollups(client, db);
+    if (cluster !== undefined && (await storeComplete(client, layout))) return;
+    await client.command({ query: sql`CREATE DATABASE IF NOT EXISTS ${layout.db}${layout.onCluster}`.text });
+    for (const spec of TABLES) for (const statement of layout.createTable(spec)) await client.command({ query: statement.text });
+    await addMissingColumns(client, layout);
+    await migrateFromV1(client, layout);
+    await ensureEventRollups(client, layout);
   } finally {
     await client.close();
   }
-  const events = createClickHouse(url, database);
+  const events = createClickHouse(urls, database, { cluster });
   try {
-    await ensureSuppressionState(events, identifier(database));
+    await ensureSuppressionState(events, layout);
   } finally {
     await events.close();
   }

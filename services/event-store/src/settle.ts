@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ENGAGED_EVENTS, eventsOfDay, rebuildDerivedDay } from './rollups';
+import { layoutOf, type EventDatabase } from './layout';
 import { dateTime, int, join, sql, str, uuid, type SqlFragment } from './sql';
 
 /**
@@ -128,7 +129,12 @@ async function agrees(client: ClickHouseClient, day: MarkedDay, signal?: AbortSi
  * number of replicas may run it at once: it only reads, and deletes what a
  * concurrent pass would delete too. `client` is bound to `database`.
  */
-export async function settleUnsettledDays(client: ClickHouseClient, database: string, options: SettleOptions = {}): Promise<SettlePass> {
+export async function settleUnsettledDays(
+  client: ClickHouseClient,
+  database: EventDatabase,
+  options: SettleOptions = {},
+): Promise<SettlePass> {
+  const layout = layoutOf(database);
   const { now = new Date(), rebuild = false, signal } = options;
   const result = await client.query({
     query: sql`SELECT toString(workspace_id) AS workspace_id, toString(day) AS day, toUInt32(max(marked_at)) AS marked_at
@@ -151,7 +157,7 @@ export async function settleUnsettledDays(client: ClickHouseClient, database: st
     }
     let agreeing = await agrees(client, day, signal);
     if (!agreeing && rebuild) {
-      await rebuildDerivedDay(client, database, day.workspaceId, day.day, signal);
+      await rebuildDerivedDay(client, layout, day.workspaceId, day.day, signal);
       pass.rebuilt.push(day);
       agreeing = await agrees(client, day, signal);
     }
@@ -164,7 +170,10 @@ export async function settleUnsettledDays(client: ClickHouseClient, database: st
       (day) =>
         sql`(workspace_id = ${uuid(day.workspaceId)} AND day = toDate(${str(day.day)}) AND marked_at <= ${dateTime(new Date(day.markedAt * 1000))})`,
     );
-    await client.command({ query: sql`ALTER TABLE unsettled_days DELETE WHERE ${join(seen, ' OR ')}`.text, abort_signal: signal });
+    await client.command({
+      query: sql`ALTER TABLE ${layout.local('unsettled_days')}${layout.onCluster} DELETE WHERE ${join(seen, ' OR ')}`.text,
+      abort_signal: signal,
+    });
   }
   return pass;
 }

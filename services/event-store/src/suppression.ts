@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { layoutOf, type EventDatabase, type TableSpec } from './layout';
 import { identifier, int, join, list, raw, sql, str, stringSet, uuid, uuidSet, type SqlFragment } from './sql';
 
 /** Bounce tracking rules (docs/api.md, "Bounce tracking and suppressions"). */
@@ -20,8 +21,9 @@ export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
  * (suppression_lift_audit, to the millisecond, so an addition right after a
  * lift counts), beside whatever the signals decide.
  */
-export const suppressionManualTable = (db: SqlFragment): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_manual (
+export const suppressionManualTable: TableSpec = {
+  name: 'suppression_manual',
+  structure: sql`(
     workspace_id UUID,
     email String,
     added_at DateTime('UTC'),
@@ -29,22 +31,27 @@ export const suppressionManualTable = (db: SqlFragment): SqlFragment =>
     note String,
     added_by_user_id String,
     added_by_email String
-  ) ENGINE = ReplacingMergeTree()
-  ORDER BY (workspace_id, email, added_at_ms)`;
+  )`,
+  family: 'ReplacingMergeTree',
+  keys: sql`ORDER BY (workspace_id, email, added_at_ms)`,
+};
 
 /**
  * Who lifted an address's suppression and when, to the millisecond; written
  * beside suppression_lifts (which the signal rules read, to the second).
  */
-export const suppressionLiftAuditTable = (db: SqlFragment): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.suppression_lift_audit (
+export const suppressionLiftAuditTable: TableSpec = {
+  name: 'suppression_lift_audit',
+  structure: sql`(
     workspace_id UUID,
     email String,
     lifted_at_ms UInt64,
     lifted_by_user_id String,
     lifted_by_email String
-  ) ENGINE = ReplacingMergeTree()
-  ORDER BY (workspace_id, email, lifted_at_ms)`;
+  )`,
+  family: 'ReplacingMergeTree',
+  keys: sql`ORDER BY (workspace_id, email, lifted_at_ms)`,
+};
 
 /**
  * The addresses of a workspace (or one of them) suppressed by hand now:
@@ -77,15 +84,19 @@ const SUPPRESSION_STATE_REASON_TYPE = "Enum8('none' = 0, 'hard_bounce' = 1, 'sof
  * ReplacingMergeTree keeps it, whatever the order of concurrent writers.
  * Readers take the highest version per address (FINAL).
  */
-export const suppressionStateTable = (db: SqlFragment, name = 'suppression_state'): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.${identifier(name)} (
+export const suppressionStateTable = (name = 'suppression_state'): TableSpec => ({
+  name,
+  structure: sql`(
     workspace_id UUID,
     email String,
     reason ${raw.trusted(SUPPRESSION_STATE_REASON_TYPE)},
     suppressed_at DateTime('UTC'),
     version UInt64
-  ) ENGINE = ReplacingMergeTree(version)
-  ORDER BY (workspace_id, email)`;
+  )`,
+  family: 'ReplacingMergeTree',
+  engineArguments: raw.trusted('version'),
+  keys: sql`ORDER BY (workspace_id, email)`,
+});
 
 export interface SuppressedAddress {
   workspaceId: string;
@@ -201,16 +212,25 @@ async function tableExists(client: ClickHouseClient, table: string): Promise<boo
  * later build reuses it. Replicas starting together may each build: the
  * first rename wins, and a build the winner's rename cut short (its staging
  * table renamed away under it) ends there too. `client` is bound to the event
- * database `db`.
+ * database. In a cluster the local staging table is renamed, and the
+ * Distributed table made over it once it has its name.
  */
-export async function ensureSuppressionState(client: ClickHouseClient, db: SqlFragment): Promise<void> {
+export async function ensureSuppressionState(client: ClickHouseClient, database: EventDatabase): Promise<void> {
+  const layout = layoutOf(database);
   if (await tableExists(client, 'suppression_state')) return;
+  const run = async (statement: SqlFragment) => {
+    await client.command({ query: statement.text });
+  };
   try {
-    await client.command({ query: suppressionStateTable(db, STAGING_TABLE).text });
+    for (const statement of layout.createTable(suppressionStateTable(STAGING_TABLE))) await run(statement);
     await backfillSuppressionState(client, STAGING_TABLE);
-    await client.command({ query: sql`RENAME TABLE ${db}.${identifier(STAGING_TABLE)} TO ${db}.suppression_state`.text });
+    await run(sql`RENAME TABLE ${layout.local(STAGING_TABLE)} TO ${layout.local('suppression_state')}${layout.onCluster}`);
   } catch (error) {
-    if (!(await tableExists(client, 'suppression_state'))) throw error;
-    await client.command({ query: sql`DROP TABLE IF EXISTS ${db}.${identifier(STAGING_TABLE)}`.text });
+    if (!(await tableExists(client, layout.localName('suppression_state')))) throw error;
+    for (const statement of layout.dropTable(STAGING_TABLE)) await run(statement);
+  }
+  if (layout.sharded('suppression_state')) {
+    await run(layout.createDistributed('suppression_state'));
+    for (const statement of layout.dropTable(STAGING_TABLE)) await run(statement);
   }
 }

@@ -1,6 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
-import { dateTime, identifier, join, list, sql, uuid, type SqlFragment } from './sql';
+import { layoutOf, type EventDatabase, type StoreLayout, type TableSpec } from './layout';
+import { dateTime, identifier, join, list, raw, sql, uuid, type SqlFragment } from './sql';
 
 /**
  * Deleting a workspace deletes what the event store holds of it: events,
@@ -25,30 +26,36 @@ export const WORKSPACE_TABLES = [
   'suppression_lift_audit',
 ] as const;
 
-export const closedWorkspacesTable = (db: SqlFragment): SqlFragment =>
-  sql`CREATE TABLE IF NOT EXISTS ${db}.closed_workspaces (
+export const closedWorkspacesTable: TableSpec = {
+  name: 'closed_workspaces',
+  structure: sql`(
     workspace_id UUID,
     closed_at DateTime('UTC')
-  ) ENGINE = ReplacingMergeTree(closed_at)
-  ORDER BY workspace_id`;
+  )`,
+  family: 'ReplacingMergeTree',
+  engineArguments: raw.trusted('closed_at'),
+  keys: sql`ORDER BY workspace_id`,
+};
 
 /**
  * ClickHouse deletes asynchronously (a mutation per table, which rewrites the
  * table's parts in the background); it has taken the deletion once these
- * statements have run, and carries it through a restart.
+ * statements have run, and carries it through a restart. In a cluster each
+ * runs ON CLUSTER on the local tables: one replica of each shard takes the
+ * mutation, and replication carries it to the others.
  */
-function deleteWorkspaceRows(database: string, workspaceIds: string[]): SqlFragment[] {
-  const db = identifier(database);
+function deleteWorkspaceRows(layout: StoreLayout, workspaceIds: string[]): SqlFragment[] {
   return WORKSPACE_TABLES.map(
-    (table) => sql`ALTER TABLE ${db}.${identifier(table)} DELETE WHERE workspace_id IN (${list(workspaceIds.map(uuid))})`,
+    (table) => sql`ALTER TABLE ${layout.local(table)}${layout.onCluster} DELETE WHERE workspace_id IN (${list(workspaceIds.map(uuid))})`,
   );
 }
 
 /** The statements, in order, that record the workspace as closed, then delete its rows from every table. Idempotent. */
-export function workspaceErasure(database: string, workspaceId: string, now = new Date()): SqlFragment[] {
+export function workspaceErasure(database: EventDatabase, workspaceId: string, now = new Date()): SqlFragment[] {
+  const layout = layoutOf(database);
   return [
-    sql`INSERT INTO ${identifier(database)}.closed_workspaces SELECT ${uuid(workspaceId)}, ${dateTime(now)}`,
-    ...deleteWorkspaceRows(database, [workspaceId]),
+    sql`INSERT INTO ${layout.table('closed_workspaces')} SELECT ${uuid(workspaceId)}, ${dateTime(now)}`,
+    ...deleteWorkspaceRows(layout, [workspaceId]),
   ];
 }
 
@@ -58,9 +65,14 @@ export function workspaceErasure(database: string, workspaceId: string, now = ne
  * tables is still running: the rows it is deleting would still show. Each
  * table is sorted by workspace first, so looking costs little.
  */
-export async function eraseClosedWorkspaceLeftovers(client: ClickHouseClient, database: string, signal?: AbortSignal): Promise<string[]> {
-  if ((await pendingMutations(client, database, WORKSPACE_TABLES, signal)) > 0) return [];
-  const db = identifier(database);
+export async function eraseClosedWorkspaceLeftovers(
+  client: ClickHouseClient,
+  database: EventDatabase,
+  signal?: AbortSignal,
+): Promise<string[]> {
+  const layout = layoutOf(database);
+  if ((await pendingMutations(client, layout, WORKSPACE_TABLES, signal)) > 0) return [];
+  const db = layout.db;
   const closed = sql`SELECT workspace_id FROM ${db}.closed_workspaces`;
   const found = WORKSPACE_TABLES.map(
     (table) => sql`SELECT DISTINCT workspace_id FROM ${db}.${identifier(table)} WHERE workspace_id IN (${closed})`,
@@ -72,7 +84,7 @@ export async function eraseClosedWorkspaceLeftovers(client: ClickHouseClient, da
   });
   const workspaceIds = (await result.json<{ workspace_id: string }>()).map((row) => row.workspace_id);
   if (workspaceIds.length > 0) {
-    for (const statement of deleteWorkspaceRows(database, workspaceIds))
+    for (const statement of deleteWorkspaceRows(layout, workspaceIds))
       await client.command({ query: statement.text, abort_signal: signal });
   }
   return workspaceIds;

@@ -1,4 +1,5 @@
 import { checkTopicSettings, type EnvReader, type TopicSettings } from '@mail/common';
+import type { EventStoreConfig } from '@mail/event-store';
 
 export interface IngestionConfig {
   kafkaBrokers: string[];
@@ -14,8 +15,7 @@ export interface IngestionConfig {
   minBatchBytes: number;
   maxBatchBytes: number;
   maxBatchWaitMs: number;
-  clickhouseUrl: string;
-  clickhouseDatabase: string;
+  clickhouse: EventStoreConfig;
   campaignAddress: string;
   /** Backstop for the category cache, which the campaign service's change stream keeps current. */
   categoryCacheTtlMs: number;
@@ -40,8 +40,11 @@ export function readConfig(env: EnvReader): IngestionConfig {
     minBatchBytes: env.int('INGESTION_MIN_BATCH_BYTES', 1_000_000),
     maxBatchBytes: env.int('INGESTION_MAX_BATCH_BYTES', 8_000_000),
     maxBatchWaitMs: env.int('INGESTION_MAX_BATCH_WAIT_MS', 250),
-    clickhouseUrl: env.string('CLICKHOUSE_URL', 'http://127.0.0.1:58123'),
-    clickhouseDatabase: env.string('CLICKHOUSE_DATABASE', 'mail'),
+    clickhouse: {
+      urls: env.list('CLICKHOUSE_URL', ['http://127.0.0.1:58123']),
+      database: env.string('CLICKHOUSE_DATABASE', 'mail'),
+      cluster: env.optionalString('CLICKHOUSE_CLUSTER'),
+    },
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
     categoryCacheTtlMs: env.int('CATEGORY_CACHE_TTL_MS', 300_000),
     maintenanceIntervalMs: env.int('INGESTION_MAINTENANCE_INTERVAL_MS', 3_600_000),

@@ -11,7 +11,7 @@ import {
   sendToPartitions,
   topicConfig,
 } from '@mail/common';
-import { createClickHouse, ensureEventSchema } from '@mail/event-store';
+import { StoreLayout, createClickHouse, ensureEventSchema } from '@mail/event-store';
 import { campaignV1 } from '@mail/proto';
 import { CategoryResolver } from './grpc/categories';
 import { readConfig } from './config';
@@ -31,12 +31,13 @@ void runService({
   // Only the ClickHouse tables: start() would join the consumer group.
   async migrate({ env }) {
     const config = readConfig(env);
-    await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
+    await ensureEventSchema(config.clickhouse.urls, config.clickhouse.database, config.clickhouse.cluster);
   },
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
-    await ensureEventSchema(config.clickhouseUrl, config.clickhouseDatabase);
-    const clickhouse = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase);
+    const { urls, database, cluster } = config.clickhouse;
+    await ensureEventSchema(urls, database, cluster);
+    const clickhouse = createClickHouse(urls, database, { cluster });
     const writer = new EventWriter(clickhouse);
     const suppressions = new SuppressionStateStore(clickhouse);
 
@@ -91,10 +92,10 @@ void runService({
     consumer.onFirstPartitionTaken(() => rematcher.sweepAllSoon());
 
     // Merges run long on big months: their own client, without the 30 s request timeout.
-    const maintenanceClient = createClickHouse(config.clickhouseUrl, config.clickhouseDatabase, { requestTimeoutMs: 3_600_000 });
+    const maintenanceClient = createClickHouse(urls, database, { requestTimeoutMs: 3_600_000, cluster });
     const maintenance = startMaintenance({
       clickhouse: maintenanceClient,
-      database: config.clickhouseDatabase,
+      database: new StoreLayout(database, cluster),
       schedule: { firstAfterMs: 60_000, intervalMs: config.maintenanceIntervalMs },
       mayRebuild: () => consumer.ownsFirstPartition(),
       rematchUnmatched: (since) => rematcher.sweepRecent(since),

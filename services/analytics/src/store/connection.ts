@@ -1,9 +1,9 @@
-import { createClickHouse, ensureEventSchema, type chsql } from '@mail/event-store';
+import { StoreLayout, createClickHouse, ensureEventSchema, type EventStoreConfig, type chsql } from '@mail/event-store';
 
 /** The ClickHouse access the queries need: typed rows, JSON inserts, health, close. */
 export interface EventStore {
-  /** The ClickHouse database the store reads. */
-  database: string;
+  /** The ClickHouse database the store reads, and how its tables lie. */
+  layout: StoreLayout;
   rows<T>(query: chsql.SqlFragment): Promise<T[]>;
   /** The rows as they arrive, in batches, for results too large to hold at once. */
   rowBatches<T>(query: chsql.SqlFragment): AsyncIterable<T[]>;
@@ -21,13 +21,13 @@ export interface EventStore {
  * has not yet, so reads work on an empty system. A request timeout surfaces as
  * "Timeout error.", which the gRPC layer reports as UNAVAILABLE.
  */
-export async function openEventStore(url: string, database: string): Promise<EventStore> {
-  await ensureEventSchema(url, database);
+export async function openEventStore({ urls, database, cluster }: EventStoreConfig): Promise<EventStore> {
+  await ensureEventSchema(urls, database, cluster);
   // Short reads of the same recent blocks, over and over: ClickHouse keeps them decompressed (reads of
   // more than a million rows bypass that cache). Lists and stats came out 15-35 % faster with it.
-  const client = createClickHouse(url, database, { settings: { use_uncompressed_cache: 1 } });
+  const client = createClickHouse(urls, database, { settings: { use_uncompressed_cache: 1 }, cluster });
   return {
-    database,
+    layout: new StoreLayout(database, cluster),
     rows: async <T>(query: chsql.SqlFragment) => {
       const result = await client.query({ query: query.text, format: 'JSONEachRow' });
       return result.json<T>();

@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { type Logger } from '@mail/common';
-import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays } from '@mail/event-store';
+import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays, type EventDatabase } from '@mail/event-store';
 import { ingestionMetrics } from '../metrics';
 
 export interface MaintenanceSchedule {
@@ -23,7 +23,7 @@ export interface MaintenanceSchedule {
  */
 export interface MaintenanceOptions {
   clickhouse: ClickHouseClient;
-  database: string;
+  database: EventDatabase;
   schedule: MaintenanceSchedule;
   /** Whether this replica rebuilds the days that disagree, and re-matches (one at a time). */
   mayRebuild: () => boolean;
