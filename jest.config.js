@@ -1,8 +1,8 @@
 /**
  * One jest run over every package's test/ folder. Tests talk to the real
  * servers started by deploy/local/infra.sh (the test command starts them).
- * The cluster tests (deploy/cluster-test) have their own run:
- * jest.cluster.config.js, `npm run test:cluster`.
+ * The cluster tests (deploy/cluster-test) have their own run after it, one
+ * at a time: jest.cluster.config.js (deploy/local/test.sh, `npm run test:cluster`).
  */
 /** @type {import('jest').Config} */
 module.exports = {

@@ -2,8 +2,8 @@
 # `npm run test:cluster`: the cluster tests (deploy/cluster-test) against the
 # local clusters of deploy/local/infra.sh, beside the single servers the
 # processes keep using for PostgreSQL. They SIGKILL and restart nodes of those
-# clusters, so they run one at a time (jest.cluster.config.js), and not in
-# `npm test`. Arguments go to jest: `npm run test:cluster -- broker-loss`.
+# clusters, so they run one at a time (jest.cluster.config.js), after the rest
+# of `npm test`. Arguments go to jest: `npm run test:cluster -- broker-loss`.
 # The servers stay up afterwards; `infra.sh down` stops them, clusters included.
 set -euo pipefail
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: the whole suite against real servers, from a fresh clone too.
-# Arguments go to jest: `npm test -- services/campaign` runs one package.
+# Arguments go to jest: `npm test -- services/campaign` runs one package (and
+# skips the cluster tests, which run last otherwise).
 # The servers (infra.sh up) stay up afterwards for the next run; tests isolate
 # themselves with private databases and topics. Their ports and state folder
 # are infra.sh's settings, so a second run can go beside a stack on the
@@ -34,3 +35,9 @@ node deploy/local/dist/prune-topics.js
 # Headless Chromium for the dashboard's browser test (gateway/test/dashboard.test.ts).
 bash "$REPO_ROOT/deploy/local/install-chromium.sh"
 npx jest --ci "$@"
+# Then the cluster tests (deploy/cluster-test, also `npm run test:cluster`), one at a time: they SIGKILL and
+# restart nodes of the local Kafka and ClickHouse clusters. Skipped when arguments pick tests.
+if (($# == 0)); then
+  load_infra_env kafka-cluster clickhouse-cluster
+  npx jest --ci --config jest.cluster.config.js
+fi
