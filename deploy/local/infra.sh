@@ -638,14 +638,18 @@ kafka_format() {
 
 kafka_conf_port() { sed -n 's/^listeners=PLAINTEXT:\/\/127\.0\.0\.1:\([0-9]*\),.*/\1/p' "$K_CONF/server.properties"; }
 
+# Where in each broker's log (by K_HOME) its readiness is to be read from:
+# the log's size when this `up` launched it. A broker not in it already ran.
+declare -A KAFKA_LOG_OFFSETS=()
+
 # Starts the JVM of the node K_* names with HEAP (JVM options), and notes in
-# K_LOG_OFFSET where in its log readiness is to be read from.
+# KAFKA_LOG_OFFSETS where in its log readiness is to be read from.
 kafka_launch() {
   local name=$1 heap_options=$2
   local -a heap
   read -r -a heap <<<"$heap_options"
-  K_LOG_OFFSET=0
-  [[ -f $K_LOGS/server.log ]] && K_LOG_OFFSET=$(stat -c %s "$K_LOGS/server.log")
+  KAFKA_LOG_OFFSETS[$K_HOME]=0
+  [[ -f $K_LOGS/server.log ]] && KAFKA_LOG_OFFSETS[$K_HOME]=$(stat -c %s "$K_LOGS/server.log")
   log "$name: starting on 127.0.0.1:$K_PORT (controller $K_CONTROLLER_PORT)"
   spawn "$K_PID" "$K_LOGS/kafka.out" java "${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
     -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Djava.io.tmpdir="$K_HOME/tmp" \
@@ -658,7 +662,6 @@ kafka_start() {
   if live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null; then
     [[ $(kafka_conf_port) == "$KAFKA_PORT" ]] ||
       die "kafka of $STATE_DIR already runs on port $(kafka_conf_port), not KAFKA_PORT=$KAFKA_PORT; run 'down kafka' first"
-    K_LOG_OFFSET=-1
     return 0
   fi
   require_free_port kafka KAFKA_PORT "$KAFKA_PORT"
@@ -671,24 +674,24 @@ kafka_start() {
   kafka_launch kafka "$KAFKA_HEAP"
 }
 
-# True once the broker logged "Kafka Server started" after K_LOG_OFFSET (the
-# file may have rolled over meanwhile: then read it from its start).
+# True once the broker logged "Kafka Server started" after FROM, a byte offset
+# (the file may have rolled over meanwhile: then read it from its start).
 kafka_started_line() {
-  local file=$K_LOGS/server.log from=$K_LOG_OFFSET
+  local file=$K_LOGS/server.log from=$1
   [[ -f $file ]] || return 1
   (($(stat -c %s "$file") >= from)) || from=0
   tail -c "+$((from + 1))" "$file" | grep -q 'Kafka Server started'
 }
 
 # Ready means: the process lives, the broker port accepts connections and the
-# broker logged that it started (KRaft: registered with the controller).
-# K_LOG_OFFSET < 0: it already ran before this `up`.
+# broker logged that it started (KRaft: registered with the controller) since
+# this `up` launched it, if it did.
 kafka_wait_node() {
-  local name=$1 deadline=$((SECONDS + READY_TIMEOUT))
+  local name=$1 deadline=$((SECONDS + READY_TIMEOUT)) from=${KAFKA_LOG_OFFSETS[$K_HOME]:-}
   while :; do
     live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null ||
       die "$name exited during startup; see $K_LOGS/server.log and $K_LOGS/kafka.out"
-    if port_open "$K_PORT" && { ((K_LOG_OFFSET < 0)) || kafka_started_line; }; then
+    if port_open "$K_PORT" && { [[ -z $from ]] || kafka_started_line "$from"; }; then
       return 0
     fi
     ((SECONDS < deadline)) ||
@@ -764,15 +767,12 @@ kafka_cluster_id() {
 
 # Starts the nodes that do not run (after a crash of one, only that one).
 # Each waits for a quorum (two nodes) before it reports started, so all are
-# launched first and awaited in kafka_cluster_wait. K_LOG_OFFSET of node N
-# is kept in KC_LOG_OFFSETS[N].
-declare -A KC_LOG_OFFSETS=()
+# launched first and awaited in kafka_cluster_wait.
 kafka_cluster_start() {
   local n voters cluster_id
   voters=$(kafka_cluster_voters)
   for n in "${KAFKA_CLUSTER_NODES[@]}"; do
     kafka_cluster_paths "$n"
-    KC_LOG_OFFSETS[$n]=-1
     if live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null; then
       [[ $(kafka_conf_port) == "$K_PORT" ]] ||
         die "kafka-cluster node k$n of $STATE_DIR already runs on port $(kafka_conf_port), not $K_PORT; run 'down kafka-cluster' first"
@@ -787,7 +787,6 @@ kafka_cluster_start() {
     kafka_write_config "$n" "$voters" 3 2
     kafka_format "kafka-cluster k$n" "$cluster_id"
     kafka_launch "kafka-cluster k$n" "$KAFKA_CLUSTER_HEAP"
-    KC_LOG_OFFSETS[$n]=$K_LOG_OFFSET
   done
 }
 
@@ -795,7 +794,6 @@ kafka_cluster_wait() {
   local n
   for n in "${KAFKA_CLUSTER_NODES[@]}"; do
     kafka_cluster_paths "$n"
-    K_LOG_OFFSET=${KC_LOG_OFFSETS[$n]:--1}
     kafka_wait_node "kafka-cluster k$n"
   done
 }
