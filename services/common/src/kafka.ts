@@ -51,24 +51,40 @@ export function createIdempotentProducer(kafka: Kafka): Producer {
   });
 }
 
+/** How many times sendToPartitions sends records kafkajs left out before it gives up. */
+const SEND_ROUNDS = 5;
+
 /**
  * Sends records with acknowledgement from all in-sync replicas, and resolves
- * once every one is acknowledged: one produce call per partition (all at
- * once), and one per record that names no partition. Not one call for them
- * all: when a broker fails during a call, kafkajs retries it towards the
- * brokers that have not answered yet only, so the records of a partition whose
- * leadership moved to a broker that had answered for its own partitions are
- * never written, and the call succeeds all the same (tulios/kafkajs#1303:
- * acknowledged events were lost when a partition leader was killed).
+ * once every one is acknowledged: the records that name their partition in
+ * one call (one produce request per broker), each record that names none in a
+ * call of its own. A call's answer is checked: when a broker fails during a
+ * call, kafkajs retries it towards the brokers that have not answered yet
+ * only, so the records of a partition whose leadership moved to a broker that
+ * had answered for its own partitions are never written, and the call
+ * succeeds all the same, its answer lacking that partition
+ * (tulios/kafkajs#1303: acknowledged events were lost when a partition leader
+ * was killed). Those records are sent again.
  */
 export async function sendToPartitions(producer: Producer, topic: string, messages: Message[]): Promise<void> {
-  const byPartition = new Map<number, Message[]>();
-  const unplaced: Message[][] = [];
-  for (const message of messages) {
-    if (message.partition === undefined) unplaced.push([message]);
-    else byPartition.set(message.partition, [...(byPartition.get(message.partition) ?? []), message]);
+  const placed = messages.filter((message) => message.partition !== undefined);
+  const unplaced = messages.filter((message) => message.partition === undefined).map((message) => [message]);
+  await Promise.all([placed, ...unplaced].filter((batch) => batch.length > 0).map((batch) => sendAcknowledged(producer, topic, batch)));
+}
+
+/** Sends the records (placed ones, or one) until an answer names the partition of each. */
+async function sendAcknowledged(producer: Producer, topic: string, messages: Message[]): Promise<void> {
+  let pending = messages;
+  for (let round = 1; ; round += 1) {
+    const answered = new Set((await producer.send({ topic, acks: -1, messages: pending })).map((record) => record.partition));
+    pending = pending.filter((message) => (message.partition === undefined ? answered.size === 0 : !answered.has(message.partition)));
+    if (pending.length === 0) return;
+    if (round === SEND_ROUNDS) {
+      throw new Error(
+        `kafka left the records of ${topic} partitions ${[...new Set(pending.map((m) => m.partition))].join(', ')} out ${round} times`,
+      );
+    }
   }
-  await Promise.all([...byPartition.values(), ...unplaced].map((records) => producer.send({ topic, acks: -1, messages: records })));
 }
 
 /** The partition count of a topic; fails while it has none. */
