@@ -8,7 +8,7 @@ import { createClickHouse } from '@mail/event-store';
 import { PROCESS_NAMES, clusterNode, type ClusterNode, type Stack } from '@mail/local';
 import { accepted, WebhookLoad } from '../../gateway/test/faults/load';
 import { startPrivateStack, type PrivateStack } from '../../gateway/test/support/private-stack';
-import { keyPair, post, sendgridEvent, signedHeaders } from '../../gateway/test/webhook-support';
+import { post, sendgridCredentials, sendgridEvent } from '../../gateway/test/webhook-support';
 
 /**
  * Losing a Kafka broker under webhook load. The whole pipeline runs for real
@@ -38,13 +38,7 @@ const STORED_TIMEOUT_MS = 180_000;
 const REPLICATION_FACTOR = 3;
 const MIN_INSYNC_REPLICAS = 2;
 
-const keys = keyPair();
-const BASIC = 'sendgrid:broker-loss-secret';
-const basicHeader = `Basic ${Buffer.from(BASIC).toString('base64')}`;
-const webhookHeaders = (body: string): Record<string, string> => ({
-  ...signedHeaders(keys.privateKey, body),
-  authorization: basicHeader,
-});
+const sendgrid = sendgridCredentials('sendgrid:broker-loss-secret');
 
 let brokers: string[];
 let target: PrivateStack;
@@ -76,8 +70,7 @@ beforeAll(async () => {
       KAFKA_BROKERS: brokers.join(','),
       KAFKA_TOPIC_REPLICATION_FACTOR: String(REPLICATION_FACTOR),
       KAFKA_TOPIC_MIN_INSYNC_REPLICAS: String(MIN_INSYNC_REPLICAS),
-      SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64,
-      WEBHOOK_BASIC_AUTH: BASIC,
+      ...sendgrid.env,
       // Shorter than a leader's failover, so calls waiting on the dead broker are answered 503 and posted again.
       WEBHOOK_PUBLISH_TIMEOUT_MS: '3000',
       LOG_LEVEL: 'info',
@@ -187,7 +180,7 @@ it('stores every event of a 202 exactly once while the leader of an events parti
     batchesPerSecond: BATCHES_PER_SECOND,
     eventsPerBatch: EVENTS_PER_BATCH,
     firstOccurredAt,
-    headers: webhookHeaders,
+    headers: sendgrid.headers,
     maxAttempts: MAX_ATTEMPTS,
   });
   let victim: ClusterNode | undefined;
@@ -222,7 +215,7 @@ it('stores every event of a 202 exactly once while the leader of an events parti
   const finalBody = JSON.stringify(
     finalIds.map((id, i) => sendgridEvent({ event: 'open', sg_event_id: id, email: `final${i}@example.com`, category: [category] })),
   );
-  const final = await post(stack.urls.gateway, finalBody, webhookHeaders(finalBody));
+  const final = await post(stack.urls.gateway, finalBody, sendgrid.headers(finalBody));
 
   const batches = load.batches;
   const acceptedIds = batches.filter(accepted).flatMap((batch) => batch.eventIds);

@@ -6,7 +6,7 @@ import { PROCESS_NAMES, SERVICE_NAMES, startStack, uniqueSuffix, type ProcessNam
 import { checkInvariants, collectStoreView, type Answer, type StoreView } from './faults/invariants';
 import { accepted, describeFailure, WebhookLoad, type Batch } from './faults/load';
 import { startPrivateServers, type PrivateServers } from './faults/servers';
-import { keyPair, readTopic, signedHeaders, topicSize } from './webhook-support';
+import { readTopic, sendgridCredentials, topicSize } from './webhook-support';
 
 /**
  * Faults under a steady webhook load. The whole system runs on servers of its
@@ -30,9 +30,7 @@ const DOWN_MS = 4_000;
 const SETTLE_MS = 4_000;
 const READY_TIMEOUT_MS = 90_000;
 
-const keys = keyPair();
-const BASIC = 'sendgrid:faults-secret';
-const basicHeader = `Basic ${Buffer.from(BASIC).toString('base64')}`;
+const sendgrid = sendgridCredentials('sendgrid:faults-secret');
 const run = uniqueSuffix();
 const topic = `faults-events-${run}`;
 
@@ -76,8 +74,7 @@ beforeAll(async () => {
       ...servers.env,
       CLICKHOUSE_DATABASE: 'mail',
       DEV_AUTH_ENABLED: '1',
-      SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64,
-      WEBHOOK_BASIC_AUTH: BASIC,
+      ...sendgrid.env,
       WEBHOOK_PUBLISH_TIMEOUT_MS: '3000',
       KAFKA_EVENTS_TOPIC: topic,
       KAFKA_DLQ_TOPIC: `faults-dlq-${run}`,
@@ -108,7 +105,7 @@ beforeAll(async () => {
     batchesPerSecond: BATCHES_PER_SECOND,
     eventsPerBatch: EVENTS_PER_BATCH,
     firstOccurredAt,
-    headers: (body) => ({ ...signedHeaders(keys.privateKey, body), authorization: basicHeader }),
+    headers: sendgrid.headers,
   });
 }, 240_000);
 

@@ -72,6 +72,20 @@ export function keyPair(): { privateKey: crypto.KeyObject; publicKeyBase64: stri
   };
 }
 
+/**
+ * SendGrid's two credentials for a test gateway (a fresh signing key, and
+ * HTTP Basic with `basic`, user:password): the gateway's environment, and the
+ * headers of a call that carries both.
+ */
+export function sendgridCredentials(basic: string): { env: Record<string, string>; headers: (body: string) => Record<string, string> } {
+  const keys = keyPair();
+  const authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
+  return {
+    env: { SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64, WEBHOOK_BASIC_AUTH: basic },
+    headers: (body) => ({ ...signedHeaders(keys.privateKey, body), authorization }),
+  };
+}
+
 /** SendGrid's signature headers for a body: ECDSA P-256 / SHA-256 over timestamp + body, base64 DER. */
 export function signedHeaders(
   privateKey: crypto.KeyObject,
