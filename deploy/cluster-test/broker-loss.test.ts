@@ -7,6 +7,7 @@ import { ConfigResourceTypes, ConfigSource, Kafka, logLevel, type Admin } from '
 import { createClickHouse } from '@mail/event-store';
 import { PROCESS_NAMES, clusterNode, type ClusterNode, type Stack } from '@mail/local';
 import { accepted, WebhookLoad } from '../../gateway/test/faults/load';
+import { devApi } from '../../gateway/test/support/dev-api';
 import { startPrivateStack, type PrivateStack } from '../../gateway/test/support/private-stack';
 import { post, sendgridCredentials, sendgridEvent } from '../../gateway/test/webhook-support';
 
@@ -110,16 +111,8 @@ afterAll(async () => {
   }
 });
 
-async function api<T>(method: string, urlPath: string, body?: unknown, workspace = workspaceId): Promise<T> {
-  const response = await fetch(`${stack.urls.gateway}${urlPath}`, {
-    method,
-    headers: { workspace_id: workspace, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${urlPath} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
+const api = <T>(method: string, urlPath: string, body?: unknown, workspace = workspaceId): Promise<T> =>
+  devApi<T>(stack.urls.gateway, workspace, method, urlPath, body);
 
 /** Partition -> its leader and in-sync replicas (node ids; node N is kN). */
 async function partitionStates(): Promise<Map<number, { leader: number; isr: number[] }>> {

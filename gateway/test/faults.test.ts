@@ -6,6 +6,7 @@ import { PROCESS_NAMES, SERVICE_NAMES, startStack, uniqueSuffix, type ProcessNam
 import { checkInvariants, collectStoreView, type Answer, type StoreView } from './faults/invariants';
 import { accepted, describeFailure, WebhookLoad, type Batch } from './faults/load';
 import { startPrivateServers, type PrivateServers } from './faults/servers';
+import { devApi } from './support/dev-api';
 import { readTopic, sendgridCredentials, topicSize } from './webhook-support';
 
 /**
@@ -118,16 +119,8 @@ afterAll(async () => {
   if (keepFiles && servers) console.log(`fault test files (server and process logs) kept in ${servers.stateDir}`);
 });
 
-async function api<T>(method: string, urlPath: string, body?: unknown, workspace = workspaceId): Promise<T> {
-  const response = await fetch(`${stack.urls.gateway}${urlPath}`, {
-    method,
-    headers: { workspace_id: workspace, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${urlPath} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as T;
-}
+const api = <T>(method: string, urlPath: string, body?: unknown, workspace = workspaceId): Promise<T> =>
+  devApi<T>(stack.urls.gateway, workspace, method, urlPath, body);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
