@@ -198,6 +198,24 @@ function selects(selector: LabelSelector | undefined, labels: Record<string, str
   return byLabels && byExpressions;
 }
 
+type IngressRule = {
+  from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: unknown }[];
+  ports?: { port?: string | number }[];
+};
+type NetworkPolicy = KubeObject & { spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: IngressRule[] } };
+
+/** The NetworkPolicies restricting ingress to pods labelled `labels`. */
+function ingressPolicies(objects: KubeObject[], labels: Record<string, string>): NetworkPolicy[] {
+  return (objects.filter((o) => o.kind === 'NetworkPolicy') as NetworkPolicy[]).filter(
+    (p) => selects(p.spec.podSelector, labels) && p.spec.policyTypes.includes('Ingress'),
+  );
+}
+
+/** Whether `rule` lets traffic through to the port called `name`, numbered `number`. */
+function coversPort(rule: IngressRule, name: string, number: number): boolean {
+  return !rule.ports || rule.ports.some((p) => p.port === undefined || p.port === name || p.port === number);
+}
+
 function allReads(): VariableRead[] {
   return [...variablesReadByCode(), ...variablesDeclaredByConventions()];
 }
@@ -388,23 +406,13 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
 
   test.each(OVERLAYS)('%s: only the gateway reaches the gRPC ports (and ingestion reaches campaign)', (overlay) => {
     const objects = objectsOf(overlay);
-    type Rule = {
-      from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: unknown }[];
-      ports?: { port?: string | number }[];
-    };
-    const policies = objects.filter((o) => o.kind === 'NetworkPolicy') as (KubeObject & {
-      spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: Rule[] };
-    })[];
     const podLabels = (name: string): Record<string, string> => deployment(objects, name).spec.template.metadata.labels;
     for (const service of SERVICES) {
-      const labels = podLabels(service);
-      const applying = policies.filter((p) => selects(p.spec.podSelector, labels) && p.spec.policyTypes.includes('Ingress'));
+      const applying = ingressPolicies(objects, podLabels(service));
       expect(applying.length).toBeGreaterThan(0); // otherwise everything may connect
       const rules = applying.flatMap((p) => p.spec.ingress ?? []);
-      const coversGrpc = (rule: Rule): boolean =>
-        !rule.ports || rule.ports.some((p) => p.port === undefined || p.port === 'grpc' || p.port === GRPC_PORTS[service]);
       const callers = new Set<string>();
-      for (const rule of rules.filter(coversGrpc)) {
+      for (const rule of rules.filter((r) => coversPort(r, 'grpc', GRPC_PORTS[service]))) {
         if (!rule.from || rule.from.length === 0) callers.add('anyone');
         for (const peer of rule.from ?? []) {
           if (peer.ipBlock || peer.namespaceSelector || !peer.podSelector) {
@@ -422,23 +430,13 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
 
   test.each(OVERLAYS)("%s: only the monitoring namespace reaches the ops ports (/metrics), the gateway's included", (overlay) => {
     const objects = objectsOf(overlay);
-    type Rule = {
-      from?: { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: unknown }[];
-      ports?: { port?: string | number }[];
-    };
-    const policies = objects.filter((o) => o.kind === 'NetworkPolicy') as (KubeObject & {
-      spec: { podSelector: LabelSelector; policyTypes: string[]; ingress?: Rule[] };
-    })[];
     const monitoring = { 'kubernetes.io/metadata.name': 'monitoring' };
     for (const process of PROCESSES) {
-      const labels = deployment(objects, process).spec.template.metadata.labels;
-      const rules = policies
-        .filter((p) => selects(p.spec.podSelector, labels) && p.spec.policyTypes.includes('Ingress'))
-        .flatMap((p) => p.spec.ingress ?? []);
-      const coversOps = (rule: Rule): boolean =>
-        !rule.ports || rule.ports.some((p) => p.port === undefined || p.port === 'ops' || p.port === OPS_PORTS[process]);
+      const rules = ingressPolicies(objects, deployment(objects, process).spec.template.metadata.labels).flatMap(
+        (p) => p.spec.ingress ?? [],
+      );
       const callers = new Set<string>();
-      for (const rule of rules.filter(coversOps)) {
+      for (const rule of rules.filter((r) => coversPort(r, 'ops', OPS_PORTS[process]))) {
         if (!rule.from || rule.from.length === 0) callers.add('anyone');
         for (const peer of rule.from ?? []) {
           const onlyMonitoring = !peer.ipBlock && !peer.podSelector && selects(peer.namespaceSelector, monitoring);
