@@ -3,10 +3,9 @@ import crypto, { type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createTestClickHouse, createTestPostgres, startStack } from '@mail/local';
+import { createTestClickHouse, createTestPostgres, freePorts, startStack } from '@mail/local';
 import { UNREACHABLE, unreachableServices } from './support/env';
 
 /**
@@ -124,10 +123,7 @@ export async function startIdentityProvider(
 }
 
 export async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
+  const [port] = await freePorts(1);
   return port;
 }
 
@@ -200,8 +196,7 @@ export interface GatewayProcess {
 
 /** Spawns the built gateway with `env` (plus a free PORT and OPS_PORT; no broker, services unreachable unless given) and waits until /healthz answers. */
 export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
-  const port = await freePort();
-  const opsPort = await freePort();
+  const [port, opsPort] = await freePorts(2);
   const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-')), 'gateway.log');
   const log = fs.openSync(logFile, 'a');
   const child: ChildProcess = spawn(process.execPath, [GATEWAY_MAIN], {

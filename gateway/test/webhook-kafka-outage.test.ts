@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { uniqueSuffix } from '@mail/local';
+import { freePorts, uniqueSuffix } from '@mail/local';
 import { eventually, post, readTopic, sendgridEvent, startWebhookApp, type WebhookApp } from './webhook-support';
 
 /**
@@ -26,21 +25,13 @@ let app: WebhookApp;
 const infra = (command: 'up' | 'down'): Promise<unknown> =>
   promisify(execFile)('bash', [INFRA, command, 'kafka'], { env: infraEnv, timeout: 180_000 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 const batch = (prefix: string, count = 20): string =>
   JSON.stringify(
     Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'click', sg_event_id: `${prefix}-${i}`, email: `r${i}@example.com` })),
   );
 
 beforeAll(async () => {
-  const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
+  const [kafkaPort, controllerPort] = await freePorts(2);
   infraEnv = {
     ...process.env,
     STATE_DIR: stateDir,

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   DEFAULT_PORTS,
+  freePorts,
   GRPC_ADDRESS_VARIABLES,
   PROCESS_NAMES,
   SERVICE_NAMES,
@@ -102,14 +103,6 @@ function loggedPids(logFile: string): number[] {
   return [...fs.readFileSync(logFile, 'utf8').matchAll(/stand-in (\d+) listening/g)].map((m) => Number(m[1]));
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 test('starts the services, then the gateway, on free ports with the environment of CONVENTIONS.md', async () => {
   const stack = await start(options({ env: { STANDIN_READY_DELAY_MS: '300', CLICKHOUSE_DATABASE: 'caller_db', LOG_LEVEL: 'debug' } }));
 
@@ -154,7 +147,7 @@ test('starts the services, then the gateway, on free ports with the environment 
 });
 
 test('a variable the caller sets wins; stray addresses in process.env do not move a stack', async () => {
-  const [gatewayPort, opsPort] = [await freePort(), await freePort()];
+  const [gatewayPort, opsPort] = await freePorts(2);
   process.env.IDENTITY_GRPC_ADDR = '127.0.0.1:1';
   let stack: Stack;
   try {
