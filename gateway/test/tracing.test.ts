@@ -174,8 +174,9 @@ it('links a webhook call, its Kafka produce and the ingestion span that stored i
   const stored = await eventually('the ingestion span of the webhook call', async () =>
     (await operationSpans(jaeger.queryUrl, 'ingestion', 'ingest events')).find(namesPublish),
   );
-  expect(stored.tags['ingestion.events.inserted']).toBeGreaterThanOrEqual(0);
-  expect(stored.tags['ingestion.events.consumed']).toBeGreaterThanOrEqual(2);
+  // The topic is this file's own; no campaign carries the category traced-<run>, so both events go unmatched.
+  expect(stored.tags['ingestion.events.consumed']).toBe(2);
+  expect(stored.tags['ingestion.events.inserted']).toBe(0);
   // ClickHouse's HTTP calls of that batch are its children.
   const batchTrace = await traceWhen(stored.traceId, (all) =>
     all.some((span) => span.service === 'ingestion' && span.kind === 'client' && parentOf(span) === stored.spanId),
