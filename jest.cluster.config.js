@@ -1,7 +1,8 @@
 /**
- * The cluster tests (deploy/cluster-test), run alone by `npm run test:cluster`
- * (deploy/local/test-cluster.sh): they need the local clusters of infra.sh and
- * SIGKILL their nodes, so they run one at a time and not in `npm test`.
+ * The cluster tests (deploy/cluster-test), run by `npm run test:cluster`
+ * (deploy/local/test-cluster.sh) and after the rest of `npm test`: they need
+ * the local clusters of infra.sh and SIGKILL their nodes, so they run one at a
+ * time, in a jest run of their own.
  */
 const base = require('./jest.config');
 
