@@ -1,21 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import {
-  createTestClickHouse,
-  createTestPostgres,
-  jaegerEnv,
-  newTraceparent,
-  operationSpans,
-  startStack,
-  traceSpans,
-  uniqueSuffix,
-  type Stack,
-  type TestClickHouse,
-  type TestPostgres,
-  type TraceSpan,
-} from '@mail/local';
+import { jaegerEnv, newTraceparent, operationSpans, traceSpans, uniqueSuffix, type TraceSpan } from '@mail/local';
+import { startPrivateStack, type PrivateStack } from './support/private-stack';
 import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
 
 /**
@@ -30,24 +16,12 @@ const jaeger = jaegerEnv();
 const keys = keyPair();
 const BASIC = 'sendgrid:tracing-secret';
 const run = uniqueSuffix();
-let stack: Stack;
-let postgres: TestPostgres;
-let database: TestClickHouse;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tracing-'));
+let isolated: PrivateStack;
 
 beforeAll(async () => {
-  [postgres, database] = await Promise.all([createTestPostgres('tracing'), createTestClickHouse('tracing')]);
-  stack = await startStack({
-    stateDir,
-    logDir: path.join(stateDir, 'logs'),
+  isolated = await startPrivateStack('tracing', {
     env: {
-      DEV_AUTH_ENABLED: '1',
       LOG_LEVEL: 'debug',
-      DATABASE_URL: postgres.url,
-      CLICKHOUSE_DATABASE: database.database,
-      KAFKA_EVENTS_TOPIC: `tracing-events-${run}`,
-      KAFKA_DLQ_TOPIC: `tracing-dlq-${run}`,
-      KAFKA_CONSUMER_GROUP: `tracing-${run}`,
       SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyBase64,
       WEBHOOK_BASIC_AUTH: BASIC,
       OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
@@ -59,9 +33,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await stack?.stopAll();
-  await Promise.all([postgres?.drop(), database?.drop()]);
-  fs.rmSync(stateDir, { recursive: true, force: true });
+  await isolated?.close();
 });
 
 /** Polls until `find` returns something (spans reach Jaeger a moment after the request). */
@@ -86,7 +58,7 @@ function traceWhen(traceId: string, complete: (spans: TraceSpan[]) => boolean): 
 /** The JSON log lines of a process that carry this trace id. */
 function logLines(name: 'gateway' | 'campaign' | 'ingestion', traceId: string): Record<string, unknown>[] {
   return fs
-    .readFileSync(stack.logFile(name), 'utf8')
+    .readFileSync(isolated.stack.logFile(name), 'utf8')
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -106,7 +78,7 @@ function descendsFrom(spans: TraceSpan[], span: TraceSpan, ancestor: TraceSpan):
 }
 
 it('follows a campaign create from the gateway to the campaign service and its Postgres query', async () => {
-  const workspace = await fetch(`${stack.urls.gateway}/workspaces/`, {
+  const workspace = await fetch(`${isolated.stack.urls.gateway}/workspaces/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', workspace_id: crypto.randomUUID() },
     body: JSON.stringify({ name: `tracing ${run}` }),
@@ -114,7 +86,7 @@ it('follows a campaign create from the gateway to the campaign service and its P
   expect(workspace.status).toBe(201);
   const workspaceId = ((await workspace.json()) as { id: string }).id;
   const { traceparent, traceId } = newTraceparent();
-  const response = await fetch(`${stack.urls.gateway}/email-campaigns/`, {
+  const response = await fetch(`${isolated.stack.urls.gateway}/email-campaigns/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', workspace_id: workspaceId, traceparent },
     body: JSON.stringify({ workspace_id: workspaceId, name: `traced ${run}` }),
@@ -153,7 +125,7 @@ it('links a webhook call, its Kafka produce and the ingestion span that stored i
     sendgridEvent({ event: 'open', sg_event_id: `trace-${run}-open`, category: `traced-${run}` }),
     sendgridEvent({ event: 'click', sg_event_id: `trace-${run}-click`, category: `traced-${run}`, url: 'https://example.com/' }),
   ]);
-  const response = await post(stack.urls.gateway, body, {
+  const response = await post(isolated.stack.urls.gateway, body, {
     ...signedHeaders(keys.privateKey, body),
     authorization: `Basic ${Buffer.from(BASIC).toString('base64')}`,
     traceparent,
@@ -164,7 +136,7 @@ it('links a webhook call, its Kafka produce and the ingestion span that stored i
   const spans = await traceWhen(traceId, (all) => all.some(isGatewayServer) && all.some(isPublish));
   const gateway = spans.find(isGatewayServer)!;
   const publish = spans.find(isPublish)!;
-  expect(publish.operation).toBe(`publish tracing-events-${run}`);
+  expect(publish.operation).toBe(`publish ${isolated.env.KAFKA_EVENTS_TOPIC}`);
   expect(publish.tags['messaging.system']).toBe('kafka');
   expect(descendsFrom(spans, publish, gateway)).toBe(true);
 
