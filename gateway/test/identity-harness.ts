@@ -150,8 +150,11 @@ export async function startIdentityService(
     createTestPostgres(label),
     withWorkspaceContent ? createTestClickHouse(label) : undefined,
   ]);
-  const drop = () => Promise.all([postgres.drop(), clickhouse?.drop()]);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
+  const drop = async (): Promise<void> => {
+    await Promise.all([postgres.drop(), clickhouse?.drop()]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
   try {
     const stack = await startStack({
       stateDir: dir,
