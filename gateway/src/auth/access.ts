@@ -53,7 +53,7 @@ export function authenticate(
         email: token.email,
         displayName: token.displayName,
         grantPlatformAdmin: authenticator.grantsPlatformAdmin,
-        // The first of repeated headers, as pydanticRequests reads it after this.
+        // The first of repeated headers, as the Pydantic validation (laxRequests) reads it after this.
         workspaceId: workspaceToAuthorize(match, req.path, req.headersDistinct.workspace_id?.[0]),
       })
       .catch((error: unknown) => {

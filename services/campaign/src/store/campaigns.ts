@@ -20,8 +20,9 @@ import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
  * named parameters (knex's `:name` bindings, named after the domain's
  * fields). Each write is one statement where it can be (data-modifying CTEs,
  * listmonk-style): one round trip, atomic without an explicit transaction,
- * and about half the CPU of the same work as separate queries. Every
- * statement goes to the driver as a named statement (`run`).
+ * and less CPU than the same work as separate queries (bench/README.md,
+ * "Campaign and Postgres"). Every statement goes to the driver as a named
+ * statement (`run`).
  */
 
 /** Committed changes of provider_category_id are announced on this channel (a ChangeFeed of @mail/common). */
@@ -84,9 +85,9 @@ const MAX_NAMED_STATEMENTS = 1_000;
 
 /**
  * A named statement: each connection has Postgres parse and plan a given text
- * once and reuses the plan, which halved Postgres's CPU for a create (these
- * CTEs take longer to plan than to run). The name is the text's hash, as the
- * driver requires one text per name.
+ * once and reuses the plan: these CTEs take longer to plan than to run
+ * (bench/README.md, "Campaign and Postgres"). The name is the text's hash, as
+ * the driver requires one text per name.
  */
 function named(text: string): NamedStatement {
   let statement = namedStatements.get(text);
