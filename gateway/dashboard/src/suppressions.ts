@@ -1,4 +1,5 @@
 import { ApiError, type Api, type SuppressionDetail, type SuppressionReason } from './api';
+import { byId } from './dom';
 
 /**
  * The Suppressions page (search, filter by reason, add and lift with a
@@ -24,12 +25,6 @@ export interface ViewContext {
   canEdit(): boolean;
   /** Opens the lookup of one address. */
   lookUp(email: string): void;
-}
-
-function byId<T extends HTMLElement>(id: string): T {
-  const node = document.getElementById(id);
-  if (!node) throw new Error(`#${id} is missing from the page`);
-  return node as T;
 }
 
 const when = (iso: string | null | undefined): string => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '');
