@@ -18,7 +18,7 @@ import {
 const { EventType, BounceType, BounceClass } = eventsV1;
 
 /** A signed request is taken for this long around its timestamp, in either direction. */
-export const MAILGUN_SIGNATURE_TOLERANCE_SECONDS = 600;
+const MAILGUN_SIGNATURE_TOLERANCE_SECONDS = 600;
 /** Tokens remembered at most; a flood beyond it forgets the oldest first. */
 const MAX_REMEMBERED_TOKENS = 200_000;
 
@@ -41,16 +41,15 @@ const EVENT_TYPES: ReadonlyMap<string, eventsV1.EventType> = new Map([
  * only once its events are in Kafka, so Mailgun's retry of a request that
  * got a 503 is taken.
  */
-export class TokenCache {
+class TokenCache {
   /** token → when it may be forgotten (ms); insertion order is roughly expiry order. */
   private readonly tokens = new Map<string, number>();
 
-  constructor(private readonly maxSize = MAX_REMEMBERED_TOKENS) {}
-
   /** Holds the token; false when it is held already. */
-  reserve(token: string, expiresAtMs: number, nowMs = Date.now()): boolean {
+  reserve(token: string, expiresAtMs: number): boolean {
+    const nowMs = Date.now();
     for (const [held, expiry] of this.tokens) {
-      if (expiry > nowMs && this.tokens.size < this.maxSize) break;
+      if (expiry > nowMs && this.tokens.size < MAX_REMEMBERED_TOKENS) break;
       this.tokens.delete(held);
     }
     if (this.tokens.has(token)) return false;
@@ -67,14 +66,14 @@ export class TokenCache {
  * Why Mailgun's `signature` object fails, or undefined when it is authentic
  * and fresh: hex HMAC-SHA256 of timestamp + token under the signing key.
  */
-export function mailgunSignatureFailure(signingKey: string, signature: unknown, nowMs = Date.now()): string | undefined {
+function mailgunSignatureFailure(signingKey: string, signature: unknown): string | undefined {
   if (!isObject(signature)) return 'Missing webhook signature';
   const { timestamp, token, signature: given } = signature;
   if (typeof timestamp !== 'string' || typeof token !== 'string' || typeof given !== 'string' || token === '') {
     return 'Missing webhook signature, timestamp or token';
   }
   if (!/^\d{1,12}$/.test(timestamp)) return 'Malformed webhook timestamp';
-  if (Math.abs(nowMs / 1000 - Number(timestamp)) > MAILGUN_SIGNATURE_TOLERANCE_SECONDS)
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > MAILGUN_SIGNATURE_TOLERANCE_SECONDS)
     return 'Webhook timestamp is too old or in the future';
   if (!/^[0-9a-f]{64}$/i.test(given)) return 'Invalid webhook signature';
   const expected = crypto
@@ -88,7 +87,8 @@ export function mailgunSignatureFailure(signingKey: string, signature: unknown, 
  * Mailgun's webhooks: one event per request, `{"signature": {...},
  * "event-data": {...}}`, signed with the account's webhook signing key.
  */
-export function mailgunProvider(signingKey: string | undefined, tokens = new TokenCache()): WebhookProvider {
+export function mailgunProvider(signingKey: string | undefined): WebhookProvider {
+  const tokens = new TokenCache();
   return {
     name: 'mailgun',
     verifies: signingKey !== undefined,
