@@ -37,7 +37,7 @@ const string =
   };
 
 /** Pydantic's lax int: integral numbers, booleans, and integer strings. */
-export function laxInteger(value: unknown): number | undefined {
+function laxInteger(value: unknown): number | undefined {
   if (typeof value === 'boolean') return Number(value);
   if (typeof value === 'number') return Number.isInteger(value) ? value : undefined;
   return typeof value === 'string' ? intFromString(value) : undefined;
