@@ -5,7 +5,6 @@ import { smtpBounceClass } from '../bounce-class';
 import {
   FieldReader,
   bodyObject,
-  isObject,
   normalizedEvent,
   optionalText,
   parseJsonBody,
@@ -14,6 +13,7 @@ import {
   type JsonObject,
   type WebhookProvider,
 } from '../provider';
+import { isRecord } from '../../pydantic/request-schemas';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
 
@@ -67,7 +67,7 @@ class TokenCache {
  * and fresh: hex HMAC-SHA256 of timestamp + token under the signing key.
  */
 function mailgunSignatureFailure(signingKey: string, signature: unknown): string | undefined {
-  if (!isObject(signature)) return 'Missing webhook signature';
+  if (!isRecord(signature)) return 'Missing webhook signature';
   const { timestamp, token, signature: given } = signature;
   if (typeof timestamp !== 'string' || typeof token !== 'string' || typeof given !== 'string' || token === '') {
     return 'Missing webhook signature, timestamp or token';
@@ -137,10 +137,10 @@ function toEvent(body: JsonObject, receivedAt: Date): eventsV1.EngagementEvent |
   const email = fields.text(data!, 'recipient', loc);
   const occurredAt = fields.unixSeconds(data!, 'timestamp', loc);
   fields.check();
-  const message = isObject(data!.message) ? data!.message : {};
-  const headers = isObject(message.headers) ? message.headers : {};
-  const clientInfo = isObject(data!['client-info']) ? data!['client-info'] : {};
-  const variables = isObject(data!['user-variables']) ? data!['user-variables'] : {};
+  const message = isRecord(data!.message) ? data!.message : {};
+  const headers = isRecord(message.headers) ? message.headers : {};
+  const clientInfo = isRecord(data!['client-info']) ? data!['client-info'] : {};
+  const variables = isRecord(data!['user-variables']) ? data!['user-variables'] : {};
   const event: EventFields = {
     provider: 'mailgun',
     // Mailgun's event ids are unique within a day only.
@@ -167,7 +167,7 @@ function toEvent(body: JsonObject, receivedAt: Date): eventsV1.EngagementEvent |
  * address is on its suppression lists (reason `suppress-*`), is dropped.
  */
 function failedEvent(data: JsonObject): Partial<EventFields> {
-  const status = isObject(data['delivery-status']) ? data['delivery-status'] : {};
+  const status = isRecord(data['delivery-status']) ? data['delivery-status'] : {};
   const code = typeof status.code === 'number' ? status.code : undefined;
   const text = optionalText(status.message) ?? optionalText(status.description);
   const reason = [code, text ?? optionalText(data.reason)].filter((part) => part !== undefined).join(' ') || undefined;
