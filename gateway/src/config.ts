@@ -65,7 +65,7 @@ export interface GatewayConfig {
 }
 
 /** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
-export const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
+const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
 
 function basicCredentials(name: string, value: string | undefined): string | undefined {
   if (value !== undefined && !value.includes(':')) throw new ConfigError(`${name} must look like user:password`);

@@ -89,7 +89,8 @@ export interface StatsQuery {
   campaign_id?: string;
 }
 
-interface Page<T> {
+/** One page of a list: its items and where they stand in the whole. */
+export interface Page<T> {
   items: T[];
   total: number;
   page: number;
@@ -136,13 +137,6 @@ export interface EngagementEvent {
   occurred_at: string;
   url: string | null;
   reason: string | null;
-}
-
-export interface PageOf<T> {
-  items: T[];
-  total: number;
-  page: number;
-  page_size: number;
 }
 
 export interface CampaignSummary {
@@ -208,8 +202,8 @@ export class Api {
     return this.get<Stats>('/campaign-events/stats', workspaceId, params, signal);
   }
 
-  suppressions(workspaceId: string, query: SuppressionQuery, signal?: AbortSignal): Promise<PageOf<Suppression>> {
-    return this.get<PageOf<Suppression>>('/suppressions/', workspaceId, suppressionParams(query), signal);
+  suppressions(workspaceId: string, query: SuppressionQuery, signal?: AbortSignal): Promise<Page<Suppression>> {
+    return this.get<Page<Suppression>>('/suppressions/', workspaceId, suppressionParams(query), signal);
   }
 
   /** Every row the list's filters select, as the API's CSV. */
@@ -232,8 +226,8 @@ export class Api {
   }
 
   /** The address's newest events (one page). */
-  eventsOf(workspaceId: string, email: string, signal?: AbortSignal): Promise<PageOf<EngagementEvent>> {
-    return this.get<PageOf<EngagementEvent>>('/campaign-events/', workspaceId, { email, page_size: String(PAGE_SIZE) }, signal);
+  eventsOf(workspaceId: string, email: string, signal?: AbortSignal): Promise<Page<EngagementEvent>> {
+    return this.get<Page<EngagementEvent>>('/campaign-events/', workspaceId, { email, page_size: String(PAGE_SIZE) }, signal);
   }
 
   private async all<T>(path: string, workspaceId: string | undefined, signal?: AbortSignal): Promise<T[]> {

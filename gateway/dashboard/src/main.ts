@@ -1,6 +1,7 @@
 import './style.css';
 import { Api, ApiError, type CampaignSummary, type Me, type StatsQuery } from './api';
 import { SeriesChart } from './chart';
+import { byId } from './dom';
 import { utcDate } from './format';
 import { renderCampaigns, renderFunnel, renderLinks, renderSeriesTable, renderSuppressions, renderTotals, renderVariants } from './render';
 import { Session } from './session';
@@ -18,12 +19,6 @@ const WORKSPACE_KEY = 'mail-dashboard.workspace';
 const DEFAULT_DAYS = 7;
 /** A performance mark: the first statistics on screen, measured from navigation start. */
 const FIRST_VIEW_MARK = 'dashboard-first-view';
-
-function byId<T extends HTMLElement>(id: string): T {
-  const node = document.getElementById(id);
-  if (!node) throw new Error(`#${id} is missing from the page`);
-  return node as T;
-}
 
 const ui = {
   oidcSignIn: byId<HTMLButtonElement>('oidc-sign-in'),

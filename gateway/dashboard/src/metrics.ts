@@ -1,8 +1,6 @@
 import type { CountKey, EngagementCounts, RateKey } from './api';
 import { formatCount, formatRate } from './format';
 
-export type { CountKey };
-
 export interface Metric {
   key: keyof EngagementCounts;
   label: string;
@@ -37,44 +35,42 @@ export const METRICS: readonly Metric[] = [
   rate('spam_report_rate', 'Spam report rate'),
 ];
 
+/** The metrics of these keys, in the order of METRICS. */
+const metricsOf = (...keys: Array<keyof EngagementCounts>): readonly Metric[] => METRICS.filter((metric) => keys.includes(metric.key));
+
 /** The columns of the per-campaign, per-bucket and per-variant tables: the funnel and what goes wrong. */
-export const TABLE_METRICS: readonly Metric[] = METRICS.filter((metric) =>
-  (
-    [
-      'processed',
-      'delivered',
-      'delivery_rate',
-      'opens',
-      'unique_opens',
-      'open_rate',
-      'unique_clicks',
-      'click_rate',
-      'click_to_open_rate',
-      'bounce_rate',
-      'unsubscribe_rate',
-      'spam_report_rate',
-    ] as (keyof EngagementCounts)[]
-  ).includes(metric.key),
+export const TABLE_METRICS = metricsOf(
+  'processed',
+  'delivered',
+  'delivery_rate',
+  'opens',
+  'unique_opens',
+  'open_rate',
+  'unique_clicks',
+  'click_rate',
+  'click_to_open_rate',
+  'bounce_rate',
+  'unsubscribe_rate',
+  'spam_report_rate',
 );
 
 /** The columns of the variants panel: what an A/B test compares. */
-export const VARIANT_METRICS: readonly Metric[] = METRICS.filter((metric) =>
-  (
-    [
-      'delivered',
-      'opens',
-      'machine_opens',
-      'unique_opens',
-      'open_rate',
-      'unique_clicks',
-      'click_rate',
-      'click_to_open_rate',
-    ] as (keyof EngagementCounts)[]
-  ).includes(metric.key),
+export const VARIANT_METRICS = metricsOf(
+  'delivered',
+  'opens',
+  'machine_opens',
+  'unique_opens',
+  'open_rate',
+  'unique_clicks',
+  'click_rate',
+  'click_to_open_rate',
 );
 
-/** The event counts drawn as lines, each with its colour (a rate has no place on a count axis). */
-/** Unique counts are dashed: they often equal their total and would hide it. */
+/**
+ * The event counts drawn as lines, each with its colour (a rate has no place
+ * on a count axis). Unique counts are dashed: they often equal their total and
+ * would hide it.
+ */
 export const CHART_SERIES: ReadonlyArray<{ key: CountKey; label: string; color: string; dash?: number[] }> = [
   { key: 'delivered', label: 'Delivered', color: '#64748b' },
   { key: 'opens', label: 'Opens', color: '#2563eb' },

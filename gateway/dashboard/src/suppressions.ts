@@ -1,4 +1,5 @@
 import { ApiError, type Api, type SuppressionDetail, type SuppressionReason } from './api';
+import { byId } from './dom';
 
 /**
  * The Suppressions page (search, filter by reason, add and lift with a
@@ -26,12 +27,6 @@ export interface ViewContext {
   lookUp(email: string): void;
 }
 
-function byId<T extends HTMLElement>(id: string): T {
-  const node = document.getElementById(id);
-  if (!node) throw new Error(`#${id} is missing from the page`);
-  return node as T;
-}
-
 const when = (iso: string | null | undefined): string => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '');
 
 function cell(text: string): HTMLTableCellElement {
@@ -46,7 +41,12 @@ function row(...cells: HTMLTableCellElement[]): HTMLTableRowElement {
   return tr;
 }
 
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+/** The failure on screen: its message in the view's error line, the view marked `error`. */
+function showFailure(view: HTMLElement, line: HTMLParagraphElement, error: unknown): void {
+  line.textContent = error instanceof Error ? error.message : String(error);
+  line.hidden = false;
+  view.dataset.status = 'error';
+}
 
 /** A yes/no question in the page's own dialog. */
 export function confirmAction(text: string): Promise<boolean> {
@@ -114,9 +114,7 @@ export class SuppressionsView {
   }
 
   private fail(error: unknown): void {
-    this.error.textContent = describe(error);
-    this.error.hidden = false;
-    this.view.dataset.status = 'error';
+    showFailure(this.view, this.error, error);
   }
 
   async load(): Promise<void> {
@@ -256,9 +254,7 @@ export class LookupView {
       this.view.dataset.events = String(events.total);
       this.view.dataset.status = 'ready';
     } catch (error) {
-      this.error.textContent = describe(error);
-      this.error.hidden = false;
-      this.view.dataset.status = 'error';
+      showFailure(this.view, this.error, error);
     }
   }
 

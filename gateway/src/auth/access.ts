@@ -12,23 +12,24 @@ import { roleFromProto } from './roles';
  * route handler can forget a check.
  */
 
-interface Locals {
+/** What the access checks leave on res.locals: the operation, the caller and the workspace it acts in. */
+export interface AccessLocals {
   operation?: OperationObject;
   principal?: Principal;
   workspaceId?: string;
 }
 
-const locals = (res: Response): Locals => res.locals as Locals;
+export const accessLocals = (res: Response): AccessLocals => res.locals as AccessLocals;
 
 export function principalOf(res: Response): Principal {
-  const principal = locals(res).principal;
+  const principal = accessLocals(res).principal;
   if (!principal) throw new Error('principalOf() used on a route without authentication');
   return principal;
 }
 
 /** The workspace the request acts in, after its role check passed. */
 export function workspaceIdOf(res: Response): string {
-  const workspaceId = locals(res).workspaceId;
+  const workspaceId = accessLocals(res).workspaceId;
   if (!workspaceId) throw new Error('workspaceIdOf() used on a route without a workspace scope');
   return workspaceId;
 }
@@ -42,7 +43,7 @@ export function authenticate(
   return async (req: Request, res: Response, next: NextFunction) => {
     const match = matchOperation(req.method, req.path);
     if (!match) return next();
-    locals(res).operation = match.operation;
+    accessLocals(res).operation = match.operation;
     const level = match.operation['x-required-role'];
     if (level === 'public') return next();
     const token = await authenticator.authenticate(req.headers.authorization);
@@ -63,7 +64,7 @@ export function authenticate(
         throw httpError.status === 422 ? unauthorized(EMAIL_REQUIRED) : httpError;
       });
     if (!resolved.user) throw new HttpError(503, 'Identity service gave no user');
-    locals(res).principal = {
+    accessLocals(res).principal = {
       user: resolved.user,
       isPlatformAdmin: resolved.user.isPlatformAdmin,
       workspaces: new Map<string, WorkspaceAccess>(
@@ -103,7 +104,7 @@ function pathParameter(req: Request, name: string): string | undefined {
 
 /** Step 2, after validation: the workspace scope and the role (403, or 404 for an unknown workspace). */
 export const authorize: RequestHandler = (req, res, next) => {
-  const { operation, principal } = locals(res);
+  const { operation, principal } = accessLocals(res);
   const level = operation?.['x-required-role'];
   if (!operation || !principal || level === 'public' || level === 'authenticated' || level === undefined) return next();
   if (level === 'platform_admin' && !principal.isPlatformAdmin) throw forbidden('Platform admin role required');
@@ -118,6 +119,6 @@ export const authorize: RequestHandler = (req, res, next) => {
     throw principal.isPlatformAdmin ? notFound('Workspace not found') : forbidden('Not a member of this workspace');
   }
   if (ROLE_RANK[access.role] < ROLE_RANK[level]) throw forbidden(`The ${level} role is required`);
-  locals(res).workspaceId = workspaceId.toLowerCase();
+  accessLocals(res).workspaceId = workspaceId.toLowerCase();
   next();
 };

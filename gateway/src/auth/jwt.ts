@@ -38,7 +38,7 @@ export interface JwksLocator {
   stop(): void;
 }
 
-export function jwksLocator(config: { jwksUrl?: string; issuer: string }, logger?: Logger): JwksLocator {
+function jwksLocator(config: { jwksUrl?: string; issuer: string }, logger?: Logger): JwksLocator {
   if (config.jwksUrl) {
     const fixed = new URL(config.jwksUrl);
     return { jwksUrl: () => Promise.resolve(fixed), stop: () => undefined };

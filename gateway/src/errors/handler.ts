@@ -43,7 +43,7 @@ function allowHeader(error: OpenApiValidatorError): Record<string, string> {
 }
 
 /** Turns any failure into the API's error format (docs/api.md). Never a stack trace, never internal detail. */
-export function toHttpError(error: unknown): HttpError {
+function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   const parserError = error as BodyParserError;
   if (parserError?.type === 'entity.parse.failed') return new HttpError(422, jsonSyntaxViolations(parserError.body ?? ''));

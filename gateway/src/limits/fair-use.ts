@@ -1,6 +1,5 @@
 import type { RequestHandler, Response } from 'express';
-import type { Principal } from '../auth/principal';
-import type { OperationObject } from '../openapi/document';
+import { accessLocals } from '../auth/access';
 
 /**
  * Fair use, per gateway replica (a caller spread over N replicas by the load
@@ -60,13 +59,6 @@ class TokenBuckets {
   }
 }
 
-/** What access.ts leaves on res.locals: the caller, the operation and the workspace it acts in. */
-interface AccessLocals {
-  principal?: Principal;
-  operation?: OperationObject;
-  workspaceId?: string;
-}
-
 function tooManyRequests(res: Response, retryAfterSeconds: number, detail: string): void {
   res
     .status(429)
@@ -83,7 +75,7 @@ export function fairUse(limits: FairUseLimits): RequestHandler {
   const buckets = new TokenBuckets(limits.userRequestsPerSecond, limits.userBurst);
   const readsRunning = new Map<string, number>();
   return (_req, res, next) => {
-    const { principal, operation, workspaceId } = res.locals as AccessLocals;
+    const { principal, operation, workspaceId } = accessLocals(res);
     if (!principal) return next();
     const wait = buckets.take(principal.user.id);
     if (wait > 0) return tooManyRequests(res, wait, 'Too many requests from this user, retry later');

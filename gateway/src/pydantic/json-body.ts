@@ -22,7 +22,7 @@ export const MAX_JSON_DEPTH = 1000;
  * FastAPI answers any failure to read a JSON body other than a JSON syntax
  * error (bytes that are not UTF-8, a RecursionError) with this 400.
  */
-export const unreadableBody = (): HttpError => new HttpError(400, 'There was an error parsing the body');
+const unreadableBody = (): HttpError => new HttpError(400, 'There was an error parsing the body');
 
 /** Whether the JSON text nests arrays and objects deeper than `limit` (brackets inside strings do not count). */
 export function nestingExceeds(text: string, limit: number): boolean {

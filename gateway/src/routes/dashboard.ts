@@ -9,7 +9,7 @@ import { HttpError, notFound } from '../errors/http-error';
  * into gateway/dashboard/dist). Public: the page holds no secret and calls the
  * API with the user's own token. Mounted before authentication.
  */
-export const DASHBOARD_DIST = path.resolve(__dirname, '..', '..', 'dashboard', 'dist');
+const DASHBOARD_DIST = path.resolve(__dirname, '..', '..', 'dashboard', 'dist');
 
 /** Vite's hashed output names: a file never changes under its name. */
 const ASSET_NAME = /^[\w.-]+\.[a-z0-9]+$/i;

@@ -1,6 +1,7 @@
 import { SENDGRID_EVENT_TYPES, fromSendgridEvent, type SendgridEventFields, type Violation } from '@mail/common';
 import { chsql } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
+import { isRecord } from '../pydantic/request-schemas';
 import { intFromString } from '../pydantic/scalars';
 import { MAX_DETAIL_ENTRIES } from '../pydantic/violations';
 
@@ -37,7 +38,7 @@ const string =
   };
 
 /** Pydantic's lax int: integral numbers, booleans, and integer strings. */
-export function laxInteger(value: unknown): number | undefined {
+function laxInteger(value: unknown): number | undefined {
   if (typeof value === 'boolean') return Number(value);
   if (typeof value === 'number') return Number.isInteger(value) ? value : undefined;
   return typeof value === 'string' ? intFromString(value) : undefined;
@@ -69,8 +70,6 @@ const REQUIRED: [keyof SendgridEvent & string, Check][] = [
   ['timestamp', unixSeconds],
 ];
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * The body's violations in order, with `loc` from "body": all of them, up to
  * MAX_DETAIL_ENTRIES (checking stops there, so a body of a million bad items
@@ -82,7 +81,7 @@ export function bodyViolations(body: unknown): Violation[] {
   const violations: Violation[] = [];
   for (let index = 0; index < body.length && violations.length < MAX_DETAIL_ENTRIES; index++) {
     const item: unknown = body[index];
-    if (!isObject(item)) {
+    if (!isRecord(item)) {
       violations.push(
         violation('model_attributes_type', ['body', index], 'Input should be a valid dictionary or object to extract fields from', item),
       );

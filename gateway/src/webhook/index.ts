@@ -19,7 +19,7 @@ export interface Webhook {
 }
 
 /** Every provider's webhook, each with the credential the configuration gives it (or none). */
-export function webhookProviders(config: WebhookConfig, logger: Logger): WebhookProvider[] {
+function webhookProviders(config: WebhookConfig, logger: Logger): WebhookProvider[] {
   return [
     sendgridProvider({ publicKey: config.sendgridPublicKey, basicAuth: config.basicAuth }),
     mailgunProvider(config.mailgunSigningKey),

@@ -3,6 +3,7 @@ import { valueError, type Violation } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { unprocessable } from '../errors/http-error';
 import { readableJsonText } from '../pydantic/json-body';
+import { isRecord } from '../pydantic/request-schemas';
 import { jsonSyntaxViolations } from '../pydantic/violations';
 import { MAX_TIMESTAMP } from './events';
 
@@ -49,8 +50,6 @@ export interface WebhookProvider {
 export type Loc = (string | number)[];
 export type JsonObject = Record<string, unknown>;
 
-export const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** The body as JSON, or FastAPI's 422 (400 for bytes that are not UTF-8 or nesting too deep); an empty body is a missing one. */
 export function parseJsonBody(raw: Buffer): unknown {
   const text = readableJsonText(raw);
@@ -65,7 +64,7 @@ export function parseJsonBody(raw: Buffer): unknown {
 /** The body as one JSON object (a Pydantic model), or the 422 a model would give. */
 export function bodyObject(body: unknown): JsonObject {
   if (body === null) throw unprocessable([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
-  if (!isObject(body)) {
+  if (!isRecord(body)) {
     throw unprocessable([
       {
         type: 'model_attributes_type',
@@ -87,7 +86,7 @@ export class FieldReader {
 
   object(container: JsonObject, key: string, loc: Loc): JsonObject | undefined {
     const value = this.present(container, key, loc);
-    if (value === undefined || isObject(value)) return value;
+    if (value === undefined || isRecord(value)) return value;
     return this.fail('model_attributes_type', [...loc, key], 'Input should be a valid dictionary or object to extract fields from', value);
   }
 

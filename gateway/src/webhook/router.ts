@@ -6,9 +6,9 @@ import { PROVIDER_NAMES, type Reception, type WebhookProvider } from './provider
 import { MAX_EVENT_BYTES, PublishError, eventBytes, type EventPublisher, type KeyedEvent } from './publisher';
 
 /** SendGrid's route; every provider also has its own below it (`/campaign-events/webhook/<provider>`). */
-export const WEBHOOK_PATH = '/campaign-events/webhook';
+const WEBHOOK_PATH = '/campaign-events/webhook';
 /** SendGrid posts up to 768 KB; the API takes up to 5 MB (docs/api.md, "Errors"). */
-export const WEBHOOK_BODY_LIMIT = '5mb';
+const WEBHOOK_BODY_LIMIT = '5mb';
 
 const webhookEvents = new prometheus.Counter({
   name: 'webhook_events_total',

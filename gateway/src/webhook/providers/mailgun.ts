@@ -5,7 +5,6 @@ import { smtpBounceClass } from '../bounce-class';
 import {
   FieldReader,
   bodyObject,
-  isObject,
   normalizedEvent,
   optionalText,
   parseJsonBody,
@@ -14,11 +13,12 @@ import {
   type JsonObject,
   type WebhookProvider,
 } from '../provider';
+import { isRecord } from '../../pydantic/request-schemas';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
 
 /** A signed request is taken for this long around its timestamp, in either direction. */
-export const MAILGUN_SIGNATURE_TOLERANCE_SECONDS = 600;
+const MAILGUN_SIGNATURE_TOLERANCE_SECONDS = 600;
 /** Tokens remembered at most; a flood beyond it forgets the oldest first. */
 const MAX_REMEMBERED_TOKENS = 200_000;
 
@@ -41,16 +41,15 @@ const EVENT_TYPES: ReadonlyMap<string, eventsV1.EventType> = new Map([
  * only once its events are in Kafka, so Mailgun's retry of a request that
  * got a 503 is taken.
  */
-export class TokenCache {
+class TokenCache {
   /** token → when it may be forgotten (ms); insertion order is roughly expiry order. */
   private readonly tokens = new Map<string, number>();
 
-  constructor(private readonly maxSize = MAX_REMEMBERED_TOKENS) {}
-
   /** Holds the token; false when it is held already. */
-  reserve(token: string, expiresAtMs: number, nowMs = Date.now()): boolean {
+  reserve(token: string, expiresAtMs: number): boolean {
+    const nowMs = Date.now();
     for (const [held, expiry] of this.tokens) {
-      if (expiry > nowMs && this.tokens.size < this.maxSize) break;
+      if (expiry > nowMs && this.tokens.size < MAX_REMEMBERED_TOKENS) break;
       this.tokens.delete(held);
     }
     if (this.tokens.has(token)) return false;
@@ -67,14 +66,14 @@ export class TokenCache {
  * Why Mailgun's `signature` object fails, or undefined when it is authentic
  * and fresh: hex HMAC-SHA256 of timestamp + token under the signing key.
  */
-export function mailgunSignatureFailure(signingKey: string, signature: unknown, nowMs = Date.now()): string | undefined {
-  if (!isObject(signature)) return 'Missing webhook signature';
+function mailgunSignatureFailure(signingKey: string, signature: unknown): string | undefined {
+  if (!isRecord(signature)) return 'Missing webhook signature';
   const { timestamp, token, signature: given } = signature;
   if (typeof timestamp !== 'string' || typeof token !== 'string' || typeof given !== 'string' || token === '') {
     return 'Missing webhook signature, timestamp or token';
   }
   if (!/^\d{1,12}$/.test(timestamp)) return 'Malformed webhook timestamp';
-  if (Math.abs(nowMs / 1000 - Number(timestamp)) > MAILGUN_SIGNATURE_TOLERANCE_SECONDS)
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > MAILGUN_SIGNATURE_TOLERANCE_SECONDS)
     return 'Webhook timestamp is too old or in the future';
   if (!/^[0-9a-f]{64}$/i.test(given)) return 'Invalid webhook signature';
   const expected = crypto
@@ -88,7 +87,8 @@ export function mailgunSignatureFailure(signingKey: string, signature: unknown, 
  * Mailgun's webhooks: one event per request, `{"signature": {...},
  * "event-data": {...}}`, signed with the account's webhook signing key.
  */
-export function mailgunProvider(signingKey: string | undefined, tokens = new TokenCache()): WebhookProvider {
+export function mailgunProvider(signingKey: string | undefined): WebhookProvider {
+  const tokens = new TokenCache();
   return {
     name: 'mailgun',
     verifies: signingKey !== undefined,
@@ -137,10 +137,10 @@ function toEvent(body: JsonObject, receivedAt: Date): eventsV1.EngagementEvent |
   const email = fields.text(data!, 'recipient', loc);
   const occurredAt = fields.unixSeconds(data!, 'timestamp', loc);
   fields.check();
-  const message = isObject(data!.message) ? data!.message : {};
-  const headers = isObject(message.headers) ? message.headers : {};
-  const clientInfo = isObject(data!['client-info']) ? data!['client-info'] : {};
-  const variables = isObject(data!['user-variables']) ? data!['user-variables'] : {};
+  const message = isRecord(data!.message) ? data!.message : {};
+  const headers = isRecord(message.headers) ? message.headers : {};
+  const clientInfo = isRecord(data!['client-info']) ? data!['client-info'] : {};
+  const variables = isRecord(data!['user-variables']) ? data!['user-variables'] : {};
   const event: EventFields = {
     provider: 'mailgun',
     // Mailgun's event ids are unique within a day only.
@@ -167,7 +167,7 @@ function toEvent(body: JsonObject, receivedAt: Date): eventsV1.EngagementEvent |
  * address is on its suppression lists (reason `suppress-*`), is dropped.
  */
 function failedEvent(data: JsonObject): Partial<EventFields> {
-  const status = isObject(data['delivery-status']) ? data['delivery-status'] : {};
+  const status = isRecord(data['delivery-status']) ? data['delivery-status'] : {};
   const code = typeof status.code === 'number' ? status.code : undefined;
   const text = optionalText(status.message) ?? optionalText(status.description);
   const reason = [code, text ?? optionalText(data.reason)].filter((part) => part !== undefined).join(' ') || undefined;

@@ -4,7 +4,6 @@ import { basicAuthMatches } from '../auth';
 import {
   FieldReader,
   bodyObject,
-  isObject,
   normalizedEvent,
   optionalText,
   parseJsonBody,
@@ -12,6 +11,7 @@ import {
   type JsonObject,
   type WebhookProvider,
 } from '../provider';
+import { isRecord } from '../../pydantic/request-schemas';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
 
@@ -122,7 +122,7 @@ function toEvent(record: JsonObject, receivedAt: Date): eventsV1.EngagementEvent
   const occurredAt = fields.dateTime(record, shape.time, ['body']);
   const bounceId = shape.recipient === 'Email' ? bounceIdOf(record, fields) : undefined;
   fields.check();
-  const metadata = isObject(record.Metadata) ? record.Metadata : {};
+  const metadata = isRecord(record.Metadata) ? record.Metadata : {};
   const tag = optionalText(record.Tag);
   const event: EventFields = {
     provider: 'postmark',

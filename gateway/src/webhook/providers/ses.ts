@@ -5,7 +5,6 @@ import { smtpBounceClass } from '../bounce-class';
 import {
   FieldReader,
   bodyObject,
-  isObject,
   normalizedEvent,
   optionalText,
   parseJsonBody,
@@ -16,6 +15,7 @@ import {
   type Reception,
   type WebhookProvider,
 } from '../provider';
+import { isRecord } from '../../pydantic/request-schemas';
 import { SnsVerifier, allowedSnsUrl, httpsGet } from './sns';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
@@ -81,7 +81,7 @@ type Recipient = JsonObject & { emailAddress: string };
 /** The recipients of a list of recipient objects (bounced, complained, delayed), each with its `emailAddress`. */
 function recipientsAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): Recipient[] {
   return listAt(container, key, fields, loc).flatMap((item, i): Recipient[] => {
-    if (!isObject(item)) {
+    if (!isRecord(item)) {
       const msg = 'Input should be a valid dictionary or object to extract fields from';
       fields.violations.push({ type: 'model_attributes_type', loc: [...loc, key, i], msg, input: item });
       return [];
@@ -184,10 +184,10 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
       detail: 'subscription',
       // Only a change that stops mail: opting out of everything, or of a topic.
       recipients: (detail, mail, fields) => {
-        const preferences = isObject(detail.newTopicPreferences) ? detail.newTopicPreferences : {};
+        const preferences = isRecord(detail.newTopicPreferences) ? detail.newTopicPreferences : {};
         const topics = Array.isArray(preferences.topicSubscriptionStatus) ? preferences.topicSubscriptionStatus : [];
         const optedOut =
-          preferences.unsubscribeAll === true || topics.some((topic) => isObject(topic) && topic.subscriptionStatus === 'OptOut');
+          preferences.unsubscribeAll === true || topics.some((topic) => isRecord(topic) && topic.subscriptionStatus === 'OptOut');
         return optedOut ? addressesAt(mail, 'destination', fields, MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_UNSUBSCRIBE)) : [];
       },
     },
@@ -261,7 +261,7 @@ function notification(message: JsonObject, messageId: string, receivedAt: Date):
   } catch {
     throw unprocessable([valueError(MESSAGE_LOC, text, 'Message is not JSON')]);
   }
-  if (!isObject(sesEvent)) {
+  if (!isRecord(sesEvent)) {
     throw unprocessable([
       {
         type: 'model_attributes_type',
@@ -295,7 +295,7 @@ function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): ev
   const occurredAt = fields.dateTime(detail!, 'timestamp', detailLoc);
   const recipients = reader.recipients(detail!, mail!, fields, detailLoc);
   fields.check();
-  const tags = isObject(mail!.tags) ? mail!.tags : {};
+  const tags = isRecord(mail!.tags) ? mail!.tags : {};
   const shared = {
     provider: 'ses',
     providerMessageId: optionalText(mail!.messageId),
