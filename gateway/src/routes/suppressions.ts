@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import type { StoredBounceType, StoredEventType } from '@mail/event-store';
 import { analyticsV1 } from '@mail/proto';
 import { principalOf, workspaceIdOf } from '../auth/access';
 import { fromGrpcError } from '../errors/http-error';
@@ -19,8 +20,8 @@ const REASONS_BY_NAME = new Map(
   Object.entries(REASON_NAMES).map(([value, name]) => [name, Number(value) as analyticsV1.SuppressionReason]),
 );
 
-/** A stored signal as the event list names it: event_type and bounce_type. */
-const SIGNAL_EVENTS: Record<string, { event_type: string; bounce_type: string | null }> = {
+/** A stored signal as the event list names it: event_type and bounce_type, names of the event store's. */
+const SIGNAL_EVENTS: Record<string, { event_type: StoredEventType; bounce_type: Exclude<StoredBounceType, 'none'> | null }> = {
   hard_bounce: { event_type: 'bounce', bounce_type: 'hard' },
   soft_bounce: { event_type: 'bounce', bounce_type: 'soft' },
   unsubscribe: { event_type: 'unsubscribe', bounce_type: null },
