@@ -37,11 +37,11 @@ export function closedMonthsToCompact(partitions: MonthPartition[], now: Date, c
  * merges leave a month as a few large parts beside the small ones of its last
  * inserts, for good; every read opens each part's index and files, and a read
  * of a few rows (one address, one page) decompresses a block per part and
- * column. An events page of one address read in 17 ms from seven parts per
- * month, and in 9 ms from one. Events that arrive for a month after this
- * make a new part, merged in by the next call. `signal` aborts the merge
- * request in progress. In a cluster, a partition with several parts on a
- * shard is merged on every shard (ON CLUSTER; replicas merge alike).
+ * column (bench/README.md, "ClickHouse: compacting closed months"). Events
+ * that arrive for a month after this make a new part, merged in by the next
+ * call. `signal` aborts the merge request in progress. In a cluster, a
+ * partition with several parts on a shard is merged on every shard (ON
+ * CLUSTER; replicas merge alike).
  */
 export async function compactClosedMonths(
   client: ClickHouseClient,

@@ -46,9 +46,8 @@ export function uuid(value: string): SqlFragment {
 
 /**
  * A set of UUIDs for `IN`, as a subquery over one string literal that the
- * server splits. 18.16's parser takes about 6 µs per literal of an IN list
- * (20 ms for the 3,300 ids of an ingestion batch), and next to nothing for one
- * long string.
+ * server splits: 18.16's parser is slow per literal of an IN list, and fast
+ * on one long string (bench/README.md, "ClickHouse: IN lists").
  */
 export function uuidSet(values: string[]): SqlFragment {
   if (values.length === 0) throw new UnsafeSqlValueError('empty list');

@@ -24,7 +24,7 @@ export interface EventStore {
 export async function openEventStore({ urls, database, cluster }: EventStoreConfig): Promise<EventStore> {
   await ensureEventSchema(urls, database, cluster);
   // Short reads of the same recent blocks, over and over: ClickHouse keeps them decompressed (reads of
-  // more than a million rows bypass that cache). Lists and stats came out 15-35 % faster with it.
+  // more than a million rows bypass that cache); bench/README.md, "Analytics: the uncompressed cache".
   const client = createClickHouse(urls, database, { settings: { use_uncompressed_cache: 1 }, cluster });
   return {
     layout: new StoreLayout(database, cluster),

@@ -20,8 +20,9 @@ import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
  * named parameters (knex's `:name` bindings, named after the domain's
  * fields). Each write is one statement where it can be (data-modifying CTEs,
  * listmonk-style): one round trip, atomic without an explicit transaction,
- * and about half the CPU of the same work as separate queries. Every
- * statement goes to the driver as a named statement (`run`).
+ * and cheaper than separate queries (bench/README.md, "Campaign and
+ * Postgres"). Every statement goes to the driver as a named statement
+ * (`run`).
  */
 
 /** Committed changes of provider_category_id are announced on this channel (a ChangeFeed of @mail/common). */

@@ -94,7 +94,7 @@ const escape = (char: string): string => ESCAPES[char];
  */
 export function tsvCell(value: Cell): string {
   // test() first: most values need no escape, and a global replace costs more even when it finds nothing
-  // (all of a bench row's cells: 1.9 µs, with test() 1.2).
+  // (bench/README.md, "Ingestion: building TabSeparated rows").
   if (typeof value === 'string') return HAS_TSV_SPECIAL.test(value) ? value.replace(TSV_SPECIAL, escape) : value;
   if (typeof value === 'number') return String(value);
   if (value === null) return '\\N';
@@ -103,8 +103,8 @@ export function tsvCell(value: Cell): string {
 
 /**
  * Text is turned into bytes every this many characters: flattening one string
- * of a whole batch (megabytes, built from thousands of pieces) made building
- * it 5.1 µs per bench row instead of 3.2.
+ * of a whole batch (megabytes, built from thousands of pieces) is slower
+ * (bench/README.md, "Ingestion: building TabSeparated rows").
  */
 const CHUNK_CHARS = 65_536;
 
@@ -152,9 +152,8 @@ export class EventWriter {
    * ranges the batch covers in each workspace (lookupRanges), so its cost
    * follows the stored events near the batch's, not everything between its
    * oldest and newest event. It matches on `id`, the UUID derived from
-   * provider + provider_event_id: one fixed-width column to read instead of two strings.
-   * In the pipeline benchmark (a batch of 8,500 over 340,000 stored events in its span) this costs
-   * ClickHouse 30-45 ms of CPU, against 100-110 ms for the former provider_event_id IN (...) list.
+   * provider + provider_event_id: one fixed-width column to read instead of two strings
+   * (bench/README.md, "Ingestion: the stored-event lookup").
    */
   async storedEventIds(rows: EngagementEventRow[]): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
