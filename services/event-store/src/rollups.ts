@@ -160,6 +160,11 @@ export function eventsOfDay(workspaceId: string, day: string): SqlFragment {
   return sql`workspace_id = ${uuid(workspaceId)} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
 }
 
+/** The rows of one workspace's UTC day (YYYY-MM-DD) in the tables with a `day` column (the rollups, unsettled_days). */
+export function rowsOfDay(workspaceId: string, day: string): SqlFragment {
+  return sql`workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`;
+}
+
 /** The aggregate tables of the derived ones: a count kept twice stays twice, so a rebuild deletes first. */
 const AGGREGATE_TABLES = ['event_rollup_daily', 'link_rollup_daily'];
 
@@ -183,7 +188,7 @@ export async function rebuildDerivedDay(
   signal?: AbortSignal,
 ): Promise<void> {
   const layout = layoutOf(database);
-  const ofDay = sql`workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`;
+  const ofDay = rowsOfDay(workspaceId, day);
   for (const table of AGGREGATE_TABLES) {
     await client.command({
       query: sql`ALTER TABLE ${layout.local(table)}${layout.onCluster} DELETE WHERE ${ofDay}`.text,
