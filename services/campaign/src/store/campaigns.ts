@@ -7,6 +7,7 @@ import {
   OPEN_WORKSPACE,
   closeWorkspace,
   containsNul,
+  containsPattern,
   insertIntoOpenWorkspace,
   withConnection,
   withTransaction,
@@ -177,7 +178,7 @@ export async function listCampaigns(db: Knex, workspaceId: string, filter: Campa
   const filters = {
     workspaceId,
     isActive: filter.isActive ?? null,
-    namePattern: filter.nameQuery ? `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%` : null,
+    namePattern: filter.nameQuery ? containsPattern(filter.nameQuery) : null,
     ids: filter.ids?.length ? filter.ids.map((id) => id.toLowerCase()) : null,
   };
   const [counted, listed] = await Promise.all([
