@@ -1,5 +1,5 @@
 import type { EnvReader } from '@mail/common';
-import type { EventStoreConfig } from '@mail/event-store';
+import { readEventStoreConfig, type EventStoreConfig } from '@mail/event-store';
 
 export interface AnalyticsConfig {
   clickhouse: EventStoreConfig;
@@ -7,10 +7,6 @@ export interface AnalyticsConfig {
 
 export function readConfig(env: EnvReader): AnalyticsConfig {
   return {
-    clickhouse: {
-      urls: env.list('CLICKHOUSE_URL', ['http://127.0.0.1:58123']),
-      database: env.string('CLICKHOUSE_DATABASE', 'mail'),
-      cluster: env.optionalString('CLICKHOUSE_CLUSTER'),
-    },
+    clickhouse: readEventStoreConfig(env),
   };
 }

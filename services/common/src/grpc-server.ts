@@ -21,19 +21,25 @@ export function unary<Req, Res>(logger: Logger, method: string, impl: UnaryImpl<
         logger.debug({ method, code: 'OK' }, 'gRPC call answered');
         callback(null, response);
       },
-      (error: unknown) => {
-        const serviceError = toServiceError(error);
-        const code = grpc.status[serviceError.code];
-        stopTimer({ code });
-        if (serviceError.code === grpc.status.INTERNAL || serviceError.code === grpc.status.UNAVAILABLE) {
-          logger.error({ err: error, method }, 'gRPC call failed');
-        } else {
-          logger.debug({ method, code }, 'gRPC call answered');
-        }
-        callback(serviceError);
-      },
+      (error: unknown) => callback(failedCall(logger, method, stopTimer, error)),
     );
   };
+}
+
+/**
+ * The status a call that threw ends with, timed; the server's own faults are
+ * logged as errors, a client's mistakes only at debug level.
+ */
+function failedCall(logger: Logger, method: string, stopTimer: (labels: { code: string }) => void, error: unknown): grpc.ServiceError {
+  const serviceError = toServiceError(error);
+  const code = grpc.status[serviceError.code];
+  stopTimer({ code });
+  if (serviceError.code === grpc.status.INTERNAL || serviceError.code === grpc.status.UNAVAILABLE) {
+    logger.error({ err: error, method }, 'gRPC call failed');
+  } else {
+    logger.debug({ method, code }, 'gRPC call answered');
+  }
+  return serviceError;
 }
 
 /**
@@ -65,14 +71,7 @@ export function serverStream<Req, Res>(
         stopTimer({ code: 'OK' });
         call.end();
       },
-      (error: unknown) => {
-        const serviceError = toServiceError(error);
-        stopTimer({ code: grpc.status[serviceError.code] });
-        if (serviceError.code === grpc.status.INTERNAL || serviceError.code === grpc.status.UNAVAILABLE) {
-          logger.error({ err: error, method }, 'gRPC call failed');
-        }
-        call.emit('error', serviceError);
-      },
+      (error: unknown) => call.emit('error', failedCall(logger, method, stopTimer, error)),
     );
   };
 }

@@ -91,3 +91,8 @@ export function withTransaction<T>(db: Knex, work: (connection: PgConnection) =>
     }
   });
 }
+
+/** An (I)LIKE pattern matching `text` anywhere, with LIKE's wildcards and escape character in it taken literally. */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+}

@@ -2,13 +2,29 @@ import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHous
 import { layoutOf, type EventDatabase } from './layout';
 import { list, sql, str } from './sql';
 
-/** Where the event store is: CLICKHOUSE_URL, CLICKHOUSE_DATABASE and CLICKHOUSE_CLUSTER, as the services read them. */
+/** Where the event store is (readEventStoreConfig reads it from the environment). */
 export interface EventStoreConfig {
   /** The servers, in the order they are tried. */
   urls: string[];
   database: string;
   /** The cluster the tables are spread over (layout.ts); undefined: one server's tables. */
   cluster?: string;
+}
+
+/** What readEventStoreConfig reads the environment with: @mail/common's EnvReader, which this package does not depend on. */
+interface EnvironmentReader {
+  list(name: string, fallback: string[]): string[];
+  string(name: string, fallback: string): string;
+  optionalString(name: string): string | undefined;
+}
+
+/** The event store's place from the environment, with the local servers' defaults. */
+export function readEventStoreConfig(env: EnvironmentReader): EventStoreConfig {
+  return {
+    urls: env.list('CLICKHOUSE_URL', ['http://127.0.0.1:58123']),
+    database: env.string('CLICKHOUSE_DATABASE', 'mail'),
+    cluster: env.optionalString('CLICKHOUSE_CLUSTER'),
+  };
 }
 
 export interface ClickHouseOptions {

@@ -1,6 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './schema';
 import type { StoreLayout, TableSpec } from './layout';
+import { markDaysUnsettled } from './rollups';
 import { identifier, int, raw, sql, str, type SqlFragment } from './sql';
 
 /**
@@ -100,10 +101,7 @@ export async function migrateFromV1(client: ClickHouseClient, layout: StoreLayou
         LIMIT 1 BY id`.text,
     });
     if ((await tableNames(client, layout, sql`engine = 'MaterializedView'`)).size > 0) {
-      await client.command({
-        query: sql`INSERT INTO ${db}.unsettled_days
-          SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at FROM ${v1} WHERE ${inMonth}`.text,
-      });
+      await run(markDaysUnsettled(db, v1, inMonth));
     }
   }
   await client.command({ query: sql`INSERT INTO ${db}.event_store_migrations SELECT ${str(COPIED_MARKER)}, now()`.text });

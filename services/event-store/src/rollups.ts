@@ -160,6 +160,17 @@ export function eventsOfDay(workspaceId: string, day: string): SqlFragment {
   return sql`workspace_id = ${uuid(workspaceId)} AND occurred_at >= ${dateTime(from)} AND occurred_at < ${dateTime(new Date(from.getTime() + 86_400_000))}`;
 }
 
+/** The rows of one workspace's UTC day (YYYY-MM-DD) in the tables with a `day` column (the rollups, unsettled_days). */
+export function rowsOfDay(workspaceId: string, day: string): SqlFragment {
+  return sql`workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`;
+}
+
+/** Marks the (workspace, day) of each event of `source` that `where` selects unsettled, now. */
+export function markDaysUnsettled(db: SqlFragment, source: SqlFragment, where: SqlFragment): SqlFragment {
+  return sql`INSERT INTO ${db}.unsettled_days
+    SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at FROM ${source} WHERE ${where}`;
+}
+
 /** The aggregate tables of the derived ones: a count kept twice stays twice, so a rebuild deletes first. */
 const AGGREGATE_TABLES = ['event_rollup_daily', 'link_rollup_daily'];
 
@@ -183,7 +194,7 @@ export async function rebuildDerivedDay(
   signal?: AbortSignal,
 ): Promise<void> {
   const layout = layoutOf(database);
-  const ofDay = sql`workspace_id = ${uuid(workspaceId)} AND day = toDate(${str(day)})`;
+  const ofDay = rowsOfDay(workspaceId, day);
   for (const table of AGGREGATE_TABLES) {
     await client.command({
       query: sql`ALTER TABLE ${layout.local(table)}${layout.onCluster} DELETE WHERE ${ofDay}`.text,
@@ -297,9 +308,5 @@ export async function ensureEventRollups(client: ClickHouseClient, layout: Store
   for (const table of created) {
     for (const month of months) await run(table.backfill(db, sql`toYYYYMM(occurred_at) = ${month}`));
   }
-  await client.command({
-    query: sql`INSERT INTO ${db}.unsettled_days
-      SELECT DISTINCT workspace_id, toDate(occurred_at) AS day, now() AS marked_at
-      FROM ${db}.events WHERE ingested_at >= ${dateTime(viewsFrom)}`.text,
-  });
+  await run(markDaysUnsettled(db, sql`${db}.events`, sql`ingested_at >= ${dateTime(viewsFrom)}`));
 }

@@ -152,7 +152,7 @@ const TABLES: TableSpec[] = [
     structure: sql`(
     workspace_id UUID,
     email String,
-    reason Enum8('hard_bounce' = 1, 'soft_bounce' = 2, 'unsubscribe' = 3, 'spam_report' = 4),
+    reason ${enum8(SIGNAL_REASONS, 1)},
     occurred_at DateTime('UTC'),
     provider_event_id String,
     ingested_at DateTime('UTC')

@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { ENGAGED_EVENTS, eventsOfDay, rebuildDerivedDay } from './rollups';
+import { ENGAGED_EVENTS, eventsOfDay, rebuildDerivedDay, rowsOfDay } from './rollups';
 import { layoutOf, type EventDatabase } from './layout';
-import { dateTime, int, join, sql, str, uuid, type SqlFragment } from './sql';
+import { dateTime, int, join, sql, type SqlFragment } from './sql';
 
 /**
  * Unsettled days (rollups.ts) are read row by row for good unless something
@@ -72,8 +72,8 @@ const sameFigures = (a: Figures, b: Figures): boolean => a.size === b.size && [.
  * holds (readers collapse its copies, so only missing events matter).
  */
 function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
-  const workspace = uuid(day.workspaceId);
   const inDay = eventsOfDay(day.workspaceId, day.day);
+  const rollupRows = rowsOfDay(day.workspaceId, day.day);
   const rollupKey = sql`concat(toString(campaign_id), ' ', toString(variant_id), ' ', toString(event_type), ' ',
     toString(bounce_type), ' ', toString(machine_open))`;
   const linkKey = sql`concat(toString(campaign_id), ' ', toString(variant_id), ' ', url)`;
@@ -83,13 +83,13 @@ function comparisons(day: MarkedDay): [SqlFragment, SqlFragment][] {
   return [
     [
       sql`SELECT ${rollupKey} AS key, ${both(sql`countMerge(events)`, sql`uniqExactMerge(engaged_addresses)`)} AS figures
-        FROM event_rollup_daily WHERE workspace_id = ${workspace} AND day = toDate(${str(day.day)}) GROUP BY key`,
+        FROM event_rollup_daily WHERE ${rollupRows} GROUP BY key`,
       sql`SELECT ${rollupKey} AS key, ${both(eventCount, sql`uniqExactIf(cityHash64(email), ${ENGAGED_EVENTS})`)} AS figures
         FROM events WHERE ${inDay} GROUP BY key`,
     ],
     [
       sql`SELECT ${linkKey} AS key, ${both(sql`countMerge(clicks)`, sql`uniqExactMerge(addresses)`)} AS figures
-        FROM link_rollup_daily WHERE workspace_id = ${workspace} AND day = toDate(${str(day.day)}) GROUP BY key`,
+        FROM link_rollup_daily WHERE ${rollupRows} GROUP BY key`,
       sql`SELECT ${linkKey} AS key, ${both(eventCount, addressCount)} AS figures
         FROM (SELECT campaign_id, variant_id, assumeNotNull(url) AS url, provider_event_id, email FROM events
           WHERE ${inDay} AND event_type = 'click' AND isNotNull(url))
@@ -167,8 +167,7 @@ export async function settleUnsettledDays(
   }
   if (pass.settled.length > 0) {
     const seen = pass.settled.map(
-      (day) =>
-        sql`(workspace_id = ${uuid(day.workspaceId)} AND day = toDate(${str(day.day)}) AND marked_at <= ${dateTime(new Date(day.markedAt * 1000))})`,
+      (day) => sql`(${rowsOfDay(day.workspaceId, day.day)} AND marked_at <= ${dateTime(new Date(day.markedAt * 1000))})`,
     );
     await client.command({
       query: sql`ALTER TABLE ${layout.local('unsettled_days')}${layout.onCluster} DELETE WHERE ${join(seen, ' OR ')}`.text,

@@ -46,7 +46,7 @@ export function uuid(value: string): SqlFragment {
 
 /**
  * A set of UUIDs for `IN`, as a subquery over one string literal that the
- * server splits: 18.16's parser is slow per literal of an IN list and fast
+ * server splits: 18.16's parser is slow per literal of an IN list, and fast
  * on one long string (bench/README.md, "ClickHouse: IN lists").
  */
 export function uuidSet(values: string[]): SqlFragment {

@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations } from './client';
 import { layoutOf, type EventDatabase, type StoreLayout, type TableSpec } from './layout';
-import { dateTime, identifier, join, list, raw, sql, uuid, type SqlFragment } from './sql';
+import { dateTime, join, list, raw, sql, uuid, type SqlFragment } from './sql';
 
 /**
  * Deleting a workspace deletes what the event store holds of it: events,
@@ -72,10 +72,9 @@ export async function eraseClosedWorkspaceLeftovers(
 ): Promise<string[]> {
   const layout = layoutOf(database);
   if ((await pendingMutations(client, layout, WORKSPACE_TABLES, signal)) > 0) return [];
-  const db = layout.db;
-  const closed = sql`SELECT workspace_id FROM ${db}.closed_workspaces`;
+  const closed = sql`SELECT workspace_id FROM ${layout.table('closed_workspaces')}`;
   const found = WORKSPACE_TABLES.map(
-    (table) => sql`SELECT DISTINCT workspace_id FROM ${db}.${identifier(table)} WHERE workspace_id IN (${closed})`,
+    (table) => sql`SELECT DISTINCT workspace_id FROM ${layout.table(table)} WHERE workspace_id IN (${closed})`,
   );
   const result = await client.query({
     query: sql`SELECT DISTINCT toString(workspace_id) AS workspace_id FROM (${join(found, ' UNION ALL ')})`.text,

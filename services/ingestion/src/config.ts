@@ -1,5 +1,5 @@
 import { checkTopicSettings, type EnvReader, type TopicSettings } from '@mail/common';
-import type { EventStoreConfig } from '@mail/event-store';
+import { readEventStoreConfig, type EventStoreConfig } from '@mail/event-store';
 
 export interface IngestionConfig {
   kafkaBrokers: string[];
@@ -40,11 +40,7 @@ export function readConfig(env: EnvReader): IngestionConfig {
     minBatchBytes: env.int('INGESTION_MIN_BATCH_BYTES', 1_000_000),
     maxBatchBytes: env.int('INGESTION_MAX_BATCH_BYTES', 8_000_000),
     maxBatchWaitMs: env.int('INGESTION_MAX_BATCH_WAIT_MS', 250),
-    clickhouse: {
-      urls: env.list('CLICKHOUSE_URL', ['http://127.0.0.1:58123']),
-      database: env.string('CLICKHOUSE_DATABASE', 'mail'),
-      cluster: env.optionalString('CLICKHOUSE_CLUSTER'),
-    },
+    clickhouse: readEventStoreConfig(env),
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
     categoryCacheTtlMs: env.int('CATEGORY_CACHE_TTL_MS', 300_000),
     maintenanceIntervalMs: env.int('INGESTION_MAINTENANCE_INTERVAL_MS', 3_600_000),

@@ -5,9 +5,10 @@ import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClient } from '@mail/common';
-import { createClickHouse } from '@mail/event-store';
+import { NO_VARIANT, createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
+import type { EngagementEventRow } from '../src/store/events';
 
 /**
  * The real campaign and ingestion processes (started by the launcher from
@@ -216,6 +217,33 @@ export function engagementEvent(fields: Partial<eventsV1.EngagementEvent> & { pr
     categories: [],
     rawJson: JSON.stringify({ sg_event_id: fields.providerEventId, custom_arg: 'kept' }),
     ...fields,
+  };
+}
+
+/** An events row of an open, every column set (times in unix seconds): `overrides` say what the test is about. */
+export function eventRow(
+  overrides: Partial<EngagementEventRow> & Pick<EngagementEventRow, 'workspace_id' | 'occurred_at'>,
+): EngagementEventRow {
+  return {
+    id: crypto.randomUUID(),
+    campaign_id: crypto.randomUUID(),
+    variant_id: NO_VARIANT,
+    event_type: 'open',
+    bounce_type: 'none',
+    bounce_class: 'none',
+    machine_open: 0,
+    email: 'reader@example.com',
+    received_at: overrides.occurred_at,
+    url: null,
+    reason: null,
+    user_agent: null,
+    ip: null,
+    provider: 'sendgrid',
+    provider_event_id: crypto.randomUUID(),
+    provider_message_id: null,
+    raw: '{}',
+    ingested_at: overrides.occurred_at,
+    ...overrides,
   };
 }
 

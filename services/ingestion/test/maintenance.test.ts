@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import { createLogger } from '@mail/common';
-import { MONTHLY_TABLES, NO_VARIANT, closedMonthsToCompact, compactClosedMonths, type MonthPartition } from '@mail/event-store';
+import { MONTHLY_TABLES, closedMonthsToCompact, compactClosedMonths, type MonthPartition } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { startMaintenance } from '../src/background/maintenance';
 import { ingestionMetrics } from '../src/metrics';
 import { EventWriter, type EngagementEventRow } from '../src/store/events';
-import { sleep } from './harness';
+import { eventRow, sleep } from './harness';
 
 // Closed months of the monthly event tables are merged into one part each; nothing read changes. The same pass settles
 // unsettled days that agree (settle.test.ts), and deletes rows stored for deleted workspaces (analytics'
@@ -49,28 +49,19 @@ describe('compactClosedMonths on ClickHouse', () => {
 
   const event = (occurredAt: string, index: number, eventType: 'open' | 'click'): EngagementEventRow => {
     const seconds = Date.parse(occurredAt) / 1000;
-    return {
-      id: crypto.randomUUID(),
+    return eventRow({
       workspace_id: workspaceId,
       campaign_id: campaignId,
-      variant_id: NO_VARIANT,
       event_type: eventType,
-      bounce_type: 'none',
-      bounce_class: 'none',
-      machine_open: 0,
       email: `reader${index % 4}@example.com`,
       occurred_at: seconds,
       received_at: seconds + 5,
       url: eventType === 'click' ? `https://example.com/${index % 3}` : null,
-      reason: null,
       user_agent: 'Mozilla/5.0',
       ip: '192.0.2.1',
-      provider: 'sendgrid',
       provider_event_id: `compaction-${occurredAt}-${index}`,
-      provider_message_id: null,
-      raw: '{}',
       ingested_at: seconds + 10,
-    };
+    });
   };
 
   const activeParts = async (month: number): Promise<Record<string, number>> => {

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
-import { NO_VARIANT, chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
+import { chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { EventWriter, type EngagementEventRow } from '../src/store/events';
-import { sleep } from './harness';
+import { eventRow, sleep } from './harness';
 
 // Marks of unsettled days are cleared once the day's rollups are found to agree with its events (rebuilt first, when
 // asked), and only then.
@@ -29,28 +29,17 @@ function events(workspaceId: string, count: number, ingestedAgoMs = 3_600_000): 
   return Array.from({ length: count }, (_, index) => {
     const click = index % 2 === 1;
     const occurredAt = seconds(`${DAY}T10:00:00Z`) + index * 60;
-    return {
-      id: crypto.randomUUID(),
+    return eventRow({
       workspace_id: workspaceId,
       campaign_id: campaignId,
-      variant_id: NO_VARIANT,
       event_type: click ? 'click' : 'open',
-      bounce_type: 'none',
-      bounce_class: 'none',
-      machine_open: 0,
       email: `reader${index % 3}@example.com`,
       occurred_at: occurredAt,
       received_at: occurredAt + 5,
       url: click ? `https://example.com/${index % 4}` : null,
-      reason: null,
-      user_agent: null,
-      ip: null,
-      provider: 'sendgrid',
       provider_event_id: `${workspaceId}-${index}`,
-      provider_message_id: null,
-      raw: '{}',
       ingested_at: ingestedAt,
-    };
+    });
   });
 }
 

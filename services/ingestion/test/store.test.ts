@@ -10,6 +10,7 @@ import {
   type SuppressionSignalRow,
   type UnmatchedEventRow,
 } from '../src/store/events';
+import { eventRow } from './harness';
 
 /** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
 const HOSTILE = [
@@ -174,28 +175,8 @@ describe('EventWriter inserts (TabSeparated)', () => {
 });
 
 describe('storedEventIds', () => {
-  const row = (workspaceId: string, occurredAt: number): EngagementEventRow => ({
-    id: crypto.randomUUID(),
-    workspace_id: workspaceId,
-    campaign_id: crypto.randomUUID(),
-    variant_id: NO_VARIANT,
-    event_type: 'open',
-    bounce_type: 'none',
-    bounce_class: 'none',
-    machine_open: 0,
-    email: 'reader@example.com',
-    occurred_at: occurredAt,
-    received_at: occurredAt,
-    url: null,
-    reason: null,
-    user_agent: null,
-    ip: null,
-    provider: 'sendgrid',
-    provider_event_id: crypto.randomUUID(),
-    provider_message_id: null,
-    raw: '{}',
-    ingested_at: occurredAt,
-  });
+  const row = (workspaceId: string, occurredAt: number): EngagementEventRow =>
+    eventRow({ workspace_id: workspaceId, occurred_at: occurredAt });
 
   it('finds exactly the stored events of a batch spread over workspaces and far-apart times', async () => {
     const [first, second] = [crypto.randomUUID(), crypto.randomUUID()];

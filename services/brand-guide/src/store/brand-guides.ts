@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { NotFoundError, OPEN_WORKSPACE, closeWorkspace, containsNul, insertIntoOpenWorkspace } from '@mail/common';
+import { NotFoundError, OPEN_WORKSPACE, closeWorkspace, containsNul, containsPattern, insertIntoOpenWorkspace } from '@mail/common';
 import type { BrandGuide, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 
@@ -65,7 +65,7 @@ export async function listBrandGuides(
   if (containsNul(filter.nameQuery)) return { items: [], total: 0, page: window.page, pageSize: window.pageSize };
   const base = db('brand_guides').where({ workspace_id: workspaceId });
   if (filter.isActive !== undefined) base.where({ is_active: filter.isActive });
-  if (filter.nameQuery) base.whereILike('name', `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%`);
+  if (filter.nameQuery) base.whereILike('name', containsPattern(filter.nameQuery));
   const [counted, items] = await Promise.all([
     base.clone().count({ total: '*' }),
     base

@@ -1,10 +1,10 @@
 import { CronExpressionParser } from 'cron-parser';
 
 /**
- * The next fire times computed so far: a cron-parser (over luxon) parse is
- * not cheap (bench/README.md, "Campaign and Postgres"), and every campaign
- * answer carries a next_run_at. An entry computed at `from` stays right until
- * `next` passes.
+ * The next fire times computed so far: a cron-parser parse is costly
+ * (bench/README.md, "Campaign and Postgres"), and every campaign answer
+ * carries a next_run_at. An entry computed at `from` stays right until `next`
+ * passes.
  */
 const nextRuns = new Map<string, { from: number; next: Date }>();
 const NEXT_RUNS_MAX = 10_000;

@@ -7,6 +7,7 @@ import {
   OPEN_WORKSPACE,
   closeWorkspace,
   containsNul,
+  containsPattern,
   insertIntoOpenWorkspace,
   withConnection,
   withTransaction,
@@ -20,9 +21,9 @@ import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
  * named parameters (knex's `:name` bindings, named after the domain's
  * fields). Each write is one statement where it can be (data-modifying CTEs,
  * listmonk-style): one round trip, atomic without an explicit transaction,
- * and less CPU than the same work as separate queries (bench/README.md,
- * "Campaign and Postgres"). Every statement goes to the driver as a named
- * statement (`run`).
+ * and cheaper than separate queries (bench/README.md, "Campaign and
+ * Postgres"). Every statement goes to the driver as a named statement
+ * (`run`).
  */
 
 /** Committed changes of provider_category_id are announced on this channel (a ChangeFeed of @mail/common). */
@@ -177,7 +178,7 @@ export async function listCampaigns(db: Knex, workspaceId: string, filter: Campa
   const filters = {
     workspaceId,
     isActive: filter.isActive ?? null,
-    namePattern: filter.nameQuery ? `%${filter.nameQuery.replace(/[\\%_]/g, '\\$&')}%` : null,
+    namePattern: filter.nameQuery ? containsPattern(filter.nameQuery) : null,
     ids: filter.ids?.length ? filter.ids.map((id) => id.toLowerCase()) : null,
   };
   const [counted, listed] = await Promise.all([

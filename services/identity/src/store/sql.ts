@@ -16,11 +16,6 @@ export function userColumns(table = 'users'): string[] {
 
 export const WORKSPACE_COLUMNS = ['id', 'name', 'created_at as createdAt', 'updated_at as updatedAt'];
 
-/** ILIKE pattern matching `text` anywhere, with LIKE wildcards in it taken literally. */
-export function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, '\\$&')}%`;
-}
-
 export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown }).code === '23505';
 }

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import { ConflictError, NotFoundError, containsNul } from '@mail/common';
+import { ConflictError, NotFoundError, containsNul, containsPattern } from '@mail/common';
 import type { NewUser, Page, User, UserPatch } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
-import { containsPattern, fetchPage, isUniqueViolation, userColumns } from './sql';
+import { fetchPage, isUniqueViolation, userColumns } from './sql';
 
 const notFound = (): NotFoundError => new NotFoundError('User');
 const emailTaken = (): ConflictError => new ConflictError('A user with this e-mail address already exists');

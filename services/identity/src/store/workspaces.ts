@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import { NotFoundError, containsNul } from '@mail/common';
+import { NotFoundError, containsNul, containsPattern } from '@mail/common';
 import type { Page, Workspace } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
-import { WORKSPACE_COLUMNS, containsPattern, fetchPage } from './sql';
+import { WORKSPACE_COLUMNS, fetchPage } from './sql';
 
 const notFound = (): NotFoundError => new NotFoundError('Workspace');
 

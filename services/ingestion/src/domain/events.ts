@@ -151,11 +151,11 @@ const VARIANT_DIGITS = '89ab';
 /** Name-based (SHA-1, version 5) UUID of provider + provider_event_id, so a redelivered event gets the same id. */
 export function eventId(event: EngagementEvent): string {
   const key = eventKey(event);
-  // One buffer and the one-shot hash, cheaper than a Hash object per event (bench/README.md, "Ingestion: event ids").
+  // One buffer and the one-shot hash rather than a Hash object per event (bench/README.md, "Ingestion: event ids").
   const input = Buffer.allocUnsafe(EVENT_ID_NAMESPACE.length + Buffer.byteLength(key, 'utf8'));
   EVENT_ID_NAMESPACE.copy(input);
   input.write(key, EVENT_ID_NAMESPACE.length, 'utf8');
-  // The hash as hex, with the version and variant set on its digits: cheaper than through a Buffer (same section).
+  // The hash as hex, with the version and variant set on its digits, rather than through a Buffer.
   const hex = crypto.hash('sha1', input, 'hex');
   const variant = VARIANT_DIGITS[Number.parseInt(hex[16], 16) & 0x3];
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;

@@ -103,8 +103,8 @@ export function tsvCell(value: Cell): string {
 
 /**
  * Text is turned into bytes every this many characters: flattening one string
- * of a whole batch (megabytes, built from thousands of pieces) made building
- * it slower (bench/README.md, "Ingestion: building TabSeparated rows").
+ * of a whole batch (megabytes, built from thousands of pieces) is slower
+ * (bench/README.md, "Ingestion: building TabSeparated rows").
  */
 const CHUNK_CHARS = 65_536;
 
@@ -152,8 +152,7 @@ export class EventWriter {
    * ranges the batch covers in each workspace (lookupRanges), so its cost
    * follows the stored events near the batch's, not everything between its
    * oldest and newest event. It matches on `id`, the UUID derived from
-   * provider + provider_event_id: one fixed-width column to read instead of two strings.
-   * It costs ClickHouse a fraction of the former provider_event_id IN (...) list's CPU
+   * provider + provider_event_id: one fixed-width column to read instead of two strings
    * (bench/README.md, "Ingestion: the stored-event lookup").
    */
   async storedEventIds(rows: EngagementEventRow[]): Promise<Set<string>> {

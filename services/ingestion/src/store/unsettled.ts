@@ -9,7 +9,7 @@ export interface WorkspaceDay {
 
 /** The distinct (workspace, day) pairs of event rows (occurred_at in unix seconds). */
 export function workspaceDays(rows: { workspace_id: string; occurred_at: number }[]): WorkspaceDay[] {
-  // Day numbers first: formatting a date per row was costly (bench/README.md, "Ingestion: building TabSeparated rows").
+  // Day numbers first, rather than a date formatted per row (bench/README.md, "Ingestion: building TabSeparated rows").
   const dayNumbers = new Map<string, Set<number>>();
   for (const row of rows) {
     const day = Math.floor(row.occurred_at / 86_400);
