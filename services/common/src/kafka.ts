@@ -80,9 +80,8 @@ async function sendAcknowledged(producer: Producer, topic: string, messages: Mes
     pending = pending.filter((message) => (message.partition === undefined ? answered.size === 0 : !answered.has(message.partition)));
     if (pending.length === 0) return;
     if (round === SEND_ROUNDS) {
-      throw new Error(
-        `kafka left the records of ${topic} partitions ${[...new Set(pending.map((m) => m.partition))].join(', ')} out ${round} times`,
-      );
+      const partitions = [...new Set(pending.map((message) => message.partition ?? 'chosen by the partitioner'))];
+      throw new Error(`kafka left ${pending.length} records of ${topic} (partitions ${partitions.join(', ')}) out ${round} times`);
     }
   }
 }
