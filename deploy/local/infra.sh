@@ -32,24 +32,24 @@
 #   infra.sh env    [COMPONENT...]  print the `export` lines only
 #   infra.sh kafka-cli CLASS [ARG...]  run a Kafka CLI class on the broker jars,
 #       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
-#              --bootstrap-server 127.0.0.1:59092
+#              --bootstrap-server 127.0.0.1:29092
 #
 # COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, kafka-cluster,
 # zookeeper or clickhouse-cluster (default: the first three; a plain `down`
 # stops all but promtool). Settings (environment): STATE_DIR (default <repo>/.state),
-# PG_PORT=55432, KAFKA_PORT=59092, KAFKA_CONTROLLER_PORT=59093,
-# CLICKHOUSE_HTTP_PORT=58123, CLICKHOUSE_TCP_PORT=59000, JAEGER_OTLP_PORT=54318
-# (OTLP/HTTP), JAEGER_QUERY_PORT=56686 (query API and UI),
-# JAEGER_QUERY_GRPC_PORT=56685, JAEGER_HEALTH_PORT=53133, KAFKA_HEAP=-Xmx512m,
+# PG_PORT=25432, KAFKA_PORT=29092, KAFKA_CONTROLLER_PORT=29093,
+# CLICKHOUSE_HTTP_PORT=28123, CLICKHOUSE_TCP_PORT=29000, JAEGER_OTLP_PORT=24318
+# (OTLP/HTTP), JAEGER_QUERY_PORT=26686 (query API and UI),
+# JAEGER_QUERY_GRPC_PORT=26685, JAEGER_HEALTH_PORT=23133, KAFKA_HEAP=-Xmx512m,
 # READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
 # JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path).
-# KAFKA_CLUSTER_PORTS=59111,59112,59113 (nodes k1..k3),
-# KAFKA_CLUSTER_CONTROLLER_PORTS=59121,59122,59123, KAFKA_CLUSTER_HEAP=-Xmx384m
+# KAFKA_CLUSTER_PORTS=29111,29112,29113 (nodes k1..k3),
+# KAFKA_CLUSTER_CONTROLLER_PORTS=29121,29122,29123, KAFKA_CLUSTER_HEAP=-Xmx384m
 # (each node); kafka-cluster exports KAFKA_CLUSTER_BROKERS.
-# ZOOKEEPER_PORT=52181, ZOOKEEPER_HEAP=-Xmx128m, and the cluster's ports as
-# comma-separated lists for ch1..ch4: CLICKHOUSE_CLUSTER_HTTP_PORTS=58201,..,58204,
-# CLICKHOUSE_CLUSTER_TCP_PORTS=59201,..,59204 and
-# CLICKHOUSE_CLUSTER_INTERSERVER_PORTS=59301,..,59304 (replication). zookeeper
+# ZOOKEEPER_PORT=22181, ZOOKEEPER_HEAP=-Xmx128m, and the cluster's ports as
+# comma-separated lists for ch1..ch4: CLICKHOUSE_CLUSTER_HTTP_PORTS=28201,..,28204,
+# CLICKHOUSE_CLUSTER_TCP_PORTS=29201,..,29204 and
+# CLICKHOUSE_CLUSTER_INTERSERVER_PORTS=29301,..,29304 (replication). zookeeper
 # exports ZOOKEEPER_ADDRESS, clickhouse-cluster CLICKHOUSE_CLUSTER_URLS (the
 # four HTTP URLs, comma-separated).
 #
@@ -63,28 +63,28 @@ REPO_ROOT=$(cd -- "$SCRIPT_DIR/../.." && pwd)
 KAFKA_POM=$SCRIPT_DIR/kafka/pom.xml
 ZOOKEEPER_POM=$SCRIPT_DIR/zookeeper/pom.xml
 
-PG_PORT=${PG_PORT:-55432}
-KAFKA_PORT=${KAFKA_PORT:-59092}
-KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-59093}
-CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-58123}
-CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-59000}
-JAEGER_OTLP_PORT=${JAEGER_OTLP_PORT:-54318}
-JAEGER_QUERY_PORT=${JAEGER_QUERY_PORT:-56686}
-JAEGER_QUERY_GRPC_PORT=${JAEGER_QUERY_GRPC_PORT:-56685}
-JAEGER_HEALTH_PORT=${JAEGER_HEALTH_PORT:-53133}
+PG_PORT=${PG_PORT:-25432}
+KAFKA_PORT=${KAFKA_PORT:-29092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-29093}
+CLICKHOUSE_HTTP_PORT=${CLICKHOUSE_HTTP_PORT:-28123}
+CLICKHOUSE_TCP_PORT=${CLICKHOUSE_TCP_PORT:-29000}
+JAEGER_OTLP_PORT=${JAEGER_OTLP_PORT:-24318}
+JAEGER_QUERY_PORT=${JAEGER_QUERY_PORT:-26686}
+JAEGER_QUERY_GRPC_PORT=${JAEGER_QUERY_GRPC_PORT:-26685}
+JAEGER_HEALTH_PORT=${JAEGER_HEALTH_PORT:-23133}
 # Jaeger v2's Go module keeps the v1 tag line: v1.76.0 is Jaeger v2.13's cmd/jaeger.
 JAEGER_MODULE_VERSION=v1.76.0
 # Prometheus 3.x's Go module tags are v0.3xx: v0.316.0 is Prometheus 3.16.
 PROMETHEUS_MODULE_VERSION=v0.316.0
 KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
-KAFKA_CLUSTER_PORTS=${KAFKA_CLUSTER_PORTS:-59111,59112,59113}
-KAFKA_CLUSTER_CONTROLLER_PORTS=${KAFKA_CLUSTER_CONTROLLER_PORTS:-59121,59122,59123}
+KAFKA_CLUSTER_PORTS=${KAFKA_CLUSTER_PORTS:-29111,29112,29113}
+KAFKA_CLUSTER_CONTROLLER_PORTS=${KAFKA_CLUSTER_CONTROLLER_PORTS:-29121,29122,29123}
 KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:--Xmx384m}
-ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-52181}
+ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-22181}
 ZOOKEEPER_HEAP=${ZOOKEEPER_HEAP:--Xmx128m}
-CLICKHOUSE_CLUSTER_HTTP_PORTS=${CLICKHOUSE_CLUSTER_HTTP_PORTS:-58201,58202,58203,58204}
-CLICKHOUSE_CLUSTER_TCP_PORTS=${CLICKHOUSE_CLUSTER_TCP_PORTS:-59201,59202,59203,59204}
-CLICKHOUSE_CLUSTER_INTERSERVER_PORTS=${CLICKHOUSE_CLUSTER_INTERSERVER_PORTS:-59301,59302,59303,59304}
+CLICKHOUSE_CLUSTER_HTTP_PORTS=${CLICKHOUSE_CLUSTER_HTTP_PORTS:-28201,28202,28203,28204}
+CLICKHOUSE_CLUSTER_TCP_PORTS=${CLICKHOUSE_CLUSTER_TCP_PORTS:-29201,29202,29203,29204}
+CLICKHOUSE_CLUSTER_INTERSERVER_PORTS=${CLICKHOUSE_CLUSTER_INTERSERVER_PORTS:-29301,29302,29303,29304}
 READY_TIMEOUT=${READY_TIMEOUT:-90}
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -210,13 +210,50 @@ stop_server() {
 # Escapes a string for the replacement side of a sed s|...|...| command.
 sed_repl() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
 
+# True when a server can listen on 127.0.0.1:PORT. Node's listen sets
+# SO_REUSEADDR, as every server here does, so the ends of a killed server's
+# connections (TIME-WAIT) do not count.
+port_bindable() {
+  node -e 'require("net").createServer().once("error", () => process.exit(1))
+    .listen(Number(process.argv[1]), "127.0.0.1", () => process.exit(0))' "$1"
+}
+
+# The states of the TCP sockets whose own end is PORT, counted ("1 ESTAB").
+port_sockets() {
+  ss -Htan "sport = :$1" 2>/dev/null | awk '{ n[$1]++ } END { for (s in n) printf "%s%d %s", sep, n[s], s; sep = ", " }'
+}
+
 # Fails unless PORT is free: a port held by something that is not ours would
-# otherwise show up as a confusing startup failure deep in a server log.
+# otherwise show up as a confusing startup failure deep in a server log. The
+# client end of a connection holds its port too, until a minute after it
+# closes (TIME-WAIT), and the kernel picks those ports from
+# net.ipv4.ip_local_port_range; the defaults lie below that range, and a port
+# held only that way is waited for.
 require_free_port() {
-  local name=$1 var=$2 port=$3
+  local name=$1 var=$2 port=$3 deadline=$((SECONDS + 70))
   if port_open "$port"; then
     die "$name: 127.0.0.1:$port is already in use by another process; choose another $var"
   fi
+  port_bindable "$port" && return 0
+  log "$name: port $port is held by connections ($(port_sockets "$port")); waiting for them to close"
+  until port_bindable "$port"; do
+    ((SECONDS < deadline)) ||
+      die "$name: port $port is still held by connections ($(port_sockets "$port")); choose another $var, outside the range the kernel picks client ports from ($(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range))"
+    sleep 1
+  done
+}
+
+# Fails with the last lines of each LOG, so that the cause shows where the
+# state folder is gone afterwards (a CI machine).
+die_with_logs() {
+  local message=$1 file
+  shift
+  for file in "$@"; do
+    [[ -s $file ]] || continue
+    log "last lines of $file:"
+    tail -n 20 -- "$file" | sed 's/^/[infra]   /' >&2
+  done
+  die "$message; see $*"
 }
 
 # --- installation (Debian packages) -------------------------------------------
@@ -690,12 +727,12 @@ kafka_wait_node() {
   local name=$1 deadline=$((SECONDS + READY_TIMEOUT)) from=${KAFKA_LOG_OFFSETS[$K_HOME]:-}
   while :; do
     live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null ||
-      die "$name exited during startup; see $K_LOGS/server.log and $K_LOGS/kafka.out"
+      die_with_logs "$name exited during startup" "$K_LOGS/server.log" "$K_LOGS/kafka.out"
     if port_open "$K_PORT" && { [[ -z $from ]] || kafka_started_line "$from"; }; then
       return 0
     fi
     ((SECONDS < deadline)) ||
-      die "$name not ready after ${READY_TIMEOUT}s; see $K_LOGS/server.log and $K_LOGS/kafka.out"
+      die_with_logs "$name not ready after ${READY_TIMEOUT}s" "$K_LOGS/server.log" "$K_LOGS/kafka.out"
     sleep 0.2
   done
 }
@@ -913,9 +950,9 @@ clickhouse_wait() {
   local deadline=$((SECONDS + READY_TIMEOUT))
   until clickhouse_ping; do
     live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null ||
-      die "clickhouse exited during startup; see $C_LOGS/clickhouse-server.err.log and $C_LOGS/stdout.log"
+      die_with_logs "clickhouse exited during startup" "$C_LOGS/clickhouse-server.err.log" "$C_LOGS/stdout.log"
     ((SECONDS < deadline)) ||
-      die "clickhouse not ready after ${READY_TIMEOUT}s; see $C_LOGS/clickhouse-server.err.log"
+      die_with_logs "clickhouse not ready after ${READY_TIMEOUT}s" "$C_LOGS/clickhouse-server.err.log"
     sleep 0.1
   done
 }
@@ -1022,9 +1059,9 @@ zookeeper_wait() {
   local deadline=$((SECONDS + READY_TIMEOUT))
   until [[ $(zookeeper_4lw srvr) == *"Mode: standalone"* ]]; do
     live_pid "$Z_PID" "$Z_CONF/zoo.cfg" >/dev/null ||
-      die "zookeeper exited during startup; see $Z_LOGS/zookeeper.log and $Z_LOGS/zookeeper.out"
+      die_with_logs "zookeeper exited during startup" "$Z_LOGS/zookeeper.log" "$Z_LOGS/zookeeper.out"
     ((SECONDS < deadline)) ||
-      die "zookeeper not ready after ${READY_TIMEOUT}s; see $Z_LOGS/zookeeper.log"
+      die_with_logs "zookeeper not ready after ${READY_TIMEOUT}s" "$Z_LOGS/zookeeper.log"
     sleep 0.2
   done
 }
@@ -1161,9 +1198,9 @@ clickhouse_cluster_wait() {
     until [[ $(curl -fsS --max-time 3 "http://127.0.0.1:$CN_HTTP/" \
       --data-binary "SELECT count() > 0 FROM system.zookeeper WHERE path = '/'" 2>/dev/null) == 1 ]]; do
       live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null ||
-        die "clickhouse-cluster $CN_NAME exited during startup; see $C_LOGS/clickhouse-server.err.log and $C_LOGS/stdout.log"
+        die_with_logs "clickhouse-cluster $CN_NAME exited during startup" "$C_LOGS/clickhouse-server.err.log" "$C_LOGS/stdout.log"
       ((SECONDS < deadline)) ||
-        die "clickhouse-cluster $CN_NAME not ready after ${READY_TIMEOUT}s; see $C_LOGS/clickhouse-server.err.log"
+        die_with_logs "clickhouse-cluster $CN_NAME not ready after ${READY_TIMEOUT}s" "$C_LOGS/clickhouse-server.err.log"
       sleep 0.2
     done
   done
@@ -1279,8 +1316,8 @@ jaeger_wait() {
   local deadline=$((SECONDS + READY_TIMEOUT))
   until curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_HEALTH_PORT/status" >/dev/null 2>&1 &&
     curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; do
-    live_pid "$J_PID" "$JAEGER_BIN" >/dev/null || die "jaeger exited during startup; see $J_LOG"
-    ((SECONDS < deadline)) || die "jaeger not ready after ${READY_TIMEOUT}s; see $J_LOG"
+    live_pid "$J_PID" "$JAEGER_BIN" >/dev/null || die_with_logs "jaeger exited during startup" "$J_LOG"
+    ((SECONDS < deadline)) || die_with_logs "jaeger not ready after ${READY_TIMEOUT}s" "$J_LOG"
     sleep 0.1
   done
 }

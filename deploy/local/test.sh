@@ -6,8 +6,8 @@
 # themselves with private databases and topics. Their ports and state folder
 # are infra.sh's settings, so a second run can go beside a stack on the
 # default ones:
-#   STATE_DIR=/tmp/other PG_PORT=56432 KAFKA_PORT=58092 KAFKA_CONTROLLER_PORT=58093 \
-#     CLICKHOUSE_HTTP_PORT=57123 CLICKHOUSE_TCP_PORT=57000 npm test
+#   STATE_DIR=/tmp/other PG_PORT=26432 KAFKA_PORT=28092 KAFKA_CONTROLLER_PORT=28093 \
+#     CLICKHOUSE_HTTP_PORT=27123 CLICKHOUSE_TCP_PORT=27000 npm test
 # Every test, test helper and process it starts takes the servers' addresses
 # from what this script exports (DATABASE_URL, KAFKA_BROKERS, CLICKHOUSE_URL),
 # never from a default port, and refuses to run without them. Addresses the

@@ -114,7 +114,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     sesCertHostPattern: hostPattern(env.string('SES_SNS_CERT_HOST_PATTERN', DEFAULT_SNS_CERT_HOST_PATTERN)),
     postmarkBasicAuth: basicCredentials('POSTMARK_WEBHOOK_BASIC_AUTH', env.optionalString('POSTMARK_WEBHOOK_BASIC_AUTH')),
     requireCredentials: production,
-    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
+    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:29092']),
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
     topicSettings: checkTopicSettings({
       partitions: env.int('KAFKA_TOPIC_PARTITIONS', 6),

@@ -7,7 +7,7 @@ import { UNREACHABLE, gatewayTestEnv } from './support/env';
 let saved: string | undefined;
 beforeEach(() => {
   saved = process.env.KAFKA_BROKERS;
-  process.env.KAFKA_BROKERS = '127.0.0.1:58092';
+  process.env.KAFKA_BROKERS = '127.0.0.1:28092';
 });
 afterEach(() => {
   if (saved === undefined) delete process.env.KAFKA_BROKERS;
@@ -16,7 +16,7 @@ afterEach(() => {
 
 test('a test gateway publishes to the exported broker and dials only the services it is given', () => {
   const config = readGatewayConfig(new EnvReader(gatewayTestEnv({ CAMPAIGN_GRPC_ADDR: '127.0.0.1:45001' })));
-  expect(config.webhook.kafkaBrokers).toEqual(['127.0.0.1:58092']);
+  expect(config.webhook.kafkaBrokers).toEqual(['127.0.0.1:28092']);
   expect(config.services).toEqual({ identity: UNREACHABLE, campaign: '127.0.0.1:45001', brandGuide: UNREACHABLE, analytics: UNREACHABLE });
 });
 

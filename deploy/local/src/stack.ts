@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -415,17 +416,28 @@ async function resolvePorts(choice: StackPortChoice, caller: Record<string, stri
   return ports;
 }
 
-/** Ports the kernel hands out for 127.0.0.1:0, all held at once so they differ. */
+/**
+ * Where freePorts draws from: below the range the kernel picks the client end
+ * of a connection from (net.ipv4.ip_local_port_range, 32768 and up by
+ * default), since such an end takes its port while a server is down for a
+ * restart and holds it until a minute after it closes; and below infra.sh's
+ * default ports.
+ */
+const FREE_PORTS_FROM = 10_000;
+const FREE_PORTS_BELOW = 20_000;
+
+/** Free ports of 127.0.0.1, drawn at random and all held at once so they differ. */
 export async function freePorts(count: number): Promise<number[]> {
   const servers: net.Server[] = [];
   try {
-    for (let i = 0; i < count; i++) {
+    for (let attempt = 0; servers.length < count; attempt++) {
+      if (attempt === 1_000) throw new Error(`no ${count} free ports between ${FREE_PORTS_FROM} and ${FREE_PORTS_BELOW}`);
       const server = net.createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, '127.0.0.1', resolve);
+      const listening = await new Promise<boolean>((resolve) => {
+        server.once('error', () => resolve(false));
+        server.listen(randomInt(FREE_PORTS_FROM, FREE_PORTS_BELOW), '127.0.0.1', () => resolve(true));
       });
+      if (listening) servers.push(server);
     }
     return servers.map((server) => (server.address() as net.AddressInfo).port);
   } finally {

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -16,14 +16,15 @@ import { uniqueSuffix } from '../src/testing/infra';
 
 const INFRA_SH = path.join(__dirname, '..', 'infra.sh');
 const PORTS = {
-  ZOOKEEPER_PORT: '52191',
-  CLICKHOUSE_CLUSTER_HTTP_PORTS: '58251,58252,58253,58254',
-  CLICKHOUSE_CLUSTER_TCP_PORTS: '59251,59252,59253,59254',
-  CLICKHOUSE_CLUSTER_INTERSERVER_PORTS: '59351,59352,59353,59354',
+  ZOOKEEPER_PORT: '22191',
+  CLICKHOUSE_CLUSTER_HTTP_PORTS: '28251,28252,28253,28254',
+  CLICKHOUSE_CLUSTER_TCP_PORTS: '29251,29252,29253,29254',
+  CLICKHOUSE_CLUSTER_INTERSERVER_PORTS: '29351,29352,29353,29354',
 };
 const NODES = ['ch1', 'ch2', 'ch3', 'ch4'] as const;
 const HTTP_PORTS = PORTS.CLICKHOUSE_CLUSTER_HTTP_PORTS.split(',').map(Number);
 const TCP_PORTS = PORTS.CLICKHOUSE_CLUSTER_TCP_PORTS.split(',').map(Number);
+const INTERSERVER_PORTS = PORTS.CLICKHOUSE_CLUSTER_INTERSERVER_PORTS.split(',').map(Number);
 
 let stateDir: string;
 const savedEnv: Record<string, string | undefined> = {};
@@ -131,6 +132,50 @@ test('clusterNode kills a node with SIGKILL and restarts it', async () => {
   expect(ch4.pid()).toBeGreaterThan(0);
   expect(ch4.pid()).not.toBe(before);
   expect(await query(3, "SELECT count() > 0 FROM system.zookeeper WHERE path = '/'")).toBe('1\n');
+}, 120_000);
+
+/**
+ * Holds PORT as the client end of a connection, the way a connection the
+ * kernel gave that port would: python, since Node sets SO_REUSEADDR on every
+ * socket it binds, and a server could then listen on the port anyway.
+ */
+async function holdAsClientPort(port: number): Promise<{ release(): Promise<void> }> {
+  const script = `
+import socket, struct, sys
+server = socket.socket(); server.bind(('127.0.0.1', 0)); server.listen()
+client = socket.socket(); client.bind(('127.0.0.1', ${port})); client.connect(server.getsockname())
+print('held', flush=True)
+sys.stdin.read()
+client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))  # reset: no TIME-WAIT
+client.close()
+`;
+  const holder = spawn('python3', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    holder.stdout.once('data', () => resolve());
+    holder.once('exit', (code) => reject(new Error(`python3 could not hold port ${port} (exit ${code})`)));
+  });
+  return {
+    release: () =>
+      new Promise<void>((resolve) => {
+        holder.once('exit', () => resolve());
+        holder.stdin.end();
+      }),
+  };
+}
+
+test('a port held by the client end of a connection is waited for, then the node starts on it', async () => {
+  const ch4 = clusterNode('clickhouse', 'ch4');
+  await ch4.kill();
+  // Its replication port: no connection has ended there, whose TIME-WAIT would keep python from binding it.
+  const holder = await holdAsClientPort(INTERSERVER_PORTS[3]);
+  const up = infra('up', 'clickhouse-cluster');
+  await sleep(2_000);
+  await holder.release();
+
+  const result = await up;
+  expect(result.code).toBe(0);
+  expect(result.stderr).toContain(`clickhouse-cluster ch4: port ${INTERSERVER_PORTS[3]} is held by connections (1 ESTAB)`);
+  expect(await query(3, 'SELECT 1')).toBe('1\n');
 }, 120_000);
 
 test('clusterNode names only the nodes of the layout', () => {

@@ -135,10 +135,10 @@ test('infra.sh starts the single-node servers by default and the Kafka cluster o
       env: { ...process.env, STATE_DIR: stateDir, ...variables },
     });
   try {
-    expect(env({ KAFKA_PORT: '59092' })).toContain('export KAFKA_BROKERS=127.0.0.1:59092\n');
+    expect(env({ KAFKA_PORT: '29092' })).toContain('export KAFKA_BROKERS=127.0.0.1:29092\n');
     expect(env({})).not.toContain('KAFKA_CLUSTER_BROKERS');
     expect(env({ KAFKA_CLUSTER_PORTS: '' }, 'kafka-cluster')).toBe(
-      'export KAFKA_CLUSTER_BROKERS=127.0.0.1:59111,127.0.0.1:59112,127.0.0.1:59113\n',
+      'export KAFKA_CLUSTER_BROKERS=127.0.0.1:29111,127.0.0.1:29112,127.0.0.1:29113\n',
     );
     expect(env({ KAFKA_CLUSTER_PORTS: '7001,7002,7003' }, 'kafka-cluster')).toBe(
       'export KAFKA_CLUSTER_BROKERS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003\n',

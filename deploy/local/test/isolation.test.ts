@@ -14,17 +14,17 @@ import { INFRA_VARIABLES, infraEnv, uniqueSuffix, type InfraVariables } from '..
  */
 
 const CUSTOM: InfraVariables = {
-  DATABASE_URL: 'postgres://mail:mail@127.0.0.1:56432/mail',
-  KAFKA_BROKERS: '127.0.0.1:58092,127.0.0.1:58094',
-  CLICKHOUSE_URL: 'http://127.0.0.1:57123',
+  DATABASE_URL: 'postgres://mail:mail@127.0.0.1:26432/mail',
+  KAFKA_BROKERS: '127.0.0.1:28092,127.0.0.1:28094',
+  CLICKHOUSE_URL: 'http://127.0.0.1:27123',
 };
 
 describe('infraEnv', () => {
   it('takes every address from the exported variables', () => {
     expect(infraEnv(CUSTOM)).toEqual({
-      databaseUrl: 'postgres://mail:mail@127.0.0.1:56432/mail',
-      kafkaBrokers: ['127.0.0.1:58092', '127.0.0.1:58094'],
-      clickhouseUrl: 'http://127.0.0.1:57123',
+      databaseUrl: 'postgres://mail:mail@127.0.0.1:26432/mail',
+      kafkaBrokers: ['127.0.0.1:28092', '127.0.0.1:28094'],
+      clickhouseUrl: 'http://127.0.0.1:27123',
     });
   });
 

@@ -146,6 +146,15 @@ test('starts the services, then the gateway, on free ports with the environment 
   }
 });
 
+test('freePorts draws distinct free ports below the range the kernel picks client ports from', async () => {
+  const ports = await freePorts(50);
+  expect(new Set(ports).size).toBe(50);
+  for (const port of ports) {
+    expect(port).toBeGreaterThanOrEqual(10_000);
+    expect(port).toBeLessThan(20_000);
+  }
+});
+
 test('a variable the caller sets wins; stray addresses in process.env do not move a stack', async () => {
   const [gatewayPort, opsPort] = await freePorts(2);
   process.env.IDENTITY_GRPC_ADDR = '127.0.0.1:1';

@@ -25,7 +25,7 @@ function update(id: string, updateMask: string[], brandGuide: brandguideV1.Brand
 const notFound = { code: status.NOT_FOUND, details: 'Brand guide not found', violations: [] };
 
 it('defaults DATABASE_URL', () => {
-  expect(readConfig(new EnvReader({})).databaseUrl).toBe('postgres://mail:mail@127.0.0.1:55432/mail');
+  expect(readConfig(new EnvReader({})).databaseUrl).toBe('postgres://mail:mail@127.0.0.1:25432/mail');
 });
 
 describe('create and get', () => {

@@ -5,5 +5,5 @@ export interface CampaignConfig {
 }
 
 export function readConfig(env: EnvReader): CampaignConfig {
-  return { databaseUrl: env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:55432/mail') };
+  return { databaseUrl: env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail') };
 }

@@ -18,7 +18,7 @@ function violationsOf(check: () => unknown): unknown[] {
 
 describe('config', () => {
   it('defaults DATABASE_URL', () => {
-    expect(readConfig(new EnvReader({})).databaseUrl).toBe('postgres://mail:mail@127.0.0.1:55432/mail');
+    expect(readConfig(new EnvReader({})).databaseUrl).toBe('postgres://mail:mail@127.0.0.1:25432/mail');
   });
 });
 

@@ -21,7 +21,7 @@ interface EnvironmentReader {
 /** The event store's place from the environment, with the local servers' defaults. */
 export function readEventStoreConfig(env: EnvironmentReader): EventStoreConfig {
   return {
-    urls: env.list('CLICKHOUSE_URL', ['http://127.0.0.1:58123']),
+    urls: env.list('CLICKHOUSE_URL', ['http://127.0.0.1:28123']),
     database: env.string('CLICKHOUSE_DATABASE', 'mail'),
     cluster: env.optionalString('CLICKHOUSE_CLUSTER'),
   };

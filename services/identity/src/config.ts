@@ -9,7 +9,7 @@ export interface IdentityConfig {
 
 export function readConfig(env: EnvReader): IdentityConfig {
   return {
-    databaseUrl: env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:55432/mail'),
+    databaseUrl: env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail'),
     bootstrapPlatformAdmins: new Set(env.list('BOOTSTRAP_PLATFORM_ADMINS').map(normalizeEmail)),
   };
 }

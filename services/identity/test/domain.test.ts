@@ -31,7 +31,7 @@ describe('config', () => {
   it('normalizes BOOTSTRAP_PLATFORM_ADMINS and defaults DATABASE_URL', () => {
     const config = readConfig(new EnvReader({ BOOTSTRAP_PLATFORM_ADMINS: ' Boss@Example.COM ,ops@example.com,' }));
     expect([...config.bootstrapPlatformAdmins]).toEqual(['boss@example.com', 'ops@example.com']);
-    expect(config.databaseUrl).toBe('postgres://mail:mail@127.0.0.1:55432/mail');
+    expect(config.databaseUrl).toBe('postgres://mail:mail@127.0.0.1:25432/mail');
   });
 });
 

@@ -28,7 +28,7 @@ export interface IngestionConfig {
 
 export function readConfig(env: EnvReader): IngestionConfig {
   return {
-    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:59092']),
+    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:29092']),
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
     deadLetterTopic: env.string('KAFKA_DLQ_TOPIC', 'engagement-events-dlq'),
     consumerGroup: env.string('KAFKA_CONSUMER_GROUP', 'ingestion'),
