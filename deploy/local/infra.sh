@@ -469,9 +469,15 @@ pg_start() {
   die "postgres did not start; see $PG_LOG"
 }
 
-# Role and database for the services; CREATEDB so tests can make their own.
+# What pg_provision does, numbered: a state folder provisioned by an earlier
+# number is provisioned again (every statement may run twice).
+PG_PROVISION_VERSION=2
+
+# Role and database for the services; CREATEDB so tests can make their own,
+# and pg_signal_backend so that their DROP DATABASE ... WITH (FORCE) may end
+# an autovacuum worker in that database, a process of no role.
 pg_provision() {
-  [[ -f $PG_HOME/.provisioned ]] && return 0
+  [[ $(cat -- "$PG_HOME/.provisioned" 2>/dev/null) == "$PG_PROVISION_VERSION" ]] && return 0
   as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$PG_RUN" -p "$PG_PORT" -d postgres <<'SQL'
 DO $$
 BEGIN
@@ -480,10 +486,11 @@ BEGIN
   END IF;
 END
 $$;
+GRANT pg_signal_backend TO mail;
 SELECT 'CREATE DATABASE mail OWNER mail'
 WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'mail') \gexec
 SQL
-  touch -- "$PG_HOME/.provisioned"
+  printf '%s\n' "$PG_PROVISION_VERSION" >"$PG_HOME/.provisioned"
 }
 
 # Ready means: the mail user can log in over TCP and run a query.
