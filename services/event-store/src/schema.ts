@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClickHouse } from './client';
 import { StoreLayout, type TableSpec } from './layout';
-import { identifier, raw, sql, str, type SqlFragment } from './sql';
+import { enum8, identifier, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1, V1_TABLE } from './migration';
 import { DERIVED_TABLE_NAMES, derivedTablesCurrent, ensureEventRollups } from './rollups';
 import { ensureSuppressionState, suppressionLiftAuditTable, suppressionManualTable } from './suppression';
@@ -83,9 +83,6 @@ export interface EventRow<Time extends number | string = number> {
 export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
 export type SignalReason = (typeof SIGNAL_REASONS)[number];
 
-/** Enum8 members named in order from `first`. */
-const enum8 = (names: readonly string[], first: number): SqlFragment =>
-  raw.trusted(`Enum8(${names.map((name, index) => `'${name}' = ${first + index}`).join(', ')})`);
 export const EVENT_TYPE_ENUM = enum8(EVENT_TYPES, 1);
 export const BOUNCE_TYPE_ENUM = enum8(BOUNCE_TYPES, 0);
 export const BOUNCE_CLASS_ENUM = enum8(['none', ...BOUNCE_CLASSES], 0);

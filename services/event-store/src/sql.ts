@@ -115,6 +115,11 @@ export function join(fragments: SqlFragment[], separator: string): SqlFragment {
   return new SqlFragment(fragments.map((fragment) => fragment.text).join(separator));
 }
 
+/** An Enum8 type of these members, numbered in order from `first`. Only for names written in the source code. */
+export function enum8(names: readonly string[], first: number): SqlFragment {
+  return raw.trusted(`Enum8(${names.map((name, index) => `'${name}' = ${first + index}`).join(', ')})`);
+}
+
 export const raw = {
   /** Only for SQL text written in the source code, never for data. */
   trusted: (text: string): SqlFragment => new SqlFragment(text),

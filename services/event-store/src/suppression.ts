@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { layoutOf, type EventDatabase, type TableSpec } from './layout';
-import { identifier, int, join, list, raw, sql, str, stringSet, uuid, uuidSet, type SqlFragment } from './sql';
+import { enum8, identifier, int, join, list, raw, sql, str, stringSet, uuid, uuidSet, type SqlFragment } from './sql';
 
 /** Bounce tracking rules (docs/api.md, "Bounce tracking and suppressions"). */
 
@@ -70,8 +70,8 @@ export function manualSuppressions(workspaceId: string, email?: string): SqlFrag
     GROUP BY email`;
 }
 
-/** suppression_state.reason; 'none': a lifted address that is not suppressed (again). */
-const SUPPRESSION_STATE_REASON_TYPE = "Enum8('none' = 0, 'hard_bounce' = 1, 'soft_bounces' = 2, 'unsubscribe' = 3, 'spam_report' = 4)";
+/** suppression_state.reason: what the signals decide, or 'none' for a lifted address that is not suppressed (again). */
+const SUPPRESSION_STATE_REASON_TYPE = enum8(['none', ...SUPPRESSION_REASONS.filter((reason) => reason !== 'manual')], 0);
 
 /**
  * The stored outcome of the rules per address, so reads need not derive it
@@ -89,7 +89,7 @@ export const suppressionStateTable = (name = 'suppression_state'): TableSpec => 
   structure: sql`(
     workspace_id UUID,
     email String,
-    reason ${raw.trusted(SUPPRESSION_STATE_REASON_TYPE)},
+    reason ${SUPPRESSION_STATE_REASON_TYPE},
     suppressed_at DateTime('UTC'),
     version UInt64
   )`,
@@ -147,7 +147,7 @@ export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment 
   )}, 0)`;
   return sql`
     SELECT workspace_id, email,
-      CAST(multiIf(immediate_first, immediate_reason, soft_at > 0, 'soft_bounces', 'none') AS ${raw.trusted(SUPPRESSION_STATE_REASON_TYPE)}) AS reason,
+      CAST(multiIf(immediate_first, immediate_reason, soft_at > 0, 'soft_bounces', 'none') AS ${SUPPRESSION_STATE_REASON_TYPE}) AS reason,
       toDateTime(multiIf(immediate_first, immediate_at, soft_at), 'UTC') AS suppressed_at,
       version
     FROM (
