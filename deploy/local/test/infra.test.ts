@@ -28,6 +28,17 @@ test('PostgreSQL: a private database takes writes and reads them back', async ()
   }
 });
 
+test("PostgreSQL: the services' role may end an autovacuum worker, as dropping a test database WITH (FORCE) does", async () => {
+  const client = new Client({ connectionString: infraEnv().databaseUrl });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ member: boolean }>("SELECT pg_has_role(current_user, 'pg_signal_backend', 'USAGE') AS member");
+    expect(rows).toEqual([{ member: true }]);
+  } finally {
+    await client.end();
+  }
+});
+
 test('Kafka: a new topic takes 3 messages with acks=-1 and a consumer group reads them back', async () => {
   const kafka = new Kafka({ clientId: 'infra-test', brokers: infraEnv().kafkaBrokers, logLevel: logLevel.WARN });
   const topic = `infra-test-${uniqueSuffix()}`;
