@@ -502,6 +502,33 @@ describe('Amazon SES through SNS', () => {
     expect(disallowed.total()).toBe(0);
   });
 
+  it('answers lists that are not lists, or hold the wrong items, with 422 naming each item', async () => {
+    const delivery = await post(
+      sesNotification({ eventType: 'Delivery', mail: mail(one), delivery: { timestamp: at, recipients: ['ok@example.com', 5, ''] } }),
+    );
+    expect(delivery.status).toBe(422);
+    expect((delivery.body.detail as Violations).map((v) => [v.type, v.loc])).toEqual([
+      ['string_type', ['body', 'Message', 'delivery', 'recipients', 1]],
+      ['string_type', ['body', 'Message', 'delivery', 'recipients', 2]],
+    ]);
+
+    const bounce = bounceOfOne('Permanent', 'General');
+    const notList = await post(sesNotification({ ...bounce, bounce: { ...bounce.bounce, bouncedRecipients: 'reader@example.com' } }));
+    expect(notList.status).toBe(422);
+    expect((notList.body.detail as Violations).map((v) => [v.type, v.loc])).toEqual([
+      ['list_type', ['body', 'Message', 'bounce', 'bouncedRecipients']],
+    ]);
+
+    const badItems = await post(
+      sesNotification({ ...bounce, bounce: { ...bounce.bounce, bouncedRecipients: ['reader@example.com', {}] } }),
+    );
+    expect(badItems.status).toBe(422);
+    expect((badItems.body.detail as Violations).map((v) => [v.type, v.loc])).toEqual([
+      ['model_attributes_type', ['body', 'Message', 'bounce', 'bouncedRecipients', 0]],
+      ['missing', ['body', 'Message', 'bounce', 'bouncedRecipients', 1, 'emailAddress']],
+    ]);
+  });
+
   it('answers a Message that is not JSON with 422', async () => {
     const message = signedSnsMessage({ Type: 'Notification', TopicArn: TOPIC_ARN, Message: 'not json' }, tls.signingKey, {
       certUrl: certUrl(),
@@ -644,6 +671,12 @@ describe('Postmark', () => {
     const response = await postTo(webhook('postmark'), JSON.stringify(cases[0][1]), headers);
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe('Basic realm="campaign-events"');
+  });
+
+  it('answers a bounce whose ID is not an integer with 422', async () => {
+    const response = await postTo(webhook('postmark'), JSON.stringify({ ...bounce(1, 'HardBounce'), ID: 1.5 }), auth);
+    expect(response.status).toBe(422);
+    expect(response.body.detail).toEqual([{ type: 'int_type', loc: ['body', 'ID'], msg: 'Input should be a valid integer', input: 1.5 }]);
   });
 
   it('answers a record without its fields with 422', async () => {
