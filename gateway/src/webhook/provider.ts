@@ -82,12 +82,47 @@ export function bodyObject(body: unknown): JsonObject {
  * every violation; `check()` throws the 422 once all fields are read.
  */
 export class FieldReader {
-  readonly violations: Violation[] = [];
+  private readonly violations: Violation[] = [];
 
   object(container: JsonObject, key: string, loc: Loc): JsonObject | undefined {
     const value = this.present(container, key, loc);
     if (value === undefined || isRecord(value)) return value;
     return this.fail('model_attributes_type', [...loc, key], 'Input should be a valid dictionary or object to extract fields from', value);
+  }
+
+  /** A list, empty when it is not one. */
+  list(container: JsonObject, key: string, loc: Loc): unknown[] {
+    const value = this.present(container, key, loc);
+    if (value === undefined) return [];
+    if (Array.isArray(value)) return value;
+    this.fail('list_type', [...loc, key], 'Input should be a valid list', value);
+    return [];
+  }
+
+  /** The non-empty strings of a list; each other item is a violation. */
+  texts(container: JsonObject, key: string, loc: Loc): string[] {
+    return this.list(container, key, loc).flatMap((item, i) => {
+      if (typeof item === 'string' && item !== '') return [item];
+      this.fail('string_type', [...loc, key, i], 'Input should be a valid string', item);
+      return [];
+    });
+  }
+
+  /** The objects of a list, each with its place; each other item is a violation. */
+  objects(container: JsonObject, key: string, loc: Loc): { object: JsonObject; loc: Loc }[] {
+    return this.list(container, key, loc).flatMap((item, i) => {
+      if (isRecord(item)) return [{ object: item, loc: [...loc, key, i] }];
+      this.fail('model_attributes_type', [...loc, key, i], 'Input should be a valid dictionary or object to extract fields from', item);
+      return [];
+    });
+  }
+
+  /** An integer that a double holds exactly. */
+  integer(container: JsonObject, key: string, loc: Loc): number | undefined {
+    const value = this.present(container, key, loc);
+    if (value === undefined) return undefined;
+    if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
+    return this.fail('int_type', [...loc, key], 'Input should be a valid integer', value);
   }
 
   /** A string; at least one character unless `minLength` is 0. */

@@ -145,13 +145,8 @@ function toEvent(record: JsonObject, receivedAt: Date): eventsV1.EngagementEvent
 
 /** Bounces and spam complaints carry Postmark's bounce ID, an integer. */
 function bounceIdOf(record: JsonObject, fields: FieldReader): string | undefined {
-  if (typeof record.ID === 'number' && Number.isSafeInteger(record.ID)) return `bounce-${record.ID}`;
-  fields.violations.push(
-    record.ID === undefined
-      ? { type: 'missing', loc: ['body', 'ID'], msg: 'Field required', input: record }
-      : { type: 'int_type', loc: ['body', 'ID'], msg: 'Input should be a valid integer', input: record.ID },
-  );
-  return undefined;
+  const id = fields.integer(record, 'ID', ['body']);
+  return id === undefined ? undefined : `bounce-${id}`;
 }
 
 /** Other records have no id of their own: what identifies one (a click per link) is hashed, so a redelivery gets the same id. */

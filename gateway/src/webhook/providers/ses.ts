@@ -55,61 +55,29 @@ const eventOf =
   (eventType: eventsV1.EventType, extra: Partial<RecipientEvent> = {}) =>
   (email: string) => ({ eventType, email, ...extra });
 
-/** The list `key` of `container`, or a violation. */
-function listAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): unknown[] {
-  const list = container[key];
-  if (Array.isArray(list)) return list;
-  fields.violations.push(
-    list === undefined
-      ? { type: 'missing', loc: [...loc, key], msg: 'Field required', input: container }
-      : { type: 'list_type', loc: [...loc, key], msg: 'Input should be a valid list', input: list },
-  );
-  return [];
-}
-
-/** The addresses of a list of addresses (the mail's destination, a delivery's recipients). */
-function addressesAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): string[] {
-  return listAt(container, key, fields, loc).flatMap((item, i) => {
-    if (typeof item === 'string' && item !== '') return [item];
-    fields.violations.push({ type: 'string_type', loc: [...loc, key, i], msg: 'Input should be a valid string', input: item });
-    return [];
-  });
-}
-
 type Recipient = JsonObject & { emailAddress: string };
 
 /** The recipients of a list of recipient objects (bounced, complained, delayed), each with its `emailAddress`. */
 function recipientsAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): Recipient[] {
-  return listAt(container, key, fields, loc).flatMap((item, i): Recipient[] => {
-    if (!isRecord(item)) {
-      const msg = 'Input should be a valid dictionary or object to extract fields from';
-      fields.violations.push({ type: 'model_attributes_type', loc: [...loc, key, i], msg, input: item });
-      return [];
-    }
-    return fields.text(item, 'emailAddress', [...loc, key, i]) === undefined ? [] : [item as Recipient];
-  });
+  return fields
+    .objects(container, key, loc)
+    .flatMap(({ object, loc: itemLoc }) => (fields.text(object, 'emailAddress', itemLoc) === undefined ? [] : [object as Recipient]));
 }
 
 const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEventReader>([
-  [
-    'Send',
-    { recipients: (_d, mail, fields) => addressesAt(mail, 'destination', fields, MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_PROCESSED)) },
-  ],
+  ['Send', { recipients: (_d, mail, fields) => fields.texts(mail, 'destination', MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_PROCESSED)) }],
   [
     'Reject',
     {
       recipients: (detail, mail, fields) =>
-        addressesAt(mail, 'destination', fields, MAIL_LOC).map(
-          eventOf(EventType.EVENT_TYPE_DROPPED, { reason: optionalText(detail.reason) }),
-        ),
+        fields.texts(mail, 'destination', MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_DROPPED, { reason: optionalText(detail.reason) })),
     },
   ],
   [
     'Delivery',
     {
       detail: 'delivery',
-      recipients: (detail, _mail, fields, loc) =>
-        addressesAt(detail, 'recipients', fields, loc).map(eventOf(EventType.EVENT_TYPE_DELIVERED)),
+      recipients: (detail, _mail, fields, loc) => fields.texts(detail, 'recipients', loc).map(eventOf(EventType.EVENT_TYPE_DELIVERED)),
     },
   ],
   [
@@ -159,9 +127,9 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     {
       detail: 'open',
       recipients: (detail, mail, fields) =>
-        addressesAt(mail, 'destination', fields, MAIL_LOC).map(
-          eventOf(EventType.EVENT_TYPE_OPEN, { userAgent: optionalText(detail.userAgent), ip: optionalText(detail.ipAddress) }),
-        ),
+        fields
+          .texts(mail, 'destination', MAIL_LOC)
+          .map(eventOf(EventType.EVENT_TYPE_OPEN, { userAgent: optionalText(detail.userAgent), ip: optionalText(detail.ipAddress) })),
     },
   ],
   [
@@ -169,7 +137,7 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     {
       detail: 'click',
       recipients: (detail, mail, fields) =>
-        addressesAt(mail, 'destination', fields, MAIL_LOC).map(
+        fields.texts(mail, 'destination', MAIL_LOC).map(
           eventOf(EventType.EVENT_TYPE_CLICK, {
             url: optionalText(detail.link),
             userAgent: optionalText(detail.userAgent),
@@ -188,7 +156,7 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
         const topics = Array.isArray(preferences.topicSubscriptionStatus) ? preferences.topicSubscriptionStatus : [];
         const optedOut =
           preferences.unsubscribeAll === true || topics.some((topic) => isRecord(topic) && topic.subscriptionStatus === 'OptOut');
-        return optedOut ? addressesAt(mail, 'destination', fields, MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_UNSUBSCRIBE)) : [];
+        return optedOut ? fields.texts(mail, 'destination', MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_UNSUBSCRIBE)) : [];
       },
     },
   ],
