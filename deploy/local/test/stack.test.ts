@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   DEFAULT_PORTS,
+  freePortRange,
   freePorts,
   GRPC_ADDRESS_VARIABLES,
   PROCESS_NAMES,
@@ -146,13 +147,20 @@ test('starts the services, then the gateway, on free ports with the environment 
   }
 });
 
-test('freePorts draws distinct free ports below the range the kernel picks client ports from', async () => {
+test("freePorts draws distinct free ports from its jest worker's slice, below the range the kernel picks client ports from", async () => {
+  const [from, below] = freePortRange();
   const ports = await freePorts(50);
   expect(new Set(ports).size).toBe(50);
   for (const port of ports) {
-    expect(port).toBeGreaterThanOrEqual(10_000);
-    expect(port).toBeLessThan(20_000);
+    expect(port).toBeGreaterThanOrEqual(from);
+    expect(port).toBeLessThan(below);
   }
+  expect([freePortRange('0'), freePortRange('1'), freePortRange('2'), freePortRange('6')]).toEqual([
+    [10_000, 12_000],
+    [12_000, 14_000],
+    [14_000, 16_000],
+    [12_000, 14_000],
+  ]);
 });
 
 test('a variable the caller sets wins; stray addresses in process.env do not move a stack', async () => {
