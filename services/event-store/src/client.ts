@@ -1,6 +1,6 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import { layoutOf, type EventDatabase } from './layout';
-import { list, sql, str } from './sql';
+import { list, sql, str, type SqlFragment } from './sql';
 
 /** Where the event store is (readEventStoreConfig reads it from the environment). */
 export interface EventStoreConfig {
@@ -121,6 +121,19 @@ const SERVER_UNFIT_CODES = new Set(['242', '225', '999']);
 type Failure = 'unreached' | 'broken' | 'other';
 
 /**
+ * ClickHouse's error code of a failed call, if ClickHouse answered it. The
+ * client parses it only from messages that end with the error's name, which
+ * ClickHouse 18.16 does not write ("Code: 60, e.displayText() = ..."), so the
+ * message is read too.
+ */
+export function clickHouseErrorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && /^\d+$/.test(code)) return code;
+  return typeof message === 'string' ? /^Code: (\d+)[,.]/.exec(message)?.[1] : undefined;
+}
+
+/**
  * Read from the error's fields rather than its class: Node's network errors
  * may come from another realm (a test runner's sandbox), where instanceof fails.
  */
@@ -128,7 +141,8 @@ function failureOf(error: unknown): Failure {
   if (typeof error !== 'object' || error === null) return 'other';
   const { code, message } = error as { code?: unknown; message?: unknown };
   if (typeof code === 'string' && UNREACHED.has(code)) return 'unreached';
-  if (typeof code === 'string' && (BROKEN.has(code) || SERVER_UNFIT_CODES.has(code))) return 'broken';
+  if (typeof code === 'string' && BROKEN.has(code)) return 'broken';
+  if (SERVER_UNFIT_CODES.has(clickHouseErrorCode(error) ?? '')) return 'broken';
   return message === 'Timeout error.' || message === 'socket hang up' ? 'broken' : 'other';
 }
 
@@ -214,4 +228,24 @@ export async function pendingMutations(
     clickhouse_settings: { skip_unavailable_shards: 1 },
   });
   return Number((await result.json<{ n: string }>())[0].n);
+}
+
+/** ClickHouse's UNKNOWN_TABLE. */
+const UNKNOWN_TABLE = '60';
+
+/**
+ * The rows of a query over system.tables or system.columns. ClickHouse 18.16
+ * fails such a query with UNKNOWN_TABLE when a table it lists is dropped or
+ * renamed while it reads, as when processes set up the same store at once:
+ * the read is then repeated.
+ */
+export async function readSystemTables<T>(client: ClickHouseClient, query: SqlFragment): Promise<T[]> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await (await client.query({ query: query.text, format: 'JSONEachRow' })).json<T>();
+    } catch (error) {
+      if (attempt === 5 || clickHouseErrorCode(error) !== UNKNOWN_TABLE) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
+    }
+  }
 }

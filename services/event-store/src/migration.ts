@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { readSystemTables } from './client';
 import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './schema';
 import type { StoreLayout, TableSpec } from './layout';
 import { markDaysUnsettled } from './rollups';
@@ -41,11 +42,11 @@ const copiedValues =
   provider, provider_event_id, provider_message_id, raw, ingested_at`;
 
 async function tableNames(client: ClickHouseClient, layout: StoreLayout, where = sql`1`): Promise<Set<string>> {
-  const result = await client.query({
-    query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)} AND ${where}`.text,
-    format: 'JSONEachRow',
-  });
-  return new Set((await result.json<{ name: string }>()).map((row) => row.name));
+  const tables = await readSystemTables<{ name: string }>(
+    client,
+    sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)} AND ${where}`,
+  );
+  return new Set(tables.map((row) => row.name));
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { pendingMutations } from './client';
+import { pendingMutations, readSystemTables } from './client';
 import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
 import { layoutOf, type EventDatabase, type StoreLayout, type TableSpec } from './layout';
 import { dateTime, int, join, list, raw, sql, str, uuid, type SqlFragment } from './sql';
@@ -235,14 +235,13 @@ const BACKFILL_OVERLAP_MS = 10 * 60_000;
 
 /** The derived tables that exist in an earlier layout: they are derived, so they are rebuilt rather than altered. */
 async function outdatedTables(client: ClickHouseClient, layout: StoreLayout): Promise<DerivedTable[]> {
-  const result = await client.query({
-    query: sql`SELECT table, name FROM system.columns
-      WHERE database = ${str(layout.database)} AND table IN (${list(DERIVED_TABLES.map((table) => str(layout.localName(table.name))))})`
-      .text,
-    format: 'JSONEachRow',
-  });
+  const rows = await readSystemTables<{ table: string; name: string }>(
+    client,
+    sql`SELECT table, name FROM system.columns
+      WHERE database = ${str(layout.database)} AND table IN (${list(DERIVED_TABLES.map((table) => str(layout.localName(table.name))))})`,
+  );
   const columns = new Map<string, Set<string>>();
-  for (const row of await result.json<{ table: string; name: string }>()) {
+  for (const row of rows) {
     columns.set(row.table, (columns.get(row.table) ?? new Set()).add(row.name));
   }
   return DERIVED_TABLES.filter((table) => {
@@ -275,11 +274,11 @@ export async function ensureEventRollups(client: ClickHouseClient, layout: Store
   for (const statement of layout.createTable(unsettledDaysTable)) await run(statement);
   const viewsFrom = new Date(Date.now() - BACKFILL_OVERLAP_MS);
   const created: DerivedTable[] = [];
-  const existing = await client.query({
-    query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`.text,
-    format: 'JSONEachRow',
-  });
-  const names = new Set((await existing.json<{ name: string }>()).map((row) => row.name));
+  const existing = await readSystemTables<{ name: string }>(
+    client,
+    sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`,
+  );
+  const names = new Set(existing.map((row) => row.name));
   for (const table of await outdatedTables(client, layout)) {
     for (const statement of [...layout.dropTable(`${table.name}_feed`), ...layout.dropTable(table.name)]) await run(statement);
     names.delete(layout.localName(table.name));

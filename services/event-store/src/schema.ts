@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
-import { createClickHouse } from './client';
+import { createClickHouse, readSystemTables } from './client';
 import { StoreLayout, type TableSpec } from './layout';
 import { enum8, identifier, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1, V1_TABLE } from './migration';
@@ -200,12 +200,11 @@ const ADDED_COLUMNS: { table: string; column: string; type: SqlFragment }[] = [
 ];
 
 async function columnExists(client: ClickHouseClient, layout: StoreLayout, table: string, column: string): Promise<boolean> {
-  const result = await client.query({
-    query: sql`SELECT count() AS n FROM system.columns
-      WHERE database = ${str(layout.database)} AND table = ${str(layout.localName(table))} AND name = ${str(column)}`.text,
-    format: 'JSONEachRow',
-  });
-  const [row] = await result.json<{ n: string }>();
+  const [row] = await readSystemTables<{ n: string }>(
+    client,
+    sql`SELECT count() AS n FROM system.columns
+      WHERE database = ${str(layout.database)} AND table = ${str(layout.localName(table))} AND name = ${str(column)}`,
+  );
   return Number(row.n) > 0;
 }
 
@@ -245,11 +244,11 @@ function storeObjects(layout: StoreLayout): string[] {
 
 /** Whether this server holds the whole store already, in its current layout (and no v1 table to take over). */
 async function storeComplete(client: ClickHouseClient, layout: StoreLayout): Promise<boolean> {
-  const result = await client.query({
-    query: sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`.text,
-    format: 'JSONEachRow',
-  });
-  const present = new Set((await result.json<{ name: string }>()).map((row) => row.name));
+  const tables = await readSystemTables<{ name: string }>(
+    client,
+    sql`SELECT name FROM system.tables WHERE database = ${str(layout.database)}`,
+  );
+  const present = new Set(tables.map((row) => row.name));
   if (present.has(V1_TABLE) || !storeObjects(layout).every((name) => present.has(name))) return false;
   for (const { table, column } of ADDED_COLUMNS) if (!(await columnExists(client, layout, table, column))) return false;
   return derivedTablesCurrent(client, layout);
