@@ -192,6 +192,37 @@ export function suppressionStateRefresh(addresses: SuppressedAddress[]): SqlFrag
   return sql`INSERT INTO suppression_state ${suppressionStates(addresses)}`;
 }
 
+/** How many addresses one refresh statement of repairSuppressionStates takes. */
+const REPAIR_CHUNK = 10_000;
+
+/**
+ * Recomputes the state of every address whose stored state is behind its
+ * signals and lifts (the state computed now counts more of them), and returns
+ * those addresses. On one server there are none, since every writer
+ * recomputes after its own insert. In a cluster, a batch a replica
+ * acknowledged just before it died reaches the other replicas only when it is
+ * back, after ingestion moved on and computed states without it: an
+ * unsubscribe there would stay outside the state until the next signal of its
+ * address. Reads every signal, so it is run now and then, not per batch.
+ */
+export async function repairSuppressionStates(client: ClickHouseClient): Promise<SuppressedAddress[]> {
+  const result = await client.query({
+    query: sql`
+      SELECT toString(workspace_id) AS workspaceId, email
+      FROM (${suppressionStates()})
+      ANY LEFT JOIN (
+        SELECT workspace_id, email, max(version) AS stored_version FROM suppression_state GROUP BY workspace_id, email
+      ) USING (workspace_id, email)
+      WHERE version > stored_version`.text,
+    format: 'JSONEachRow',
+  });
+  const behind = await result.json<SuppressedAddress>();
+  for (let start = 0; start < behind.length; start += REPAIR_CHUNK) {
+    await refreshSuppressionState(client, behind.slice(start, start + REPAIR_CHUNK));
+  }
+  return behind;
+}
+
 /** Writes the state of every address with a signal (e.g. after a bulk load of signals). */
 export async function backfillSuppressionState(client: ClickHouseClient, table = 'suppression_state'): Promise<void> {
   await client.command({ query: sql`INSERT INTO ${identifier(table)} ${suppressionStates()}`.text });

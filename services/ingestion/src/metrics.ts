@@ -18,6 +18,10 @@ export const ingestionMetrics = {
     'workspaces_erased',
     'Deleted workspaces whose events stored after the deletion were deleted (eraseClosedWorkspaceLeftovers)',
   ),
+  suppressionStatesRepaired: counter(
+    'suppression_states_repaired',
+    'Addresses whose suppression state was behind their signals and was recomputed (repairSuppressionStates)',
+  ),
   retries: counter('batch_retries', 'Failed batch attempts that were retried (ClickHouse or campaign service down)'),
   batchDuration: new prometheus.Histogram({
     name: 'ingestion_batch_duration_seconds',

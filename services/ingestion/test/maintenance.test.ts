@@ -172,3 +172,42 @@ describe('compactClosedMonths on ClickHouse', () => {
     expect(rematchSweeps[0].getTime()).toBeLessThanOrEqual(Date.now() - 120_000);
   });
 });
+
+describe('the suppression repair', () => {
+  it('runs on the first pass of the replica that rebuilds, and recomputes a state behind its signals', async () => {
+    const database = await createTestEventDatabase('ingestion_maintenance_repair');
+    try {
+      const workspaceId = crypto.randomUUID();
+      // A signal stored without its state computed, as after a replica's late batch.
+      await new EventWriter(database.clickhouse).insertSignals([
+        {
+          workspace_id: workspaceId,
+          email: 'late@example.com',
+          reason: 'spam_report',
+          occurred_at: Date.parse('2026-11-20T10:00:00Z') / 1000,
+          provider_event_id: 'late-spam',
+          ingested_at: Date.parse('2026-11-20T10:00:05Z') / 1000,
+        },
+      ]);
+      const repairedTotal = async () => (await ingestionMetrics.suppressionStatesRepaired.get()).values[0]?.value ?? 0;
+      const before = await repairedTotal();
+      const maintenance = startMaintenance({
+        clickhouse: database.clickhouse,
+        database: database.database,
+        schedule: { firstAfterMs: 0, intervalMs: 60_000 },
+        mayRebuild: () => true,
+        rematchUnmatched: () => Promise.resolve(),
+        logger: createLogger('test', 'silent'),
+      });
+      const deadline = Date.now() + 20_000;
+      while ((await repairedTotal()) === before && Date.now() < deadline) await sleep(100);
+      await maintenance.stop();
+      expect((await repairedTotal()) - before).toBe(1);
+      expect(
+        await database.rows(`SELECT email, reason FROM suppression_state FINAL WHERE workspace_id = toUUID('${workspaceId}')`),
+      ).toEqual([{ email: 'late@example.com', reason: 'spam_report' }]);
+    } finally {
+      await database.close();
+    }
+  });
+});

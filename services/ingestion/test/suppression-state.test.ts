@@ -1,4 +1,4 @@
-import { chsql } from '@mail/event-store';
+import { chsql, repairSuppressionStates } from '@mail/event-store';
 import { createTestEventDatabase, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { storeEvents } from '../src/pipeline/runner';
@@ -140,6 +140,70 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
         Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
       expect(await count('SELECT count() AS n FROM events')).toBe(30_000);
       expect(await count(`SELECT count() AS n FROM suppression_state FINAL WHERE reason = 'hard_bounce'`)).toBe(30_000);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('states behind their signals (a batch that reached this replica after ingestion moved on)', () => {
+  /** The real store, computing no state: the states were computed on a replica that lacked these signals. */
+  class ComputedElsewhere extends SuppressionStateStore {
+    override refresh(): Promise<void> {
+      return Promise.resolve();
+    }
+  }
+
+  it('repairSuppressionStates recomputes exactly those addresses, and then finds none', async () => {
+    const database = await createTestEventDatabase('ingestion_suppression_repair');
+    const { clickhouse } = database;
+    try {
+      const workspaceId = crypto.randomUUID();
+      const deps = (suppressions: SuppressionStateStore): StoreDependencies => ({
+        resolve: (ids) =>
+          Promise.resolve(
+            new Map([...ids].map((id) => [id, { providerCategoryId: id, campaignId: crypto.randomUUID(), workspaceId, variantIds: [] }])),
+          ),
+        writer: new EventWriter(clickhouse),
+        suppressions,
+      });
+      const rows = async () => (await clickhouse.query({ query: statesQuery(workspaceId), format: 'JSONEachRow' })).json();
+      expect(await storeEvents(bounces('first', ['cat']), deps(new SuppressionStateStore(clickhouse)))).toMatchObject({ kind: 'ok' });
+      expect(await rows()).toEqual(expectedStates);
+
+      const event = (
+        id: string,
+        email: string,
+        eventType: eventsV1.EventType,
+        day: number,
+        bounceType = BounceType.BOUNCE_TYPE_UNSPECIFIED,
+      ) =>
+        engagementEvent({
+          providerEventId: `late-${id}`,
+          email,
+          eventType,
+          bounceType,
+          categories: ['cat'],
+          occurredAt: new Date(T0 + day * DAY),
+        });
+      const late = [
+        event('unsubscribe', 'apart@example.com', EventType.EVENT_TYPE_UNSUBSCRIBE, 50),
+        event('hard', 'new@example.com', EventType.EVENT_TYPE_BOUNCE, 5, BounceType.BOUNCE_TYPE_HARD),
+        event('soft', 'soft@example.com', EventType.EVENT_TYPE_BOUNCE, 25, BounceType.BOUNCE_TYPE_SOFT),
+      ];
+      expect(await storeEvents(late, deps(new ComputedElsewhere(clickhouse)))).toMatchObject({ kind: 'ok' });
+      expect(await rows()).toEqual(expectedStates);
+
+      const repaired = await repairSuppressionStates(clickhouse);
+      expect(repaired.map((address) => address.email).sort()).toEqual(['apart@example.com', 'new@example.com', 'soft@example.com']);
+      expect(repaired.every((address) => address.workspaceId === workspaceId)).toBe(true);
+      expect(await rows()).toEqual([
+        { email: 'apart@example.com', reason: 'unsubscribe', suppressed_ts: (T0 + 50 * DAY) / 1000, version: '3' },
+        expectedStates[0],
+        { email: 'new@example.com', reason: 'hard_bounce', suppressed_ts: (T0 + 5 * DAY) / 1000, version: '1' },
+        { ...expectedStates[1], version: '4' },
+      ]);
+      expect(await repairSuppressionStates(clickhouse)).toEqual([]);
     } finally {
       await database.close();
     }

@@ -1,6 +1,12 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { type Logger } from '@mail/common';
-import { compactClosedMonths, eraseClosedWorkspaceLeftovers, settleUnsettledDays, type EventDatabase } from '@mail/event-store';
+import {
+  compactClosedMonths,
+  eraseClosedWorkspaceLeftovers,
+  repairSuppressionStates,
+  settleUnsettledDays,
+  type EventDatabase,
+} from '@mail/event-store';
 import { ingestionMetrics } from '../metrics';
 
 export interface MaintenanceSchedule {
@@ -12,14 +18,16 @@ export interface MaintenanceSchedule {
 
 /**
  * Runs the event store's upkeep now and then: eraseClosedWorkspaceLeftovers,
- * compactClosedMonths, settleUnsettledDays, then `rematchUnmatched` over the
+ * compactClosedMonths, settleUnsettledDays, repairSuppressionStates,
+ * then `rematchUnmatched` over the
  * unmatched events stored in the last two intervals (the re-matcher widens it
  * to all of them while it owes a full sweep). Each ingestion replica runs it:
  * two replicas deleting the same leftovers at once only repeat the work, a second OPTIMIZE
  * of a partition already merged, or being merged, does nothing, and settling
  * only reads before it clears what any pass would clear. Only the replica for
  * which `mayRebuild` holds (one at a time) rebuilds the days that disagree,
- * and re-matches. A failed pass is logged and the next one retries.
+ * and re-matches, and repairs suppression states. A failed pass is logged and
+ * the next one retries.
  */
 export interface MaintenanceOptions {
   clickhouse: ClickHouseClient;
@@ -72,6 +80,18 @@ export function startMaintenance({ clickhouse, database, schedule, mayRebuild, r
       }
     } catch (error) {
       if (!abort.signal.aborted) logger.warn({ err: error }, 'settling pass failed; the next pass retries');
+    }
+    if (mayRebuild()) {
+      try {
+        const repaired = await repairSuppressionStates(clickhouse);
+        ingestionMetrics.suppressionStatesRepaired.inc(repaired.length);
+        if (repaired.length > 0) {
+          const workspaces = [...new Set(repaired.map((address) => address.workspaceId))];
+          logger.warn({ addresses: repaired.length, workspaces }, 'recomputed suppression states that were behind their signals');
+        }
+      } catch (error) {
+        if (!abort.signal.aborted) logger.warn({ err: error }, 'suppression repair failed; the next pass retries');
+      }
     }
     await rematchUnmatched(new Date(startedAt - 2 * schedule.intervalMs));
   };
