@@ -3,6 +3,7 @@ import {
   compactClosedMonths,
   createClickHouse,
   refreshSuppressionState,
+  repairSuppressionStates,
   settleUnsettledDays,
   StoreLayout,
   type SuppressedAddress,
@@ -156,4 +157,36 @@ it('merges each closed month into one part on every replica of both shards', asy
   }
   // One part on each shard: nothing left to merge.
   expect(await compactClosedMonths(cluster.on('ch4'), layout)).toEqual([]);
+});
+
+it('repairs, through the cluster, the suppression states behind their signals', async () => {
+  const client = cluster.on('ch1');
+  // Unsubscribes stored without their states computed, as a late replica's batch after a failover: a workspace of each shard.
+  const late = (await workspacesPerShard()).map((shard) => {
+    const [workspaceId] = shard;
+    return {
+      workspace_id: workspaceId,
+      email: 'late@example.com',
+      reason: 'unsubscribe',
+      occurred_at: '2026-10-20 10:00:00',
+      provider_event_id: `late-${workspaceId}`,
+      ingested_at: '2026-10-20 10:00:05',
+    };
+  });
+  await client.insert({ table: 'suppression_signals', values: late, format: 'JSONEachRow' });
+
+  const repaired = await repairSuppressionStates(client);
+  expect(repaired.map((address) => `${address.workspaceId} ${address.email}`).sort()).toEqual(
+    late.map((row) => `${row.workspace_id} late@example.com`).sort(),
+  );
+  const states = await client.query({
+    query: `SELECT toString(workspace_id) AS workspace_id, reason FROM suppression_state FINAL WHERE email = 'late@example.com' ORDER BY workspace_id`,
+    format: 'JSONEachRow',
+  });
+  expect(await states.json()).toEqual(
+    late
+      .map((row) => ({ workspace_id: row.workspace_id, reason: 'unsubscribe' }))
+      .sort((a, b) => a.workspace_id.localeCompare(b.workspace_id)),
+  );
+  expect(await repairSuppressionStates(cluster.on('ch3'))).toEqual([]);
 });
