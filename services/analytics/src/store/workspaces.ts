@@ -3,7 +3,7 @@ import type { EventStore } from './connection';
 
 /**
  * Deletes the workspace's events, rollups and suppressions, and records it as
- * closed (@mail/common workspace-erasure): the record first, then the
+ * closed (@mail/event-store workspace-erasure): the record first, then the
  * deletions at once (in a cluster each waits for every server's DDL queue,
  * which takes them one after the other; sent in turn, they would outlast the
  * caller's deadline).
