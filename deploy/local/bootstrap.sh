@@ -34,9 +34,14 @@ npm run --silent build >&2
 # Starts the servers (deploy/local/infra.sh up [COMPONENT...]) and exports
 # their addresses, except variables the caller already set: the caller's
 # environment wins.
-load_infra_env() {
-  local exports line name
-  exports=$(bash "$REPO_ROOT/deploy/local/infra.sh" up "$@")
+load_infra_env() { export_infra_lines "$(bash "$REPO_ROOT/deploy/local/infra.sh" up "$@")"; }
+
+# The same addresses without starting anything (infra.sh env): for servers
+# that something else brings up.
+export_infra_env() { export_infra_lines "$(bash "$REPO_ROOT/deploy/local/infra.sh" env "$@")"; }
+
+export_infra_lines() {
+  local exports=$1 line name
   while IFS= read -r line; do
     [[ $line =~ ^export\ ([A-Za-z_][A-Za-z0-9_]*)= ]] || continue
     name=${BASH_REMATCH[1]}

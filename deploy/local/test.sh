@@ -27,9 +27,22 @@ npx buf lint proto
 npx tsc -p tsconfig.test.json
 # ESLint (type-aware) and Prettier: a warning fails the run.
 npm run --silent lint
-# The trace backend (gateway/test/tracing.test.ts) and the alert rules' checker come with the servers;
-# both are built from their Go modules on the first run only (bench/README.md, "Tracing").
-load_infra_env postgres kafka clickhouse jaeger promtool
+load_infra_env postgres kafka clickhouse
+# The trace backend (gateway/test/tracing.test.ts) and the alert rules' checker (deploy/test/observability.test.ts)
+# are built from their Go modules on a machine's first run, which takes minutes (bench/README.md, "Tracing"): that
+# goes on in the background while the other tests run, and those two wait for it (awaitGoTools in @mail/local,
+# by the status file GO_TOOLS_STATUS). An `npm test` that ends first waits for it too.
+GO_TOOLS_LOG=$(mktemp -t go-tools.XXXXXX.log)
+GO_TOOLS_STATUS=$GO_TOOLS_LOG.status
+export GO_TOOLS_LOG GO_TOOLS_STATUS
+(
+  status=0
+  bash "$REPO_ROOT/deploy/local/infra.sh" up jaeger promtool >/dev/null 2>"$GO_TOOLS_LOG" || status=$?
+  echo "$status" >"$GO_TOOLS_STATUS"
+) &
+go_tools=$!
+trap 'wait "$go_tools"; rm -f "$GO_TOOLS_LOG" "$GO_TOOLS_STATUS"; printf "[test] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((SECONDS % 60)) >&2' EXIT
+export_infra_env jaeger promtool
 # Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.
 node deploy/local/dist/prune-topics.js
 # Headless Chromium for the dashboard's browser test (gateway/test/dashboard.test.ts).
@@ -38,6 +51,7 @@ npx jest --ci "$@"
 # Then the cluster tests (deploy/cluster-test, also `npm run test:cluster`), one at a time: they SIGKILL and
 # restart nodes of the local Kafka and ClickHouse clusters. Skipped when arguments pick tests.
 if (($# == 0)); then
+  wait "$go_tools"
   load_infra_env kafka-cluster clickhouse-cluster
   npx jest --ci --config jest.cluster.config.js
 fi

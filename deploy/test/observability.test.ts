@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { registry } from '@mail/common';
+import { awaitGoTools, GO_TOOLS_TIMEOUT_MS } from '@mail/local';
 import { REPO_ROOT } from './support/tools';
 
 /**
@@ -96,6 +97,8 @@ function sourceFiles(dir: string): string[] {
 }
 
 describe('alert rules', () => {
+  beforeAll(() => awaitGoTools(), GO_TOOLS_TIMEOUT_MS);
+
   test('promtool checks them and passes their unit tests (alerts.test.yml)', () => {
     expect(promtool('check', 'rules', RULES)).toMatch(/SUCCESS: 5 rules found/);
     expect(promtool('test', 'rules', path.join(OBSERVABILITY, 'alerts.test.yml'))).toMatch(/SUCCESS/);

@@ -1,6 +1,15 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { jaegerEnv, newTraceparent, operationSpans, traceSpans, uniqueSuffix, type TraceSpan } from '@mail/local';
+import {
+  awaitGoTools,
+  GO_TOOLS_TIMEOUT_MS,
+  jaegerEnv,
+  newTraceparent,
+  operationSpans,
+  traceSpans,
+  uniqueSuffix,
+  type TraceSpan,
+} from '@mail/local';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
 import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
 
@@ -19,6 +28,7 @@ const run = uniqueSuffix();
 let isolated: PrivateStack;
 
 beforeAll(async () => {
+  await awaitGoTools();
   isolated = await startPrivateStack('tracing', {
     env: {
       LOG_LEVEL: 'debug',
@@ -30,7 +40,7 @@ beforeAll(async () => {
       OTEL_BSP_SCHEDULE_DELAY: '200',
     },
   });
-});
+}, GO_TOOLS_TIMEOUT_MS);
 
 afterAll(async () => {
   await isolated?.close();

@@ -1,4 +1,6 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The trace backend that `infra.sh up jaeger` starts (the test command does):
@@ -92,3 +94,23 @@ export function newTraceparent(): { traceparent: string; traceId: string } {
   const traceId = crypto.randomBytes(16).toString('hex');
   return { traceparent: `00-${traceId}-${crypto.randomBytes(8).toString('hex')}-01`, traceId };
 }
+
+/**
+ * Waits for the build of Jaeger and promtool that `npm test` runs in the
+ * background on a machine's first run (deploy/local/test.sh: GO_TOOLS_STATUS
+ * holds its exit status once done); throws with its log if it failed.
+ * Returns at once when nothing builds them in the background.
+ */
+export async function awaitGoTools(): Promise<void> {
+  const statusFile = process.env.GO_TOOLS_STATUS?.trim();
+  if (!statusFile) return;
+  while (!fs.existsSync(statusFile) || fs.readFileSync(statusFile, 'utf8').trim() === '') await sleep(1000);
+  const status = fs.readFileSync(statusFile, 'utf8').trim();
+  if (status !== '0') {
+    const log = process.env.GO_TOOLS_LOG ? fs.readFileSync(process.env.GO_TOOLS_LOG, 'utf8').split('\n').slice(-20).join('\n') : '';
+    throw new Error(`infra.sh up jaeger promtool failed (exit ${status}):\n${log}`);
+  }
+}
+
+/** How long a test waits for awaitGoTools: a first build on 2 busy cores. */
+export const GO_TOOLS_TIMEOUT_MS = 30 * 60_000;
