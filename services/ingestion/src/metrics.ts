@@ -10,7 +10,14 @@ export const ingestionMetrics = {
   unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
   rematched: counter('events_rematched', 'Unmatched events republished to the events topic because a campaign took their category'),
   signals: counter('suppression_signals', 'Suppression signals written (bounces, unsubscribes, spam reports)'),
-  deadLettered: counter('events_dead_lettered', 'Records that could not be decoded, sent to the dead-letter topic'),
+  deadLettered: new prometheus.Counter({
+    name: 'ingestion_events_dead_lettered_total',
+    help:
+      'Events (or whole records) sent to the dead-letter topic, by reason: undecodable (not an event), invalid_row (a row its table ' +
+      'would not take), refused_by_clickhouse (an insert ClickHouse refused for that row alone)',
+    labelNames: ['reason'],
+    registers: [registry],
+  }),
   partitionsCompacted: counter('partitions_compacted', 'Partitions of closed months merged into one part (compactClosedMonths)'),
   daysSettled: counter('days_settled', 'Unsettled days cleared because their rollups agree with their events (settleUnsettledDays)'),
   daysRebuilt: counter('days_rebuilt', 'Unsettled days whose rollups were rebuilt from their events (settleUnsettledDays)'),

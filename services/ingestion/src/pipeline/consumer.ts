@@ -12,7 +12,7 @@ import type { IngestionConfig } from '../config';
 import type { PoisonRecord } from '../domain/batch';
 import { ingestionMetrics as metrics } from '../metrics';
 import type { WorkspaceDay } from '../store/unsettled';
-import { runBatch, type ConsumedBatch } from './runner';
+import { runBatch, type BatchOutcome, type ConsumedBatch } from './runner';
 import type { StoreDependencies } from './steps';
 
 /**
@@ -126,10 +126,15 @@ export async function startConsumer({
         'messaging.batch.message_count': batch.records.length,
         'ingestion.events.consumed': result.consumed,
         'ingestion.events.inserted': result.stored.inserted,
-        'ingestion.events.dead_lettered': result.deadLettered,
+        'ingestion.events.dead_lettered': deadLetteredCount(result),
       });
       logger.debug(
-        { records: batch.records.length, consumed: result.consumed, inserted: result.stored.inserted, deadLettered: result.deadLettered },
+        {
+          records: batch.records.length,
+          consumed: result.consumed,
+          inserted: result.stored.inserted,
+          deadLettered: deadLetteredCount(result),
+        },
         'batch stored',
       );
       return result;
@@ -139,7 +144,7 @@ export async function startConsumer({
       metrics.lag.set({ partition: String(payload.batch.partition) }, Number(payload.batch.offsetLag()));
     }
     metrics.consumed.inc(outcome.consumed);
-    metrics.deadLettered.inc(outcome.deadLettered);
+    for (const [reason, count] of Object.entries(outcome.deadLettered)) metrics.deadLettered.inc({ reason }, count);
     metrics.inserted.inc(outcome.stored.inserted);
     metrics.duplicates.inc(outcome.repeated + outcome.stored.duplicates);
     metrics.unmatched.inc(outcome.stored.unmatched);
@@ -170,6 +175,8 @@ export async function startConsumer({
     },
   };
 }
+
+const deadLetteredCount = ({ deadLettered }: BatchOutcome): number => Object.values(deadLettered).reduce((sum, count) => sum + count, 0);
 
 /** Joins the eachBatch calls kafkajs makes for one fetch (all in the same tick) into one call of `process`. */
 class FetchCollector {
