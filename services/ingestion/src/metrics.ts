@@ -36,6 +36,12 @@ export const ingestionMetrics = {
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   }),
+  stalledSeconds: new prometheus.Gauge({
+    name: 'ingestion_partition_stalled_seconds',
+    help: 'How long records have waited on a partition held with its committed offset unchanged (0: caught up or moving)',
+    labelNames: ['partition'],
+    registers: [registry],
+  }),
   lag: new prometheus.Gauge({
     name: 'ingestion_consumer_lag',
     help: 'Records behind the high watermark, per partition, after the last batch',

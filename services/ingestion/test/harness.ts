@@ -58,9 +58,11 @@ export interface IngestionOptions {
   label: string;
   /** Another ClickHouse server (a private one a test stops and starts). */
   clickhouseUrl?: string;
+  /** More variables for the processes. */
+  env?: Record<string, string>;
 }
 
-export async function startIngestion({ label, clickhouseUrl }: IngestionOptions): Promise<Ingestion> {
+export async function startIngestion({ label, clickhouseUrl, env = {} }: IngestionOptions): Promise<Ingestion> {
   const postgres = await createTestPostgres(label);
   // On a private server the database goes away with the server; ingestion creates it.
   const shared = clickhouseUrl ? undefined : await createTestClickHouse(label);
@@ -89,6 +91,7 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
       // Small fetches wait less: tests produce a handful of events at a time.
       INGESTION_MIN_BATCH_BYTES: '1',
       INGESTION_MAX_BATCH_WAIT_MS: '100',
+      ...env,
     },
   }).catch(async (error: unknown) => {
     await cleanUp();

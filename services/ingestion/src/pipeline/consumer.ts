@@ -41,6 +41,8 @@ export interface EventConsumer {
    * one process should do.
    */
   ownsFirstPartition(): boolean;
+  /** The partitions of the events topic this member holds (none while it is not in the group). */
+  assignedPartitions(): number[];
   /** Called whenever this process takes partition 0 over (and at once if it holds it already). */
   onFirstPartitionTaken(listener: () => void): void;
   /** Stops fetching, lets the batch in progress finish and commit, leaves the group. */
@@ -74,11 +76,13 @@ export async function startConsumer({
   const deadLetters = createIdempotentProducer(kafka);
   let joined = false;
   let firstPartition = false;
+  let assigned: number[] = [];
   const firstPartitionListeners: (() => void)[] = [];
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     const held = joined && firstPartition;
     joined = true;
-    firstPartition = payload.memberAssignment[config.eventsTopic]?.includes(0) ?? false;
+    assigned = payload.memberAssignment[config.eventsTopic] ?? [];
+    firstPartition = assigned.includes(0);
     if (firstPartition && !held) for (const listener of firstPartitionListeners) listener();
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
@@ -165,6 +169,7 @@ export async function startConsumer({
   return {
     consuming: () => joined,
     ownsFirstPartition: () => joined && firstPartition,
+    assignedPartitions: () => (joined ? assigned : []),
     onFirstPartitionTaken: (listener) => {
       firstPartitionListeners.push(listener);
       if (joined && firstPartition) listener();
