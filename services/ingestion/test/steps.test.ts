@@ -232,6 +232,25 @@ describe('suppress', () => {
   });
 });
 
+describe('suppress, a long address', () => {
+  it('stores the signal of an address of thousands of non-ASCII characters (the query limit counts bytes)', async () => {
+    const email = 'é🎉'.repeat(6_000);
+    const { signals } = await rowsOf([
+      engagementEvent({
+        providerEventId: `long-${uniqueSuffix()}`,
+        email,
+        eventType: EventType.EVENT_TYPE_UNSUBSCRIBE,
+        categories: ['cat'],
+      }),
+    ]);
+    expect(await suppress(signals, live)).toEqual({ kind: 'ok', value: [{ kind: 'ok', value: signals[0] }] });
+    const states = await database.rows<{ reason: string }>(
+      sql`SELECT reason FROM suppression_state FINAL WHERE workspace_id = ${uuid(workspaceId)} AND email = ${chsql.str(email)}`.text,
+    );
+    expect(states).toEqual([{ reason: 'unsubscribe' }]);
+  });
+});
+
 describe('deduplicate and store', () => {
   it('stores fresh events, answering their days, and drops them once stored', async () => {
     const p = `dedup-${uniqueSuffix()}`;

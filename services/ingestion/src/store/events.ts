@@ -134,8 +134,8 @@ export class EventWriter {
     const result = await this.clickhouse.query({
       query,
       format: 'JSONEachRow',
-      // A batch's id list is longer than the default 256 KiB query limit.
-      clickhouse_settings: { max_query_size: String(query.length + 1024) },
+      // A batch's id list is longer than the default 256 KiB query limit (a limit in bytes).
+      clickhouse_settings: { max_query_size: String(Buffer.byteLength(query) + 1024) },
     });
     return new Set((await result.json<{ id: string }>()).map((row) => row.id));
   }
