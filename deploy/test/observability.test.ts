@@ -100,17 +100,21 @@ describe('alert rules', () => {
   beforeAll(() => awaitGoTools(), GO_TOOLS_TIMEOUT_MS);
 
   test('promtool checks them and passes their unit tests (alerts.test.yml)', () => {
-    expect(promtool('check', 'rules', RULES)).toMatch(/SUCCESS: 5 rules found/);
+    expect(promtool('check', 'rules', RULES)).toMatch(/SUCCESS: 7 rules found/);
     expect(promtool('test', 'rules', path.join(OBSERVABILITY, 'alerts.test.yml'))).toMatch(/SUCCESS/);
   });
 
-  test('cover lag growth, a rising 503 rate, dead-lettered events and readiness failures', () => {
+  test('cover lag growth, a rising 503 rate, dead-lettered events, stalled partitions and readiness failures', () => {
     const expressions = rules().map((rule) => rule.expr);
     const selecting = (metric: string): boolean => expressions.some((expr) => metricNames(expr).includes(metric));
     expect(
-      ['ingestion_consumer_lag', 'http_request_duration_seconds_count', 'ingestion_events_dead_lettered_total', 'readiness_ready'].filter(
-        (m) => !selecting(m),
-      ),
+      [
+        'ingestion_consumer_lag',
+        'http_request_duration_seconds_count',
+        'ingestion_events_dead_lettered_total',
+        'ingestion_partition_stalled_seconds',
+        'readiness_ready',
+      ].filter((m) => !selecting(m)),
     ).toEqual([]);
     expect(expressions.some((expr) => expr.includes('status="503"'))).toBe(true);
   });

@@ -219,6 +219,24 @@ describe('body validation', () => {
     });
   });
 
+  it('refuses an e-mail of white space alone (the address is stored trimmed) rather than accept an event it cannot store', async () => {
+    const response = await post(open.url, JSON.stringify([sendgridEvent({ event: 'open', sg_event_id: 'blank', email: ' \t\u00a0 ' })]));
+    expect(response).toMatchObject({
+      status: 422,
+      body: {
+        detail: [
+          {
+            type: 'string_too_short',
+            loc: ['body', 0, 'email'],
+            msg: 'String should have at least 1 character',
+            input: ' \t\u00a0 ',
+            ctx: { min_length: 1 },
+          },
+        ],
+      },
+    });
+  });
+
   it('reports every missing or mistyped required field at once', async () => {
     const missing = { event: 'open', email: 'a@example.com' };
     const body = [

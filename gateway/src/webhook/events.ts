@@ -26,12 +26,14 @@ type Check = (value: unknown, loc: Loc) => Violation | undefined;
 const violation = (type: string, loc: Loc, msg: string, input: unknown, ctx?: Record<string, unknown>): Violation =>
   ctx ? { type, loc, msg, input, ctx } : { type, loc, msg, input };
 
+/** A string of at least `minLength` code points; `trimmed`: counted without surrounding white space (Pydantic's strip_whitespace). */
 const string =
-  (minLength: number): Check =>
+  (minLength: number, trimmed = false): Check =>
   (value, loc) => {
     if (typeof value !== 'string') return violation('string_type', loc, 'Input should be a valid string', value);
+    const counted = trimmed ? value.trim() : value;
     // Pydantic counts code points; spreading the string to count them is needed only when UTF-16 units leave it open.
-    if (value.length < 2 * minLength && [...value].length < minLength) {
+    if (counted.length < 2 * minLength && [...counted].length < minLength) {
       return violation('string_too_short', loc, `String should have at least ${minLength} character`, value, { min_length: minLength });
     }
     return undefined;
@@ -65,7 +67,8 @@ const unixSeconds: Check = (value, loc) => {
 /** The required fields of an event that is kept, in the order a model would report them. */
 const REQUIRED: [keyof SendgridEvent & string, Check][] = [
   ['sg_event_id', string(1)],
-  ['email', string(1)],
+  // Stored trimmed (fromSendgridEvent): white space alone would leave no address, and ingestion dead-letters such an event.
+  ['email', string(1, true)],
   ['event', string(0)],
   ['timestamp', unixSeconds],
 ];

@@ -179,12 +179,13 @@ export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment 
 /**
  * Recomputes the stored state of these addresses from their signals and
  * lifts; run by every writer after its own insert. A query text per batch
- * can outgrow the default 256 KiB query limit, hence the setting.
+ * can outgrow the default 256 KiB query limit, hence the setting (in bytes:
+ * an address of non-ASCII characters takes more than one each).
  */
 export async function refreshSuppressionState(client: ClickHouseClient, addresses: SuppressedAddress[]): Promise<void> {
   if (addresses.length === 0) return;
   const query = suppressionStateRefresh(addresses).text;
-  await client.command({ query, clickhouse_settings: { max_query_size: String(query.length + 1024) } });
+  await client.command({ query, clickhouse_settings: { max_query_size: String(Buffer.byteLength(query) + 1024) } });
 }
 
 /** The statement refreshSuppressionState runs, for a client of another shape (a few addresses). */

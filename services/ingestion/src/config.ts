@@ -24,6 +24,8 @@ export interface IngestionConfig {
   /** Unmatched events naming a category a campaign took are republished this long after the change, and again after rematchFollowUpMs. */
   rematchDelayMs: number;
   rematchFollowUpMs: number;
+  /** Not ready once a partition held has had records waiting this long with its committed offset unchanged. */
+  stallReadyMs: number;
 }
 
 export function readConfig(env: EnvReader): IngestionConfig {
@@ -46,5 +48,6 @@ export function readConfig(env: EnvReader): IngestionConfig {
     maintenanceIntervalMs: env.int('INGESTION_MAINTENANCE_INTERVAL_MS', 3_600_000),
     rematchDelayMs: env.int('INGESTION_REMATCH_DELAY_MS', 1_000),
     rematchFollowUpMs: env.int('INGESTION_REMATCH_FOLLOW_UP_MS', 60_000),
+    stallReadyMs: env.int('INGESTION_STALL_READY_MS', 300_000),
   };
 }

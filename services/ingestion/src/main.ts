@@ -17,6 +17,7 @@ import { CategoryResolver } from './grpc/categories';
 import { readConfig } from './config';
 import { startMaintenance } from './background/maintenance';
 import { startConsumer } from './pipeline/consumer';
+import { ProgressWatch } from './pipeline/progress';
 import { encodeRecord } from './domain/events';
 import { UnmatchedRematcher } from './background/rematch';
 import { EventWriter } from './store/events';
@@ -102,7 +103,18 @@ void runService({
       logger,
     });
 
+    const progress = new ProgressWatch({
+      admin,
+      topic: config.eventsTopic,
+      groupId: config.consumerGroup,
+      assigned: () => consumer.assignedPartitions(),
+      stallMs: config.stallReadyMs,
+      logger,
+    });
+    progress.start();
+
     readiness
+      .add('progress', () => Promise.resolve().then(() => progress.check()))
       .add('kafka', async () => {
         if (!consumer.consuming()) throw new Error('not consuming');
         await admin.describeCluster();
@@ -118,6 +130,7 @@ void runService({
         { name: 'stop consuming (the batch in progress finishes and commits)', run: () => consumer.stop() },
         { name: 'stop maintenance (abandons a merge in progress)', run: () => maintenance.stop() },
         { name: 'stop re-matching (the sweep in progress finishes)', run: () => rematcher.close() },
+        { name: 'stop watching progress', run: () => progress.stop() },
         { name: 'close kafka producer (re-matching)', run: () => republisher.disconnect() },
         { name: 'close kafka admin', run: () => admin.disconnect() },
         { name: 'close campaign client', run: () => Promise.resolve(categories.close()) },

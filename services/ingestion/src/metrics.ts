@@ -10,7 +10,14 @@ export const ingestionMetrics = {
   unmatched: counter('events_unmatched', 'Events whose categories name no campaign, written to unmatched_events'),
   rematched: counter('events_rematched', 'Unmatched events republished to the events topic because a campaign took their category'),
   signals: counter('suppression_signals', 'Suppression signals written (bounces, unsubscribes, spam reports)'),
-  deadLettered: counter('events_dead_lettered', 'Records that could not be decoded, sent to the dead-letter topic'),
+  deadLettered: new prometheus.Counter({
+    name: 'ingestion_events_dead_lettered_total',
+    help:
+      'Events (or whole records) sent to the dead-letter topic, by reason: undecodable (not an event), invalid_row (a row its table ' +
+      'would not take), refused_by_clickhouse (an insert ClickHouse refused for that row alone)',
+    labelNames: ['reason'],
+    registers: [registry],
+  }),
   partitionsCompacted: counter('partitions_compacted', 'Partitions of closed months merged into one part (compactClosedMonths)'),
   daysSettled: counter('days_settled', 'Unsettled days cleared because their rollups agree with their events (settleUnsettledDays)'),
   daysRebuilt: counter('days_rebuilt', 'Unsettled days whose rollups were rebuilt from their events (settleUnsettledDays)'),
@@ -27,6 +34,12 @@ export const ingestionMetrics = {
     name: 'ingestion_batch_duration_seconds',
     help: 'Time to write one batch, retries included',
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  }),
+  stalledSeconds: new prometheus.Gauge({
+    name: 'ingestion_partition_stalled_seconds',
+    help: 'How long records have waited on a partition held with its committed offset unchanged (0: caught up or moving)',
+    labelNames: ['partition'],
     registers: [registry],
   }),
   lag: new prometheus.Gauge({

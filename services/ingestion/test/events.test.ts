@@ -51,13 +51,11 @@ describe('decodeRecord', () => {
 
   it('decodes the events of a batch record in order, and sets apart each one that is poison with its index and bytes', () => {
     const bad = encode({ providerEventId: '' });
-    const { events, poison } = decodeRecord(
-      batch([encode({ providerEventId: 'a' }), bad, Buffer.from('garbage'), encode({ providerEventId: 'b' })]),
-      EVENT_BATCH_SCHEMA,
-    );
+    const [a, b] = [encode({ providerEventId: 'a' }), encode({ providerEventId: 'b' })];
+    const { events, poison } = decodeRecord(batch([a, bad, Buffer.from('garbage'), b]), EVENT_BATCH_SCHEMA);
     expect(events).toEqual([
-      { ...decodedValid, providerEventId: 'a' },
-      { ...decodedValid, providerEventId: 'b' },
+      { event: { ...decodedValid, providerEventId: 'a' }, value: a, eventIndex: 0 },
+      { event: { ...decodedValid, providerEventId: 'b' }, value: b, eventIndex: 3 },
     ]);
     expect(poison).toEqual([
       { reason: 'provider_event_id is empty', value: bad, eventIndex: 1 },
@@ -66,7 +64,7 @@ describe('decodeRecord', () => {
   });
 
   it('reads a record without the schema header as one EngagementEvent (records written before batching)', () => {
-    expect(decodeRecord(encode({}), undefined)).toEqual({ events: [decodedValid], poison: [] });
+    expect(decodeRecord(encode({}), undefined)).toEqual({ events: [{ event: decodedValid, value: encode({}) }], poison: [] });
     expect(decodeRecord(Buffer.from('garbage'), undefined)).toEqual({
       events: [],
       poison: [{ reason: expect.stringContaining('not an EngagementEvent'), value: Buffer.from('garbage') }],

@@ -5,7 +5,7 @@ import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { storeEvents } from '../src/pipeline/runner';
 import { EventWriter } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
-import { engagementEvent } from './harness';
+import { engagementEvent, sourced } from './harness';
 
 // CLICKHOUSE_URL lists two servers and the first dies while it answers an events insert it has stored: the failover
 // client moves to the second server but lets the insert fail, so the batch's retry owes its days a mark (the views'
@@ -68,7 +68,7 @@ it('owes the days of an insert a dying server stored a mark, and stores its even
     engagementEvent({ providerEventId: `failover-${workspaceId}-${i}`, categories: ['cat'], occurredAt: new Date(time) }),
   );
   try {
-    const failed = await storeEvents(events, deps);
+    const failed = await storeEvents(sourced(events), deps);
     expect(resets).toBe(1);
     expect(failed).toMatchObject({
       kind: 'retry',
@@ -77,7 +77,7 @@ it('owes the days of an insert a dying server stored a mark, and stores its even
         { workspaceId, day: '2026-10-02' },
       ],
     });
-    const retried = await storeEvents(events, deps);
+    const retried = await storeEvents(sourced(events), deps);
     expect(retried).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 2 } });
     const [stored] = await database.rows<{ n: string }>(
       sql`SELECT count() AS n FROM events WHERE workspace_id = ${uuid(workspaceId)}`.text,

@@ -8,6 +8,7 @@ import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClient } from '@m
 import { NO_VARIANT, createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
+import type { SourcedEvent } from '../src/domain/batch';
 import type { EngagementEventRow } from '../src/store/events';
 
 /**
@@ -40,8 +41,8 @@ export interface Ingestion {
   waitUntilCaughtUp(timeoutMs?: number): Promise<void>;
   /** The offsets the consumer group has committed on the events topic, summed over its partitions. */
   committedOffsets(): Promise<number>;
-  /** A counter of the ingestion process's /metrics. */
-  metric(name: string): Promise<number>;
+  /** A counter of the ingestion process's /metrics, summed over its series whose labels include `labels`. */
+  metric(name: string, labels?: string): Promise<number>;
   /** Polls a count query until it equals `expected`; fails with the last count after timeoutMs. */
   waitForCount(query: string, expected: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -57,9 +58,11 @@ export interface IngestionOptions {
   label: string;
   /** Another ClickHouse server (a private one a test stops and starts). */
   clickhouseUrl?: string;
+  /** More variables for the processes. */
+  env?: Record<string, string>;
 }
 
-export async function startIngestion({ label, clickhouseUrl }: IngestionOptions): Promise<Ingestion> {
+export async function startIngestion({ label, clickhouseUrl, env = {} }: IngestionOptions): Promise<Ingestion> {
   const postgres = await createTestPostgres(label);
   // On a private server the database goes away with the server; ingestion creates it.
   const shared = clickhouseUrl ? undefined : await createTestClickHouse(label);
@@ -88,6 +91,7 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
       // Small fetches wait less: tests produce a handful of events at a time.
       INGESTION_MIN_BATCH_BYTES: '1',
       INGESTION_MAX_BATCH_WAIT_MS: '100',
+      ...env,
     },
   }).catch(async (error: unknown) => {
     await cleanUp();
@@ -176,10 +180,13 @@ export async function startIngestion({ label, clickhouseUrl }: IngestionOptions)
       }
     },
     committedOffsets: async () => [...(await committed()).values()].reduce((sum, offset) => sum + offset, 0),
-    metric: async (name) => {
+    metric: async (name, labels = '') => {
       const text = await (await fetch(`${stack.urls.ops.ingestion}/metrics`)).text();
-      const line = text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
-      return line ? Number(line.split(' ')[1]) : 0;
+      // Summed over the series of the name whose labels include `labels` (e.g. 'reason="undecodable"').
+      return text
+        .split('\n')
+        .filter((line) => line.startsWith(`${name} `) || (line.startsWith(`${name}{`) && line.includes(labels)))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
     },
     waitForCount: async (query, expected, timeoutMs = 20_000) => {
       const deadline = Date.now() + timeoutMs;
@@ -245,6 +252,14 @@ export function eventRow(
     ingested_at: overrides.occurred_at,
     ...overrides,
   };
+}
+
+/** Events as the decode step hands them on: each from its own record of partition 0. */
+export function sourced(events: eventsV1.EngagementEvent[]): SourcedEvent[] {
+  return events.map((event, i) => ({
+    event,
+    source: { partition: 0, offset: String(i), key: null, value: Buffer.from(eventsV1.EngagementEvent.encode(event).finish()) },
+  }));
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -72,7 +72,12 @@ it('dead-letters the poison, stores the events, then commits', async () => {
     heartbeat: () => Promise.resolve(),
   };
   const outcome = await runBatch(batch, dependencies(workspaceId, journal));
-  expect(outcome).toMatchObject({ consumed: 4, repeated: 1, deadLettered: 1, stored: { inserted: 2, duplicates: 0 } });
+  expect(outcome).toMatchObject({
+    consumed: 4,
+    repeated: 1,
+    deadLettered: { undecodable: 1, invalid_row: 0, refused_by_clickhouse: 0 },
+    stored: { inserted: 2, duplicates: 0 },
+  });
   expect(journal).toEqual(['dead-lettered 1', 'committed after 2 stored']);
 });
 
@@ -111,4 +116,49 @@ it('gives the batch up uncommitted when the consumer stops, its days marked for 
   expect(journal).toEqual(['commit failed', 'marked 2026-10-01,2026-10-02']);
   const marked = await database.rows(sql`SELECT day FROM unsettled_days WHERE workspace_id = ${uuid(workspaceId)}`.text);
   expect(marked).toHaveLength(2);
+});
+
+it('dead-letters an event with a row its table would not take, before any insert, and stores the others', async () => {
+  const workspaceId = crypto.randomUUID();
+  const journal: string[] = [];
+  const p = `invalid-row-${uniqueSuffix()}`;
+  const broken = engagementEvent({ providerEventId: `${p}-broken`, categories: ['broken'], occurredAt: new Date('2026-10-01T10:00:00Z') });
+  const deps = dependencies(workspaceId, journal);
+  const dead: PoisonRecord[] = [];
+  const batch: ConsumedBatch = {
+    records: records([...opens(p), broken]),
+    commitOffsets: async () => {
+      const stored = await database.rows(sql`SELECT id FROM events WHERE workspace_id = ${uuid(workspaceId)}`.text);
+      journal.push(`committed after ${stored.length} stored`);
+    },
+    isRunning: () => true,
+    heartbeat: () => Promise.resolve(),
+  };
+  const outcome = await runBatch(batch, {
+    ...deps,
+    // A campaign service answering a workspace id that is no UUID: the events table would refuse the row.
+    resolve: async (ids) => {
+      const matches = await deps.resolve(ids);
+      if (matches.has('broken')) matches.set('broken', { ...matches.get('broken')!, workspaceId: 'not-a-uuid' });
+      return matches;
+    },
+    sendToDeadLetters: async (poison) => {
+      dead.push(...poison);
+      await deps.sendToDeadLetters(poison);
+    },
+  });
+  expect(outcome).toMatchObject({
+    deadLettered: { undecodable: 0, invalid_row: 1, refused_by_clickhouse: 0 },
+    stored: { inserted: 2 },
+  });
+  expect(journal).toEqual(['dead-lettered 1', 'committed after 2 stored']);
+  expect(dead).toEqual([
+    {
+      partition: 0,
+      offset: '2',
+      key: null,
+      value: Buffer.from(eventsV1.EngagementEvent.encode(broken).finish()),
+      reason: 'events.workspace_id is not a UUID',
+    },
+  ]);
 });

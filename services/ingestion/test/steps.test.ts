@@ -3,7 +3,8 @@ import { EVENT_BATCH_SCHEMA, createClient, createKafka, createLogger, ensureTopi
 import { chsql, createClickHouse } from '@mail/event-store';
 import { createTestEventDatabase, infraEnv, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
-import { decode, type ConsumedRecord, type PoisonRecord } from '../src/domain/batch';
+import { decode, type ConsumedRecord, type PoisonRecord, type Sourced } from '../src/domain/batch';
+import { byTable, type BatchRows } from '../src/domain/rows';
 import { eventId } from '../src/domain/events';
 import { CategoryResolver, type CategoryMatch } from '../src/grpc/categories';
 import {
@@ -19,7 +20,7 @@ import {
 import { EventWriter, type EngagementEventRow } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
 import { UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
-import { engagementEvent } from './harness';
+import { engagementEvent, sourced } from './harness';
 
 // Each step's outcomes, against the real ClickHouse and Kafka; "down" is a server address nothing listens on.
 jest.setTimeout(60_000);
@@ -62,11 +63,16 @@ const record = (value: Buffer | null, fields: Partial<ConsumedRecord> = {}): Con
 });
 const encode = (event: eventsV1.EngagementEvent): Buffer => Buffer.from(eventsV1.EngagementEvent.encode(event).finish());
 
-/** A row as resolveCampaigns makes it, for the ClickHouse steps. */
-async function rowOf(event: eventsV1.EngagementEvent): Promise<EngagementEventRow> {
-  const rows = await resolveCampaigns([event], live);
+/** The rows resolveCampaigns makes of the events, by table, for the ClickHouse steps. */
+async function rowsOf(events: eventsV1.EngagementEvent[], deps: StoreDependencies = live): Promise<BatchRows> {
+  const rows = await resolveCampaigns(sourced(events), deps);
   if (rows.kind !== 'ok') throw new Error('resolving failed');
-  return rows.value.events[0];
+  return byTable(rows.value);
+}
+
+/** An events row as resolveCampaigns makes it, with its source. */
+async function rowOf(event: eventsV1.EngagementEvent): Promise<Sourced<EngagementEventRow>> {
+  return (await rowsOf([event])).events[0];
 }
 
 describe('decode', () => {
@@ -83,8 +89,17 @@ describe('decode', () => {
       record(encode(last), { offset: '13' }),
     ]);
     expect(results.filter((result) => result.kind === 'ok')).toEqual([
-      { kind: 'ok', value: last },
-      { kind: 'ok', value: other },
+      {
+        kind: 'ok',
+        value: { event: last, source: { partition: 0, offset: '13', key: Buffer.from('someone@example.com'), value: encode(last) } },
+      },
+      {
+        kind: 'ok',
+        value: {
+          event: other,
+          source: { partition: 0, offset: '12', key: Buffer.from('someone@example.com'), value: encode(other), eventIndex: 0 },
+        },
+      },
     ]);
     expect(results.filter((result) => result.kind === 'drop')).toEqual([{ kind: 'drop', reason: 'repeated in the batch' }]);
     const poison = results.flatMap((result) => (result.kind === 'dead-letter' ? [result.poison] : []));
@@ -166,19 +181,17 @@ describe('resolveCampaigns', () => {
     const spam = engagementEvent({ providerEventId: 'spam', eventType: EventType.EVENT_TYPE_SPAM_REPORT, categories: ['cat'] });
     const stray = engagementEvent({ providerEventId: 'stray', categories: ['unknown'] });
     const resolve = (ids: Iterable<string>) => matchAll([...ids].filter((id) => id !== 'unknown'));
-    const rows = await resolveCampaigns([open, bounce, spam, stray], { ...live, resolve });
-    expect(rows.kind).toBe('ok');
-    if (rows.kind !== 'ok') return;
-    expect(rows.value.events.map((row) => [row.provider_event_id, row.event_type, row.campaign_id])).toEqual([
+    const rows = await rowsOf([open, bounce, spam, stray], { ...live, resolve });
+    expect(rows.events.map(({ row }) => [row.provider_event_id, row.event_type, row.campaign_id])).toEqual([
       ['open', 'open', campaignId],
       ['bounce', 'bounce', campaignId],
       ['spam', 'spamreport', campaignId],
     ]);
-    expect(rows.value.signals.map((row) => [row.provider_event_id, row.reason])).toEqual([
+    expect(rows.signals.map(({ row }) => [row.provider_event_id, row.reason])).toEqual([
       ['bounce', 'hard_bounce'],
       ['spam', 'spam_report'],
     ]);
-    expect(rows.value.unmatched.map((row) => row.provider_event_id)).toEqual(['stray']);
+    expect(rows.unmatched.map(({ row }) => row.provider_event_id)).toEqual(['stray']);
   });
 
   it('retries while the campaign service is unreachable', async () => {
@@ -189,7 +202,7 @@ describe('resolveCampaigns', () => {
     );
     try {
       const event = engagementEvent({ providerEventId: 'unresolved', categories: ['cat'] });
-      expect(await resolveCampaigns([event], { ...live, resolve: (ids) => categories.resolve(ids) })).toEqual({
+      expect(await resolveCampaigns(sourced([event]), { ...live, resolve: (ids) => categories.resolve(ids) })).toEqual({
         kind: 'retry',
         error: expect.any(Error),
         unsettledDays: [],
@@ -209,14 +222,32 @@ describe('suppress', () => {
       bounceType: BounceType.BOUNCE_TYPE_HARD,
       categories: ['cat'],
     });
-    const rows = await resolveCampaigns([bounce], live);
-    if (rows.kind !== 'ok') throw new Error('resolving failed');
-    expect(await suppress(rows.value.signals, down)).toEqual(refused());
-    expect(await suppress(rows.value.signals, live)).toEqual({ kind: 'ok', value: undefined });
+    const { signals } = await rowsOf([bounce]);
+    expect(await suppress(signals, down)).toEqual(refused());
+    expect(await suppress(signals, live)).toEqual({ kind: 'ok', value: [{ kind: 'ok', value: signals[0] }] });
     const states = await database.rows<{ email: string; reason: string }>(
       sql`SELECT email, reason FROM suppression_state FINAL WHERE workspace_id = ${uuid(workspaceId)}`.text,
     );
     expect(states).toEqual([{ email: 'bounced@example.com', reason: 'hard_bounce' }]);
+  });
+});
+
+describe('suppress, a long address', () => {
+  it('stores the signal of an address of thousands of non-ASCII characters (the query limit counts bytes)', async () => {
+    const email = 'é🎉'.repeat(6_000);
+    const { signals } = await rowsOf([
+      engagementEvent({
+        providerEventId: `long-${uniqueSuffix()}`,
+        email,
+        eventType: EventType.EVENT_TYPE_UNSUBSCRIBE,
+        categories: ['cat'],
+      }),
+    ]);
+    expect(await suppress(signals, live)).toEqual({ kind: 'ok', value: [{ kind: 'ok', value: signals[0] }] });
+    const states = await database.rows<{ reason: string }>(
+      sql`SELECT reason FROM suppression_state FINAL WHERE workspace_id = ${uuid(workspaceId)} AND email = ${chsql.str(email)}`.text,
+    );
+    expect(states).toEqual([{ reason: 'unsubscribe' }]);
   });
 });
 
@@ -228,7 +259,10 @@ describe('deduplicate and store', () => {
         rowOf(engagementEvent({ providerEventId: `${p}-${name}`, categories: ['cat'], occurredAt: new Date('2026-10-05T12:00:00Z') })),
       ),
     );
-    expect(await store([stored], [], live)).toEqual({ kind: 'ok', value: [{ workspaceId, day: '2026-10-05' }] });
+    expect(await store([stored], [], live)).toEqual({
+      kind: 'ok',
+      value: { written: [{ workspaceId, day: '2026-10-05' }], owed: [], inserted: 1, unmatched: 0, refused: [] },
+    });
 
     const checked = await deduplicate([stored, fresh], live);
     expect(checked).toEqual({
@@ -245,16 +279,43 @@ describe('deduplicate and store', () => {
   it('retries while ClickHouse is down, a failed events insert owing its days', async () => {
     const row = await rowOf(engagementEvent({ providerEventId: `down-${uniqueSuffix()}`, categories: ['cat'] }));
     expect(await deduplicate([row], down)).toEqual(refused());
-    expect(await store([row], [], down)).toEqual(refused(workspaceDays([row])));
+    expect(await store([row], [], down)).toEqual(refused(workspaceDays([row.row])));
   });
 
   it('retries without owing days when only the unmatched insert fails', async () => {
-    const rows = await resolveCampaigns([engagementEvent({ providerEventId: 'stray', categories: ['unknown'] })], {
+    const { unmatched } = await rowsOf([engagementEvent({ providerEventId: 'stray', categories: ['unknown'] })], {
       ...live,
       resolve: () => Promise.resolve(new Map()),
     });
-    if (rows.kind !== 'ok') throw new Error('resolving failed');
-    expect(await store([], rows.value.unmatched, down)).toEqual(refused());
+    expect(await store([], unmatched, down)).toEqual(refused());
+  });
+});
+
+describe('store, a row refused', () => {
+  it('dead-letters the rows ClickHouse refuses on their own, stores the others, and owes the days of the failed insert', async () => {
+    const p = `refused-${uniqueSuffix()}`;
+    const occurredAt = new Date('2026-10-07T12:00:00Z');
+    const rows = await Promise.all(
+      Array.from({ length: 7 }, (_, i) => rowOf(engagementEvent({ providerEventId: `${p}-${i}`, categories: ['cat'], occurredAt }))),
+    );
+    // What checkRows would have kept out: ClickHouse refuses a variant_id that is no UUID.
+    const refusedAt = new Set([1, 4]);
+    const batch = rows.map((row, i) => (refusedAt.has(i) ? { ...row, row: { ...row.row, variant_id: 'not-a-uuid' } } : row));
+    const days = [{ workspaceId, day: '2026-10-07' }];
+    expect(await store(batch, [], live)).toEqual({
+      kind: 'ok',
+      value: {
+        written: days,
+        owed: days,
+        inserted: 5,
+        unmatched: 0,
+        refused: [1, 4].map((i) => ({ ...rows[i].source, reason: expect.stringMatching(/^ClickHouse refused the row: Code: \d+/) })),
+      },
+    });
+    const stored = await database.rows<{ provider_event_id: string }>(
+      sql`SELECT provider_event_id FROM events WHERE provider_event_id LIKE ${chsql.str(`${p}-%`)} ORDER BY provider_event_id`.text,
+    );
+    expect(stored.map((row) => row.provider_event_id)).toEqual([0, 2, 3, 5, 6].map((i) => `${p}-${i}`));
   });
 });
 

@@ -5,7 +5,7 @@ import { storeEvents } from '../src/pipeline/runner';
 import type { StoreDependencies } from '../src/pipeline/steps';
 import { EventWriter } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
-import { engagementEvent, startIngestion, type Ingestion } from './harness';
+import { engagementEvent, sourced, startIngestion, type Ingestion } from './harness';
 
 // Ingestion keeps suppression_state current for the addresses of the signals it stores.
 const { EventType, BounceType } = eventsV1;
@@ -97,12 +97,12 @@ describe('a batch that fails between storing its signals and refreshing the stat
       const events = bounces('crash', ['cat']);
       const rows = async () => (await clickhouse.query({ query: statesQuery(workspaceId), format: 'JSONEachRow' })).json();
 
-      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'retry', error: { message: 'connection lost' } });
+      expect(await storeEvents(sourced(events), deps)).toMatchObject({ kind: 'retry', error: { message: 'connection lost' } });
       const signals = await clickhouse.query({ query: 'SELECT count() AS n FROM suppression_signals', format: 'JSONEachRow' });
       expect(await signals.json()).toEqual([{ n: '6' }]);
       expect(await rows()).toEqual([]);
 
-      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok' });
+      expect(await storeEvents(sourced(events), deps)).toMatchObject({ kind: 'ok' });
       expect(await rows()).toEqual(expectedStates);
     } finally {
       await database.close();
@@ -134,8 +134,11 @@ describe('a batch larger than ClickHouse takes as a list of literals', () => {
           occurredAt: new Date(T0 + i * 1000),
         }),
       );
-      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 30_000, duplicates: 0, signals: 30_000 } });
-      expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 30_000 } });
+      expect(await storeEvents(sourced(events), deps)).toMatchObject({
+        kind: 'ok',
+        value: { inserted: 30_000, duplicates: 0, signals: 30_000 },
+      });
+      expect(await storeEvents(sourced(events), deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 30_000 } });
       const count = async (query: string) =>
         Number((await (await clickhouse.query({ query, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
       expect(await count('SELECT count() AS n FROM events')).toBe(30_000);
@@ -168,7 +171,9 @@ describe('states behind their signals (a batch that reached this replica after i
         suppressions,
       });
       const rows = async () => (await clickhouse.query({ query: statesQuery(workspaceId), format: 'JSONEachRow' })).json();
-      expect(await storeEvents(bounces('first', ['cat']), deps(new SuppressionStateStore(clickhouse)))).toMatchObject({ kind: 'ok' });
+      expect(await storeEvents(sourced(bounces('first', ['cat'])), deps(new SuppressionStateStore(clickhouse)))).toMatchObject({
+        kind: 'ok',
+      });
       expect(await rows()).toEqual(expectedStates);
 
       const event = (
@@ -191,7 +196,7 @@ describe('states behind their signals (a batch that reached this replica after i
         event('hard', 'new@example.com', EventType.EVENT_TYPE_BOUNCE, 5, BounceType.BOUNCE_TYPE_HARD),
         event('soft', 'soft@example.com', EventType.EVENT_TYPE_BOUNCE, 25, BounceType.BOUNCE_TYPE_SOFT),
       ];
-      expect(await storeEvents(late, deps(new ComputedElsewhere(clickhouse)))).toMatchObject({ kind: 'ok' });
+      expect(await storeEvents(sourced(late), deps(new ComputedElsewhere(clickhouse)))).toMatchObject({ kind: 'ok' });
       expect(await rows()).toEqual(expectedStates);
 
       const repaired = await repairSuppressionStates(clickhouse);

@@ -11,7 +11,7 @@ import type { StoreDependencies } from '../src/pipeline/steps';
 import { EventWriter, type EngagementEventRow } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
 import { UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
-import { engagementEvent, sleep } from './harness';
+import { engagementEvent, sleep, sourced } from './harness';
 
 // A failed events insert may have been committed without the rollups its views feed: its days get marked unsettled.
 jest.setTimeout(90_000);
@@ -83,7 +83,7 @@ it('reports the days of a failed events insert, and the days written', async () 
   const deps = dependencies(new LosesFirstAnswer(clickhouse), workspaceId);
   const events = opens(`pipeline-${uniqueSuffix()}`);
 
-  expect(await storeEvents(events, deps)).toMatchObject({
+  expect(await storeEvents(sourced(events), deps)).toMatchObject({
     kind: 'retry',
     unsettledDays: [
       { workspaceId, day: '2026-10-01' },
@@ -91,7 +91,7 @@ it('reports the days of a failed events insert, and the days written', async () 
     ],
   });
   // The retry finds the events stored and writes nothing: had the rollups missed them, only the mark would tell.
-  expect(await storeEvents(events, deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 3, written: [] } });
+  expect(await storeEvents(sourced(events), deps)).toMatchObject({ kind: 'ok', value: { inserted: 0, duplicates: 3, written: [] } });
 });
 
 it('marks the days of a failed events insert unsettled before the consumer retries the batch', async () => {

@@ -1,6 +1,5 @@
 import type { eventsV1 } from '@mail/proto';
-import type { EngagementEventRow } from '../store/events';
-import { decodeRecord, eventKey, type Poison } from './events';
+import { decodeRecord, eventKey, type EventBytes, type Poison } from './events';
 import { deadLetter, drop, ok, type EventResult } from './step-result';
 
 type EngagementEvent = eventsV1.EngagementEvent;
@@ -15,12 +14,30 @@ export interface ConsumedRecord {
   schema: string | undefined;
 }
 
-/** Poison, with the record it came from: what its dead letter says. */
-export interface PoisonRecord extends Poison {
+/** Where an event came from: its record, and its bytes there. */
+export interface EventSource extends EventBytes {
   partition: number;
   offset: string;
   key: Buffer | null;
 }
+
+/** A row and the event it was made of. */
+export interface Sourced<Row> {
+  row: Row;
+  source: EventSource;
+}
+
+/** Poison, with the record it came from: what its dead letter says. */
+export interface PoisonRecord extends Poison, EventSource {}
+
+/** A decoded event and where it came from. */
+export interface SourcedEvent {
+  event: EngagementEvent;
+  source: EventSource;
+}
+
+/** The poison of an event found unstorable after decoding: its dead letter carries its bytes and their place. */
+export const poisonOf = (source: EventSource, reason: string): PoisonRecord => ({ ...source, reason });
 
 /**
  * The decode step: the events of the records, each provider event once.
@@ -28,17 +45,18 @@ export interface PoisonRecord extends Poison {
  * (a provider's retry) is dropped but for one copy: the last, in the place of
  * the first.
  */
-export function decode(records: readonly ConsumedRecord[]): EventResult<EngagementEvent>[] {
-  const results: EventResult<EngagementEvent>[] = [];
-  const latest = new Map<string, EngagementEvent>();
+export function decode(records: readonly ConsumedRecord[]): EventResult<SourcedEvent>[] {
+  const results: EventResult<SourcedEvent>[] = [];
+  const latest = new Map<string, SourcedEvent>();
   let events = 0;
   for (const record of records) {
     const decoded = decodeRecord(record.value, record.schema);
-    for (const event of decoded.events) latest.set(eventKey(event), event);
-    events += decoded.events.length;
-    for (const poison of decoded.poison) {
-      results.push(deadLetter({ ...poison, partition: record.partition, offset: record.offset, key: record.key }));
+    const { partition, offset, key } = record;
+    for (const { event, value, eventIndex } of decoded.events) {
+      latest.set(eventKey(event), { event, source: { partition, offset, key, value, eventIndex } });
     }
+    events += decoded.events.length;
+    for (const poison of decoded.poison) results.push(deadLetter({ ...poison, partition, offset, key }));
   }
   for (const event of latest.values()) results.push(ok(event));
   for (let repeat = latest.size; repeat < events; repeat++) results.push(drop('repeated in the batch'));
@@ -46,6 +64,9 @@ export function decode(records: readonly ConsumedRecord[]): EventResult<Engageme
 }
 
 /** The rule of the deduplicate step: an event the events table holds already is dropped. */
-export function notStoredYet(rows: readonly EngagementEventRow[], storedIds: ReadonlySet<string>): EventResult<EngagementEventRow>[] {
-  return rows.map((row) => (storedIds.has(row.id) ? drop('stored already') : ok(row)));
+export function notStoredYet<Row extends { id: string }>(
+  rows: readonly Sourced<Row>[],
+  storedIds: ReadonlySet<string>,
+): EventResult<Sourced<Row>>[] {
+  return rows.map((row) => (storedIds.has(row.row.id) ? drop('stored already') : ok(row)));
 }

@@ -21,11 +21,20 @@ const MAX_SECONDS = 4_294_967_295;
 
 export type Decoded = { event: EngagementEvent } | { poison: string };
 
-/** What cannot be stored: a whole record, or one event of a batch record (eventIndex set, value its bytes). */
-export interface Poison {
-  reason: string;
+/** Where an event is in its record: the whole record, or one event of a batch record (eventIndex set, value its bytes). */
+export interface EventBytes {
   value: Buffer;
   eventIndex?: number;
+}
+
+/** What cannot be stored, and why. */
+export interface Poison extends EventBytes {
+  reason: string;
+}
+
+/** A decoded event with its bytes, which its dead letter carries should it prove unstorable later. */
+export interface DecodedEvent extends EventBytes {
+  event: EngagementEvent;
 }
 
 /**
@@ -34,12 +43,12 @@ export interface Poison {
  * checked one by one; a record without the header (written before batching)
  * is one EngagementEvent.
  */
-export function decodeRecord(value: Buffer | null, schema: string | undefined): { events: EngagementEvent[]; poison: Poison[] } {
+export function decodeRecord(value: Buffer | null, schema: string | undefined): { events: DecodedEvent[]; poison: Poison[] } {
   const record = value ?? Buffer.alloc(0);
   if (schema === undefined) {
     const decoded = decodeEvent(value);
     return 'event' in decoded
-      ? { events: [decoded.event], poison: [] }
+      ? { events: [{ event: decoded.event, value: record }], poison: [] }
       : { events: [], poison: [{ reason: decoded.poison, value: record }] };
   }
   if (schema !== EVENT_BATCH_SCHEMA)
@@ -51,11 +60,11 @@ export function decodeRecord(value: Buffer | null, schema: string | undefined): 
   } catch (error) {
     return { events: [], poison: [{ reason: `not an EngagementEventBatch: ${(error as Error).message}`, value: record }] };
   }
-  const events: EngagementEvent[] = [];
+  const events: DecodedEvent[] = [];
   const poison: Poison[] = [];
   batch.events.forEach((bytes, eventIndex) => {
     const decoded = decodeEvent(bytes);
-    if ('event' in decoded) events.push(decoded.event);
+    if ('event' in decoded) events.push({ event: decoded.event, value: bytes, eventIndex });
     else poison.push({ reason: decoded.poison, value: bytes, eventIndex });
   });
   return { events, poison };

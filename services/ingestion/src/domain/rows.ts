@@ -2,8 +2,11 @@ import { NO_VARIANT, storedEventDetails } from '@mail/event-store';
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from '../grpc/categories';
 import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
+import { poisonOf, type EventSource, type Sourced, type SourcedEvent } from './batch';
+import { ENGAGEMENT_COLUMNS, SIGNAL_COLUMNS, UNMATCHED_COLUMNS, rowProblem } from './columns';
 import { eventId, signalReason, storedBounceClass, storedBounceType, storedType } from './events';
 import { encodeUnmatched } from './unmatched';
+import { deadLetter, ok, type EventResult } from './step-result';
 
 type EngagementEvent = eventsV1.EngagementEvent;
 
@@ -88,21 +91,50 @@ export function campaignOf(event: EngagementEvent, matches: Map<string, Category
   return undefined;
 }
 
-/** The rows of a batch's events, by table. */
-export interface BatchRows {
-  events: EngagementEventRow[];
-  signals: SuppressionSignalRow[];
-  unmatched: UnmatchedEventRow[];
+/** The rows of an event, and where it came from. */
+export interface SourcedRows extends EventRows {
+  source: EventSource;
 }
 
-/** The rows of each event, gathered by table; `matches` maps category ids to their campaigns. */
-export function batchRows(events: readonly EngagementEvent[], matches: Map<string, CategoryMatch>, ingestedAt: number): BatchRows {
+/** The rows of each event; `matches` maps category ids to their campaigns. */
+export function batchRows(events: readonly SourcedEvent[], matches: Map<string, CategoryMatch>, ingestedAt: number): SourcedRows[] {
+  return events.map(({ event, source }) => ({ ...toRows(event, campaignOf(event, matches), ingestedAt), source }));
+}
+
+/**
+ * The check-rows step: an event with a row its table would refuse is
+ * dead-lettered before any insert, with the column and why, rather than
+ * failing the insert of its batch.
+ */
+export function checkRows(events: readonly SourcedRows[]): EventResult<SourcedRows>[] {
+  return events.map((rows) => {
+    const problem =
+      (rows.signal && rowProblem('suppression_signals', rows.signal, SIGNAL_COLUMNS)) ??
+      (rows.event && rowProblem('events', rows.event, ENGAGEMENT_COLUMNS)) ??
+      (rows.unmatched && rowProblem('unmatched_events', rows.unmatched, UNMATCHED_COLUMNS));
+    return problem ? deadLetter(poisonOf(rows.source, problem)) : ok(rows);
+  });
+}
+
+/** The rows of a batch's events, by table. */
+export interface BatchRows {
+  events: Sourced<EngagementEventRow>[];
+  signals: Sourced<SuppressionSignalRow>[];
+  unmatched: Sourced<UnmatchedEventRow>[];
+}
+
+/** The rows of the events, gathered by table. */
+export function byTable(events: readonly SourcedRows[]): BatchRows {
   const rows: BatchRows = { events: [], signals: [], unmatched: [] };
-  for (const event of events) {
-    const written = toRows(event, campaignOf(event, matches), ingestedAt);
-    if (written.signal) rows.signals.push(written.signal);
-    if (written.event) rows.events.push(written.event);
-    if (written.unmatched) rows.unmatched.push(written.unmatched);
+  for (const { source, event, signal, unmatched } of events) {
+    if (signal) rows.signals.push({ row: signal, source });
+    if (event) rows.events.push({ row: event, source });
+    if (unmatched) rows.unmatched.push({ row: unmatched, source });
   }
   return rows;
+}
+
+/** The rows, but those of the events whose sources are in `refused`. */
+export function withoutSources<Row>(rows: readonly Sourced<Row>[], refused: ReadonlySet<EventSource>): Sourced<Row>[] {
+  return refused.size === 0 ? [...rows] : rows.filter((row) => !refused.has(row.source));
 }

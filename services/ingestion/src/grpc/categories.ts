@@ -1,4 +1,4 @@
-import { ChangeWatch, call, type Logger } from '@mail/common';
+import { ChangeWatch, call, containsNul, type Logger } from '@mail/common';
 import type { campaignV1 } from '@mail/proto';
 
 export type CategoryMatch = campaignV1.CategoryMatch;
@@ -62,12 +62,18 @@ export class CategoryResolver {
     this.watch.start();
   }
 
-  /** The campaign of each category that names one; unknown categories are absent. */
+  /**
+   * The campaign of each category that names one; unknown categories are
+   * absent. A category holding NUL names none (a campaign's is PostgreSQL
+   * text, which cannot hold it) and is not looked up: the campaign service's
+   * query would fail on it, and the batch with it.
+   */
   async resolve(categoryIds: Iterable<string>): Promise<Map<string, CategoryMatch>> {
     const now = Date.now();
     const found = new Map<string, CategoryMatch>();
     const missing: string[] = [];
     for (const id of new Set(categoryIds)) {
+      if (containsNul(id)) continue;
       const entry = this.cache.get(id);
       if (!entry || entry.expiresAt <= now) missing.push(id);
       else if (entry.match) found.set(id, entry.match);

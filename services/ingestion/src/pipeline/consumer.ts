@@ -12,7 +12,7 @@ import type { IngestionConfig } from '../config';
 import type { PoisonRecord } from '../domain/batch';
 import { ingestionMetrics as metrics } from '../metrics';
 import type { WorkspaceDay } from '../store/unsettled';
-import { runBatch, type ConsumedBatch } from './runner';
+import { runBatch, type BatchOutcome, type ConsumedBatch } from './runner';
 import type { StoreDependencies } from './steps';
 
 /**
@@ -41,6 +41,8 @@ export interface EventConsumer {
    * one process should do.
    */
   ownsFirstPartition(): boolean;
+  /** The partitions of the events topic this member holds (none while it is not in the group). */
+  assignedPartitions(): number[];
   /** Called whenever this process takes partition 0 over (and at once if it holds it already). */
   onFirstPartitionTaken(listener: () => void): void;
   /** Stops fetching, lets the batch in progress finish and commit, leaves the group. */
@@ -74,11 +76,13 @@ export async function startConsumer({
   const deadLetters = createIdempotentProducer(kafka);
   let joined = false;
   let firstPartition = false;
+  let assigned: number[] = [];
   const firstPartitionListeners: (() => void)[] = [];
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     const held = joined && firstPartition;
     joined = true;
-    firstPartition = payload.memberAssignment[config.eventsTopic]?.includes(0) ?? false;
+    assigned = payload.memberAssignment[config.eventsTopic] ?? [];
+    firstPartition = assigned.includes(0);
     if (firstPartition && !held) for (const listener of firstPartitionListeners) listener();
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
@@ -126,10 +130,15 @@ export async function startConsumer({
         'messaging.batch.message_count': batch.records.length,
         'ingestion.events.consumed': result.consumed,
         'ingestion.events.inserted': result.stored.inserted,
-        'ingestion.events.dead_lettered': result.deadLettered,
+        'ingestion.events.dead_lettered': deadLetteredCount(result),
       });
       logger.debug(
-        { records: batch.records.length, consumed: result.consumed, inserted: result.stored.inserted, deadLettered: result.deadLettered },
+        {
+          records: batch.records.length,
+          consumed: result.consumed,
+          inserted: result.stored.inserted,
+          deadLettered: deadLetteredCount(result),
+        },
         'batch stored',
       );
       return result;
@@ -139,7 +148,7 @@ export async function startConsumer({
       metrics.lag.set({ partition: String(payload.batch.partition) }, Number(payload.batch.offsetLag()));
     }
     metrics.consumed.inc(outcome.consumed);
-    metrics.deadLettered.inc(outcome.deadLettered);
+    for (const [reason, count] of Object.entries(outcome.deadLettered)) metrics.deadLettered.inc({ reason }, count);
     metrics.inserted.inc(outcome.stored.inserted);
     metrics.duplicates.inc(outcome.repeated + outcome.stored.duplicates);
     metrics.unmatched.inc(outcome.stored.unmatched);
@@ -160,6 +169,7 @@ export async function startConsumer({
   return {
     consuming: () => joined,
     ownsFirstPartition: () => joined && firstPartition,
+    assignedPartitions: () => (joined ? assigned : []),
     onFirstPartitionTaken: (listener) => {
       firstPartitionListeners.push(listener);
       if (joined && firstPartition) listener();
@@ -170,6 +180,8 @@ export async function startConsumer({
     },
   };
 }
+
+const deadLetteredCount = ({ deadLettered }: BatchOutcome): number => Object.values(deadLettered).reduce((sum, count) => sum + count, 0);
 
 /** Joins the eachBatch calls kafkajs makes for one fetch (all in the same tick) into one call of `process`. */
 class FetchCollector {

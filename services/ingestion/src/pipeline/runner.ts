@@ -1,13 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@mail/common';
-import type { eventsV1 } from '@mail/proto';
-import { decode, type ConsumedRecord, type PoisonRecord } from '../domain/batch';
+import { decode, type ConsumedRecord, type PoisonRecord, type SourcedEvent } from '../domain/batch';
+import { byTable, checkRows, withoutSources } from '../domain/rows';
 import { deadLettered, dropped, ok, okValues, type BatchResult } from '../domain/step-result';
 import { ingestionMetrics as metrics } from '../metrics';
 import type { WorkspaceDay } from '../store/unsettled';
 import { commit, deduplicate, markUnsettled, resolveCampaigns, sendToDeadLetters, store, suppress, type StoreDependencies } from './steps';
-
-type EngagementEvent = eventsV1.EngagementEvent;
 
 const MAX_RETRY_DELAY_MS = 3_000;
 
@@ -19,6 +17,12 @@ export interface StoredEvents {
   signals: number;
   /** The (workspace, day) pairs of the events inserted. */
   written: WorkspaceDay[];
+  /** Days owed a mark before the commit: an insert that failed for a refused row may have written some of its rows. */
+  owed: WorkspaceDay[];
+  /** Events with a row their table would not take (checkRows), to be dead-lettered. */
+  invalid: PoisonRecord[];
+  /** Events with a row ClickHouse refused, to be dead-lettered. */
+  refused: PoisonRecord[];
 }
 
 /**
@@ -27,24 +31,34 @@ export interface StoredEvents {
  * signals first and the state of their addresses recomputed from them, then
  * only the events the events table does not hold yet, then the unmatched
  * ones. A retry leaves the batch to be attempted again; nothing is skipped.
+ * An event with a row that cannot be stored is left out of every table after
+ * it is found (its signal may be stored already when ClickHouse refuses its
+ * events row), and handed back to be dead-lettered.
  */
-export async function storeEvents(events: EngagementEvent[], deps: StoreDependencies): Promise<BatchResult<StoredEvents>> {
-  const rows = await resolveCampaigns(events, deps);
-  if (rows.kind === 'retry') return rows;
-  const { signals, unmatched } = rows.value;
-  const suppressed = await suppress(signals, deps);
+export async function storeEvents(events: SourcedEvent[], deps: StoreDependencies): Promise<BatchResult<StoredEvents>> {
+  const resolved = await resolveCampaigns(events, deps);
+  if (resolved.kind === 'retry') return resolved;
+  const checkedRows = checkRows(resolved.value);
+  const rows = byTable(okValues(checkedRows));
+  const suppressed = await suppress(rows.signals, deps);
   if (suppressed.kind === 'retry') return suppressed;
-  const checked = await deduplicate(rows.value.events, deps);
+  const signals = okValues(suppressed.value);
+  const storedSignals = new Set(signals.map(({ source }) => source));
+  const refusedSignals = new Set(rows.signals.filter(({ source }) => !storedSignals.has(source)).map(({ source }) => source));
+  const checked = await deduplicate(withoutSources(rows.events, refusedSignals), deps);
   if (checked.kind === 'retry') return checked;
-  const fresh = okValues(checked.value);
-  const stored = await store(fresh, unmatched, deps);
+  const stored = await store(okValues(checked.value), rows.unmatched, deps);
   if (stored.kind === 'retry') return stored;
+  const { written, owed, inserted, unmatched, refused } = stored.value;
   return ok({
-    inserted: fresh.length,
+    inserted,
     duplicates: dropped(checked.value),
-    unmatched: unmatched.length,
+    unmatched,
     signals: signals.length,
-    written: stored.value,
+    written,
+    owed,
+    invalid: deadLettered(checkedRows),
+    refused: [...deadLettered(suppressed.value), ...refused],
   });
 }
 
@@ -70,22 +84,26 @@ interface BatchRun {
   batch: ConsumedBatch;
   deps: BatchDependencies;
   /** Decoded, each provider event once. */
-  events: EngagementEvent[];
+  events: SourcedEvent[];
 }
+
+/** Why events went to the dead-letter topic: the label of ingestion_events_dead_lettered_total. */
+export type DeadLetterCause = 'undecodable' | 'invalid_row' | 'refused_by_clickhouse';
 
 export interface BatchOutcome {
   /** Events read, repeated and poison ones included. */
   consumed: number;
   /** Repeated within the batch. */
   repeated: number;
-  deadLettered: number;
+  deadLettered: Record<DeadLetterCause, number>;
   stored: StoredEvents;
 }
 
 /**
- * One batch through the steps: decode, dead-letter the poison, then store
- * and commit. Each stage is attempted until it succeeds (the backoff of
- * `untilDone`): offsets never move past an event that is not stored.
+ * One batch through the steps: decode, dead-letter the poison, then store,
+ * dead-letter what could not be stored, and commit. Each stage is attempted
+ * until it succeeds (the backoff of `untilDone`): offsets never move past an
+ * event that is neither stored nor dead-lettered.
  */
 export async function runBatch(batch: ConsumedBatch, deps: BatchDependencies): Promise<BatchOutcome> {
   const decoded = decode(batch.records);
@@ -99,15 +117,31 @@ export async function runBatch(batch: ConsumedBatch, deps: BatchDependencies): P
     deps.logger.warn({ partition, offset, eventIndex, reason }, 'record dead-lettered');
   }
   const stored = await untilDone(run, (owed) => storeAndCommit(run, owed));
-  return { consumed: events.length + repeated + poison.length, repeated, deadLettered: poison.length, stored };
+  for (const { partition, offset, reason, eventIndex } of [...stored.invalid, ...stored.refused]) {
+    deps.logger.error({ partition, offset, eventIndex, reason }, 'event not storable, dead-lettered');
+  }
+  return {
+    consumed: events.length + repeated + poison.length,
+    repeated,
+    deadLettered: { undecodable: poison.length, invalid_row: stored.invalid.length, refused_by_clickhouse: stored.refused.length },
+    stored,
+  };
 }
 
-/** One attempt at storing the events and committing the batch, after marking the days the previous attempt owes. */
+/**
+ * One attempt at storing the events and committing the batch, after marking
+ * the days the previous attempt owes; what could not be stored goes to the
+ * dead-letter topic before the commit.
+ */
 async function storeAndCommit({ batch, deps, events }: BatchRun, owed: WorkspaceDay[]): Promise<BatchResult<StoredEvents>> {
   const marked = await markUnsettled(owed, deps.markUnsettled);
   if (marked.kind === 'retry') return marked;
   const stored = await storeEvents(events, deps);
   if (stored.kind === 'retry') return stored;
+  const markedRefused = await markUnsettled(stored.value.owed, deps.markUnsettled);
+  if (markedRefused.kind === 'retry') return markedRefused;
+  const sent = await sendToDeadLetters([...stored.value.invalid, ...stored.value.refused], deps.sendToDeadLetters);
+  if (sent.kind === 'retry') return sent;
   const committed = await commit(stored.value.written, () => batch.commitOffsets());
   if (committed.kind === 'retry') return committed;
   return stored;

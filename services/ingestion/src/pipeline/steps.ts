@@ -1,13 +1,11 @@
-import type { eventsV1 } from '@mail/proto';
-import { batchRows, type BatchRows } from '../domain/rows';
-import { notStoredYet, type PoisonRecord } from '../domain/batch';
-import { ok, retry, type BatchResult, type EventResult } from '../domain/step-result';
+import { batchRows, type SourcedRows } from '../domain/rows';
+import { notStoredYet, poisonOf, type PoisonRecord, type Sourced, type SourcedEvent } from '../domain/batch';
+import { deadLetter, deadLettered, ok, okValues, retry, type BatchResult, type EventResult } from '../domain/step-result';
 import type { CategoryMatch } from '../grpc/categories';
 import type { EngagementEventRow, EventWriter, UnmatchedEventRow, SuppressionSignalRow } from '../store/events';
+import { insertIsolating } from '../store/refused-rows';
 import type { SuppressionStateStore } from '../store/suppressions';
 import { workspaceDays, type WorkspaceDay } from '../store/unsettled';
-
-type EngagementEvent = eventsV1.EngagementEvent;
 
 /** What the steps that store events use. */
 export interface StoreDependencies {
@@ -37,11 +35,32 @@ export function sendToDeadLetters(poison: PoisonRecord[], send: (poison: PoisonR
 }
 
 /** The rows each event becomes, by the campaign its categories name. */
-export function resolveCampaigns(events: EngagementEvent[], deps: StoreDependencies): Promise<BatchResult<BatchRows>> {
+export function resolveCampaigns(events: SourcedEvent[], deps: StoreDependencies): Promise<BatchResult<SourcedRows[]>> {
   return attempt(async () => {
-    const matches = await deps.resolve(events.flatMap((event) => event.categories));
+    const matches = await deps.resolve(events.flatMap(({ event }) => event.categories));
     return batchRows(events, matches, Math.floor(Date.now() / 1000));
   });
+}
+
+/**
+ * Inserts the rows, leaving out those ClickHouse refuses on their own
+ * (insertIsolating): each is dead-lettered with ClickHouse's reason, the rest
+ * go on. `failed`: some insert failed, which may have written rows before it did.
+ */
+async function insertRefusing<Row>(
+  rows: Sourced<Row>[],
+  insert: (rows: Row[]) => Promise<void>,
+): Promise<{ results: EventResult<Sourced<Row>>[]; failed: boolean }> {
+  const { refused, failed } = await insertIsolating(rows, (part) => insert(part.map(({ row }) => row)));
+  if (refused.length === 0) return { results: rows.map(ok), failed };
+  const reasons = new Map(refused.map(({ item, reason }) => [item, reason]));
+  return {
+    results: rows.map((row) => {
+      const reason = reasons.get(row);
+      return reason === undefined ? ok(row) : deadLetter(poisonOf(row.source, reason));
+    }),
+    failed,
+  };
 }
 
 /**
@@ -49,16 +68,35 @@ export function resolveCampaigns(events: EngagementEvent[], deps: StoreDependenc
  * twice), then recomputes the state of their addresses from everything
  * stored for them (the same rows again on a retry).
  */
-export function suppress(signals: SuppressionSignalRow[], deps: StoreDependencies): Promise<BatchResult<void>> {
+export function suppress(
+  signals: Sourced<SuppressionSignalRow>[],
+  deps: StoreDependencies,
+): Promise<BatchResult<EventResult<Sourced<SuppressionSignalRow>>[]>> {
   return attempt(async () => {
-    await deps.writer.insertSignals(signals);
-    await deps.suppressions.refresh(signals);
+    const { results } = await insertRefusing(signals, (rows) => deps.writer.insertSignals(rows));
+    await deps.suppressions.refresh(okValues(results).map(({ row }) => row));
+    return results;
   });
 }
 
 /** Drops the events the events table holds already. */
-export function deduplicate(rows: EngagementEventRow[], deps: StoreDependencies): Promise<BatchResult<EventResult<EngagementEventRow>[]>> {
-  return attempt(async () => notStoredYet(rows, await deps.writer.storedEventIds(rows)));
+export function deduplicate(
+  rows: Sourced<EngagementEventRow>[],
+  deps: StoreDependencies,
+): Promise<BatchResult<EventResult<Sourced<EngagementEventRow>>[]>> {
+  return attempt(async () => notStoredYet(rows, await deps.writer.storedEventIds(rows.map(({ row }) => row))));
+}
+
+/** What the store step did. */
+export interface StoredRows {
+  /** The (workspace, day) pairs of the events inserted. */
+  written: WorkspaceDay[];
+  /** The days of events whose insert failed for a row ClickHouse refused: the failed insert may have written some. */
+  owed: WorkspaceDay[];
+  inserted: number;
+  unmatched: number;
+  /** The events ClickHouse refused a row of. */
+  refused: PoisonRecord[];
 }
 
 /**
@@ -69,16 +107,23 @@ export function deduplicate(rows: EngagementEventRow[], deps: StoreDependencies)
  * are owed a mark.
  */
 export async function store(
-  fresh: EngagementEventRow[],
-  unmatched: UnmatchedEventRow[],
+  fresh: Sourced<EngagementEventRow>[],
+  unmatched: Sourced<UnmatchedEventRow>[],
   deps: StoreDependencies,
-): Promise<BatchResult<WorkspaceDay[]>> {
-  const days = workspaceDays(fresh);
-  const inserted = await attempt(() => deps.writer.insertEvents(fresh), days);
+): Promise<BatchResult<StoredRows>> {
+  const days = workspaceDays(fresh.map(({ row }) => row));
+  const inserted = await attempt(() => insertRefusing(fresh, (rows) => deps.writer.insertEvents(rows)), days);
   if (inserted.kind === 'retry') return inserted;
-  const insertedUnmatched = await attempt(() => deps.writer.insertUnmatched(unmatched));
+  const insertedUnmatched = await attempt(() => insertRefusing(unmatched, (rows) => deps.writer.insertUnmatched(rows)));
   if (insertedUnmatched.kind === 'retry') return insertedUnmatched;
-  return ok(days);
+  const events = okValues(inserted.value.results).map(({ row }) => row);
+  return ok({
+    written: workspaceDays(events),
+    owed: inserted.value.failed ? days : [],
+    inserted: events.length,
+    unmatched: okValues(insertedUnmatched.value.results).length,
+    refused: [...deadLettered(inserted.value.results), ...deadLettered(insertedUnmatched.value.results)],
+  });
 }
 
 /**

@@ -1,14 +1,13 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { chsql, type EventRow, type SignalReason } from '@mail/event-store';
+import { ENGAGEMENT_COLUMNS, SIGNAL_COLUMNS, UNMATCHED_COLUMNS, type ColumnKind } from '../domain/columns';
 
 const { dateTime, identifier, join, sql, uuid, uuidSet } = chsql;
 
 /**
- * Rows exactly as the tables of @mail/event-store's schema hold them. Every column
- * is always sent (the *_COLUMNS lists name them all): the old ClickHouse fills
- * an omitted column with its type's zero value, not its DEFAULT. Times are
- * unix seconds.
+ * Rows exactly as the tables of @mail/event-store's schema hold them, every
+ * column (domain/columns.ts lists them). Times are unix seconds.
  */
 export type EngagementEventRow = EventRow;
 
@@ -36,49 +35,7 @@ export interface SuppressionSignalRow {
 }
 
 type Cell = string | number | null | string[];
-
-const ENGAGEMENT_COLUMNS = [
-  'id',
-  'workspace_id',
-  'campaign_id',
-  'variant_id',
-  'event_type',
-  'bounce_type',
-  'bounce_class',
-  'machine_open',
-  'email',
-  'occurred_at',
-  'received_at',
-  'url',
-  'reason',
-  'user_agent',
-  'ip',
-  'provider',
-  'provider_event_id',
-  'provider_message_id',
-  'raw',
-  'ingested_at',
-] as const satisfies readonly (keyof EngagementEventRow)[];
-const UNMATCHED_COLUMNS = [
-  'provider_event_id',
-  'provider',
-  'event_type',
-  'email',
-  'categories',
-  'occurred_at',
-  'received_at',
-  'raw',
-  'ingested_at',
-  'encoded_event',
-] as const satisfies readonly (keyof UnmatchedEventRow)[];
-const SIGNAL_COLUMNS = [
-  'workspace_id',
-  'email',
-  'reason',
-  'occurred_at',
-  'provider_event_id',
-  'ingested_at',
-] as const satisfies readonly (keyof SuppressionSignalRow)[];
+type Columns<Column extends string> = { readonly [Name in Column]: ColumnKind };
 
 const TSV_SPECIAL = /[\\\t\n\r\0]/g;
 const HAS_TSV_SPECIAL = /[\\\t\n\r\0]/;
@@ -87,16 +44,20 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n'
 const escape = (char: string): string => ESCAPES[char];
 
 /**
- * One value in ClickHouse's TabSeparated format: strings with backslash
- * escapes for the characters that would end or corrupt the field, NULL as
- * \N, numbers as they are (times go in as unix seconds, read with
- * date_time_input_format=basic), arrays of strings as quoted literals.
+ * One value in ClickHouse's TabSeparated format, as a column of `kind` takes
+ * it (rowProblem has checked that it fits): strings with backslash escapes
+ * for the characters that would end or corrupt the field, NULL as \N, arrays
+ * of strings as quoted literals, numbers as they are but for times. A time
+ * goes in as unix seconds (read with date_time_input_format=basic), always
+ * ten digits: ClickHouse 18.16 reads a DateTime whose fifth character is not
+ * a digit as 'YYYY-MM-DD hh:mm:ss', so a time of four digits took the next
+ * fifteen characters of the row with it.
  */
-export function tsvCell(value: Cell): string {
+export function tsvCell(value: Cell, kind: ColumnKind): string {
   // test() first: most values need no escape, and a global replace costs more even when it finds nothing
   // (bench/README.md, "Ingestion: building TabSeparated rows").
   if (typeof value === 'string') return HAS_TSV_SPECIAL.test(value) ? value.replace(TSV_SPECIAL, escape) : value;
-  if (typeof value === 'number') return String(value);
+  if (typeof value === 'number') return kind.type === 'DateTime' ? String(value).padStart(10, '0') : String(value);
   if (value === null) return '\\N';
   return `[${value.map((item) => `'${item.replace(QUOTED_SPECIAL, escape)}'`).join(',')}]`;
 }
@@ -109,12 +70,14 @@ export function tsvCell(value: Cell): string {
 const CHUNK_CHARS = 65_536;
 
 /** Rows as TabSeparated text, their cells in the order of `columns`. */
-export function toTabSeparated<Row extends Record<Column, Cell>, Column extends string>(rows: Row[], columns: readonly Column[]): Buffer {
+export function toTabSeparated<Row extends Record<Column, Cell>, Column extends string>(rows: Row[], columns: Columns<Column>): Buffer {
+  const names = Object.keys(columns) as Column[];
+  const kinds = names.map((name) => columns[name]);
   const chunks: Buffer[] = [];
   let text = '';
   for (const row of rows) {
-    let line = tsvCell(row[columns[0]]);
-    for (let i = 1; i < columns.length; i++) line += `\t${tsvCell(row[columns[i]])}`;
+    let line = tsvCell(row[names[0]], kinds[0]);
+    for (let i = 1; i < names.length; i++) line += `\t${tsvCell(row[names[i]], kinds[i])}`;
     text += `${line}\n`;
     if (text.length >= CHUNK_CHARS) {
       chunks.push(Buffer.from(text, 'utf8'));
@@ -171,8 +134,8 @@ export class EventWriter {
     const result = await this.clickhouse.query({
       query,
       format: 'JSONEachRow',
-      // A batch's id list is longer than the default 256 KiB query limit.
-      clickhouse_settings: { max_query_size: String(query.length + 1024) },
+      // A batch's id list is longer than the default 256 KiB query limit (a limit in bytes).
+      clickhouse_settings: { max_query_size: String(Buffer.byteLength(query) + 1024) },
     });
     return new Set((await result.json<{ id: string }>()).map((row) => row.id));
   }
@@ -180,14 +143,14 @@ export class EventWriter {
   private async insert<Row extends Record<Column, Cell>, Column extends string>(
     table: string,
     rows: Row[],
-    columns: readonly Column[],
+    columns: Columns<Column>,
   ): Promise<void> {
     if (rows.length === 0) return;
     await this.clickhouse.insert({
       table,
       values: Readable.from([toTabSeparated(rows, columns)], { objectMode: false }),
       format: 'TabSeparated',
-      columns: [...columns] as [Column, ...Column[]],
+      columns: Object.keys(columns) as [Column, ...Column[]],
       clickhouse_settings: { date_time_input_format: 'basic' },
     });
   }

@@ -87,11 +87,11 @@ export class UnmatchedEvents {
 
   private async rows<T>(query: chsql.SqlFragment): Promise<T[]> {
     const text = query.text;
-    // Lists of categories and ids can pass the default 256 KiB query limit.
+    // Lists of categories and ids can pass the default 256 KiB query limit (a limit in bytes).
     const result = await this.clickhouse.query({
       query: text,
       format: 'JSONEachRow',
-      clickhouse_settings: { max_query_size: String(text.length + 1024) },
+      clickhouse_settings: { max_query_size: String(Buffer.byteLength(text) + 1024) },
     });
     return result.json<T>();
   }
