@@ -114,6 +114,21 @@ describe('email_verified', () => {
   });
 });
 
+describe('the email claim', () => {
+  it('is not trimmed into an address: surrounding whitespace is an invalid claim (401), and links nothing', async () => {
+    const workspace = await createWorkspace('Untrimmed');
+    const email = 'padded@example.com';
+    expect((await call(root, 'POST', `/workspaces/${workspace}/members`, { email, role: 'admin' }, workspace)).status).toBe(201);
+    for (const [i, padded] of [` ${email}`, `${email} `, `${email}\t`, `\n${email}`, `\u00a0${email}`].entries()) {
+      const me = await call({ sub: `padded-${i}`, email: padded }, 'GET', '/auth/me');
+      expect([padded, me.status, me.body]).toEqual([padded, 401, { detail: 'Invalid token: a valid email claim is required to sign in' }]);
+    }
+    // The membership still waits for its owner's first sign-in with the address as it is.
+    const owner = await call({ sub: 'padded-owner', email }, 'GET', '/auth/me');
+    expect(owner.body).toMatchObject({ email, memberships: [{ workspace_id: workspace, role: 'admin' }] });
+  });
+});
+
 describe('the ops port', () => {
   it('serves /metrics and /readyz; the public port has no /metrics', async () => {
     expect((await fetch(`${auth.gateway.url}/metrics`)).status).toBe(404);
@@ -177,6 +192,7 @@ describe('request timeouts', () => {
       ...auth.env,
       REQUEST_TIMEOUT_MS: '1000',
       WEBHOOK_REQUEST_TIMEOUT_MS: '4000',
+      WEBHOOK_BASIC_AUTH: 'sendgrid:slow',
     });
   });
 
@@ -218,6 +234,7 @@ describe('request timeouts', () => {
     const head = [
       'POST /campaign-events/webhook HTTP/1.1',
       'Host: gateway',
+      `Authorization: Basic ${Buffer.from('sendgrid:slow').toString('base64')}`,
       'Content-Type: application/json',
       `Content-Length: ${body.length}`,
       '',
@@ -236,6 +253,7 @@ describe('request timeouts', () => {
 });
 
 describe('fair use', () => {
+  const WEBHOOK_CREDENTIALS = 'sendgrid:hardening';
   let limited: GatewayProcess;
   let workspaceA: string;
   let workspaceB: string;
@@ -249,6 +267,8 @@ describe('fair use', () => {
       USER_RATE_LIMIT_PER_SECOND: '5',
       USER_RATE_LIMIT_BURST: '60',
       WEBHOOK_PUBLISH_TIMEOUT_MS: '300',
+      // Without DEV_AUTH_ENABLED=1 a provider is served only with its credential.
+      WEBHOOK_BASIC_AUTH: WEBHOOK_CREDENTIALS,
     });
     [workspaceA, workspaceB] = [await createWorkspace('Fair A'), await createWorkspace('Fair B')];
     for (const [workspace, viewer] of [
@@ -310,9 +330,22 @@ describe('fair use', () => {
     expect((await callLimited(viewerB, '/campaign-events/', workspaceB)).status).toBe(200);
   });
 
+  it('counts calls that fail validation: a flood of 422s gets 429', async () => {
+    const flooder = { sub: 'fair-invalid', email: 'fair-invalid@example.com' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 90; i++) statuses.push((await callLimited(flooder, '/campaign-events/?page=0', workspaceA)).status);
+    expect(statuses.slice(0, 55)).toEqual(Array(55).fill(422));
+    expect(statuses.at(-1)).toBe(429);
+    expect((await callLimited(viewerB, '/campaign-events/', workspaceB)).status).toBe(200);
+  });
+
   it('answers 503 for a dependency that is down with Retry-After', async () => {
     const event = { email: 'a@example.com', event: 'open', timestamp: 1, sg_event_id: 'retry-after-1', category: 'none' };
-    const response = await fetch(`${limited.url}/campaign-events/webhook`, { method: 'POST', body: JSON.stringify([event]) });
+    const response = await fetch(`${limited.url}/campaign-events/webhook`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(WEBHOOK_CREDENTIALS).toString('base64')}` },
+      body: JSON.stringify([event]),
+    });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
   });

@@ -19,7 +19,7 @@ const webhookEvents = new prometheus.Counter({
 
 export interface WebhookOptions {
   providers: WebhookProvider[];
-  /** Production: a provider without its credential is not served (404). */
+  /** A provider without its credential is not served (404); only DEV_AUTH_ENABLED=1 serves it unverified. */
   requireCredentials: boolean;
   publisher: EventPublisher;
 }
