@@ -374,8 +374,59 @@ describe('provider categories', () => {
     expect(await create(a, 'released-new')).toEqual(taken);
     const events = await call(root, 'GET', '/campaign-events/', undefined, a);
     expect(events.body).toMatchObject({ items: [], total: 0 });
-    // Deleting the workspace releases them.
+    // Deleting the workspace retires them: still taken, until a platform admin releases one.
     expect((await call(root, 'DELETE', `/workspaces/${b}`)).status).toBe(204);
+    expect(await create(a, 'released-old')).toEqual(taken);
+    const rootId = ((await call(root, 'GET', '/auth/me')).body as { id: string }).id;
+    const released = await call(root, 'DELETE', '/provider-categories/released-old');
+    expect(released).toMatchObject({
+      status: 200,
+      body: {
+        provider_category_id: 'released-old',
+        workspace_id: b,
+        released_by: { user_id: rootId, email: 'root@example.com' },
+        released_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      },
+    });
     expect((await create(a, 'released-old')).status).toBe(201);
+    expect(await create(a, 'released-new')).toEqual(taken);
+    expect(await call(root, 'DELETE', '/provider-categories/released-old')).toMatchObject({ status: 409 });
+    expect(await call(root, 'DELETE', `/provider-categories/${encodeURIComponent('never used / here')}`)).toMatchObject({
+      status: 404,
+      body: { detail: 'Provider category not found' },
+    });
+    // A workspace admin is no platform admin.
+    const admin = { sub: 'categories-admin', email: 'categories-admin@example.com' };
+    expect((await call(root, 'POST', `/workspaces/${a}/members`, { email: admin.email, role: 'admin' }, a)).status).toBe(201);
+    expect((await call(admin, 'DELETE', '/provider-categories/released-new', undefined, a)).status).toBe(403);
+  });
+
+  it('refuses look-alike categories with 422 value_error, with the other failures of the body', async () => {
+    const workspace = await createWorkspace('Categories look-alike');
+    for (const category of [' f3-x', 'f3-x\t', 'f3\u200bx']) {
+      const answer = await call(
+        root,
+        'POST',
+        '/email-campaigns/',
+        { workspace_id: workspace, name: '', provider_category_id: category },
+        workspace,
+      );
+      expect([category, answer.status, answer.body]).toEqual([
+        category,
+        422,
+        {
+          detail: [
+            expect.objectContaining({ type: 'string_too_short', loc: ['body', 'name'] }),
+            {
+              type: 'value_error',
+              loc: ['body', 'provider_category_id'],
+              msg: expect.stringMatching(/^Value error, provider_category_id must not /),
+              input: category,
+              ctx: { error: {} },
+            },
+          ],
+        },
+      ]);
+    }
   });
 });

@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem } from '@mail/common';
+import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, providerCategoryProblem, readOnlySelectProblem } from '@mail/common';
 import { HttpError, notFound, unprocessable } from '../errors/http-error';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { memoizeValidatorRouteMatchers } from '../openapi/route-matchers';
@@ -68,6 +68,7 @@ const pydanticFormats = {
   'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
   cron: (value: string) => cronProblem(value) === undefined,
   'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
+  'provider-category': (value: string) => providerCategoryProblem(value) === undefined,
 };
 
 /**
