@@ -7,17 +7,20 @@
  *   campaign  create/update latency at 300 req/s through the gateway, and the direct Postgres insert
  *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
  *   tracing   the pipeline's events/s with tracing off, then with 10 % of traces exported to Jaeger
+ *   validation  the 422 of a body failing in 450,000 places (the first 1,000 listed), one call at a time
  *
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
  * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
  * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
- * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query, tracing;
+ * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query, tracing,
+ * validation;
  * default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
  * (bench_suite_analytics), BENCH_QUERY_CLICKHOUSE_URLS (the servers the query benchmark runs on, one after the other,
  * each with the same data set; default CLICKHOUSE_URL; bench/README.md, "ClickHouse 26.9 and 18.16"), BENCH_PIPELINE_EVENTS (200000), BENCH_PROVIDER_EVENTS (20000), BENCH_CONCURRENCY (16),
  * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10), BENCH_WARM_UP_SECONDS (10),
- * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait), BENCH_TRACING_EVENTS (100000).
+ * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait), BENCH_TRACING_EVENTS (100000),
+ * BENCH_VALIDATION_CALLS (20).
  * Linux only (CPU and memory figures come from /proc).
  */
 import fs from 'node:fs';
@@ -44,11 +47,22 @@ import {
   providerRows,
   queryRows,
   tracingRows,
+  validationRows,
   type Row,
 } from './report';
 import { runTracingBench, type TracingResult } from './tracing-bench';
+import { runValidationBench, validationSettings, type ValidationResult } from './validation-bench';
 
-const BENCHMARKS = ['pipeline', 'pipeline-mailgun', 'pipeline-ses', 'pipeline-postmark', 'campaign', 'query', 'tracing'] as const;
+const BENCHMARKS = [
+  'pipeline',
+  'pipeline-mailgun',
+  'pipeline-ses',
+  'pipeline-postmark',
+  'campaign',
+  'validation',
+  'query',
+  'tracing',
+] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
 
@@ -105,6 +119,7 @@ async function main(): Promise<void> {
   let pipeline: PipelineResult | undefined;
   const providers: ProviderResult[] = [];
   let campaign: CampaignResult | undefined;
+  let validation: ValidationResult | undefined;
   let query: QueryResult | undefined;
   let tracing: TracingResult | undefined;
   // A benchmark that fails is reported as such; the others still count.
@@ -121,7 +136,7 @@ async function main(): Promise<void> {
   };
   try {
     const providerBenchmarks = PROVIDERS.filter((provider) => benchmarks.has(`pipeline-${provider}`));
-    if (benchmarks.has('pipeline') || benchmarks.has('campaign') || providerBenchmarks.length > 0) {
+    if (benchmarks.has('pipeline') || benchmarks.has('campaign') || benchmarks.has('validation') || providerBenchmarks.length > 0) {
       const bench = await startBenchStack();
       for (const name of PROCESS_NAMES) memory.trackPid(name, () => bench.stack.pid(name));
       try {
@@ -135,6 +150,8 @@ async function main(): Promise<void> {
         }
         if (pipeline || providers.length > 0) await waitUntilSettled('campaign');
         campaign = await attempt('campaign', () => runCampaignBench(bench, campaignSettings()));
+        if (benchmarks.has('validation') && (pipeline || providers.length > 0 || campaign)) await waitUntilSettled('validation');
+        validation = await attempt('validation', () => runValidationBench(bench, validationSettings()));
       } finally {
         memory.sample();
         await bench.close();
@@ -152,6 +169,7 @@ async function main(): Promise<void> {
     ...(pipeline ? pipelineRows(pipeline, machine.cpus) : []),
     ...providers.flatMap(providerRows),
     ...(campaign ? campaignRows(campaign, machine.cpus) : []),
+    ...(validation ? validationRows(validation) : []),
     ...(query ? queryRows(query) : []),
     ...(tracing ? tracingRows(tracing) : []),
     ...Object.entries(failures).map(([name, error]): Row => ({
@@ -186,6 +204,7 @@ async function main(): Promise<void> {
     pipeline,
     providers,
     campaign,
+    validation,
     query,
     tracing,
     failures,

@@ -10,6 +10,7 @@ import type { PipelineResult } from './pipeline-bench';
 import type { ProviderResult } from './provider-bench';
 import type { EngineRun, QueryResult, QueryScenario } from './query-bench';
 import type { TracingResult } from './tracing-bench';
+import type { ValidationResult } from './validation-bench';
 
 export const TARGETS = {
   endToEndEventsPerSecond: 30_000,
@@ -225,6 +226,19 @@ function engineQueryRows(result: QueryResult, engine: EngineRun): Row[] {
     if (s.scenario.startsWith('stats ')) return [row(s, TARGETS.statsP95Ms)];
     return [];
   });
+}
+
+/** The 422 of a body failing in very many places: how long the capped answer takes. */
+export function validationRows(result: ValidationResult): Row[] {
+  return [
+    {
+      measure: `422 of a ${number(result.bodyBytes / 1024)} KB body failing in 450,001 places (${result.settings.calls} calls, one at a time)`,
+      result: `p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)}, max ${ms(result.maxMs)}`,
+      target: '',
+      verdict: '',
+      note: `${number(result.entries)} entries listed, ${number(result.answerBytes)} bytes answered`,
+    },
+  ];
 }
 
 export function memoryRows(memory: Record<string, MemoryFigure>): Row[] {

@@ -7,7 +7,7 @@ import type { Authenticator } from './auth/principal';
 import type { DashboardConfig } from './config';
 import { errorHandler } from './errors/handler';
 import { notFound } from './errors/http-error';
-import { fairUse, type FairUseLimits } from './limits/fair-use';
+import { fairUse, userRate, type FairUseLimits } from './limits/fair-use';
 import { bodyTimeout, type RequestTimeouts } from './limits/request-timeout';
 import { httpMetrics } from './metrics';
 import { operationMatcher, type MatchedOperation, type OpenApiDocument } from './openapi/document';
@@ -36,8 +36,8 @@ export interface AppDependencies {
 
 /**
  * The public request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
- * check (401); OpenAPI validation (422); workspace and role check (403/404);
- * fair use (429); the route; errors in the API's format (docs/api.md, "Errors").
+ * check (401); the user's rate (429); OpenAPI validation (422); workspace and role check (403/404);
+ * the workspace's analytics reads (429); the route; errors in the API's format (docs/api.md, "Errors").
  */
 export function createApp(deps: AppDependencies): Express {
   const app = express();
@@ -76,6 +76,7 @@ export function createApp(deps: AppDependencies): Express {
   // A body of any other type is kept as text: FastAPI reads it as bytes, which fail the model's type check.
   app.use(express.text({ limit: '1mb', type: () => true }));
   app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
+  if (deps.fairUse) app.use(userRate(deps.fairUse));
   app.use(pydanticValidation(deps.document, matchOperation));
   app.use(authorize);
   if (deps.fairUse) app.use(fairUse(deps.fairUse));

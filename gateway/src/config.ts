@@ -39,7 +39,7 @@ export interface WebhookConfig {
   sesCertHostPattern: RegExp;
   /** `user:password` for HTTP Basic on Postmark's webhook (POSTMARK_WEBHOOK_BASIC_AUTH). */
   postmarkBasicAuth?: string;
-  /** Production: a provider without its credential is not served. */
+  /** A provider without its credential is not served (404), unless DEV_AUTH_ENABLED=1, the one explicit insecure mode. */
   requireCredentials: boolean;
   kafkaBrokers: string[];
   eventsTopic: string;
@@ -113,7 +113,8 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     sesTopicArns: env.list('SES_SNS_TOPIC_ARNS', []),
     sesCertHostPattern: hostPattern(env.string('SES_SNS_CERT_HOST_PATTERN', DEFAULT_SNS_CERT_HOST_PATTERN)),
     postmarkBasicAuth: basicCredentials('POSTMARK_WEBHOOK_BASIC_AUTH', env.optionalString('POSTMARK_WEBHOOK_BASIC_AUTH')),
-    requireCredentials: production,
+    // Whatever NODE_ENV says: a deployment that forgets it must not take unverified events.
+    requireCredentials: !auth.devAuthEnabled,
     kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:29092']),
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
     topicSettings: checkTopicSettings({

@@ -399,6 +399,26 @@ describe('invalid percent-encoding', () => {
 
   it('answers 404 to an invalid percent-encoding in a path that names no operation', async () => {
     expect(await send('GET', '/brand-%zz-guides/')).toEqual({ status: 404, body: { detail: 'Not Found' } });
+    expect(await send('PUT', '/no-such-things/%FF')).toEqual({ status: 404, body: { detail: 'Not Found' } });
+  });
+
+  it('answers 405 with the allowed methods to an invalid percent-encoding on a method the path does not have', async () => {
+    const cases: [string, string, string][] = [
+      ['PUT', '/suppressions/%FF', 'GET, DELETE'],
+      ['POST', '/suppressions/%E0%A4%A', 'GET, DELETE'],
+      ['PATCH', '/email-campaigns/%FF', 'GET, PUT, DELETE'],
+      ['POST', '/workspaces/%ff/members/%zz', 'PUT, DELETE'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const response = await fetch(`${target.gateway}${path}`, { method, headers: { workspace_id: target.workspaceId } });
+      expect([method, path, response.status, response.headers.get('allow'), await response.json()]).toEqual([
+        method,
+        path,
+        405,
+        allow,
+        { detail: 'Method Not Allowed' },
+      ]);
+    }
   });
 });
 

@@ -114,6 +114,21 @@ describe('email_verified', () => {
   });
 });
 
+describe('the email claim', () => {
+  it('is not trimmed into an address: surrounding whitespace is an invalid claim (401), and links nothing', async () => {
+    const workspace = await createWorkspace('Untrimmed');
+    const email = 'padded@example.com';
+    expect((await call(root, 'POST', `/workspaces/${workspace}/members`, { email, role: 'admin' }, workspace)).status).toBe(201);
+    for (const [i, padded] of [` ${email}`, `${email} `, `${email}\t`, `\n${email}`, `\u00a0${email}`].entries()) {
+      const me = await call({ sub: `padded-${i}`, email: padded }, 'GET', '/auth/me');
+      expect([padded, me.status, me.body]).toEqual([padded, 401, { detail: 'Invalid token: a valid email claim is required to sign in' }]);
+    }
+    // The membership still waits for its owner's first sign-in with the address as it is.
+    const owner = await call({ sub: 'padded-owner', email }, 'GET', '/auth/me');
+    expect(owner.body).toMatchObject({ email, memberships: [{ workspace_id: workspace, role: 'admin' }] });
+  });
+});
+
 describe('the ops port', () => {
   it('serves /metrics and /readyz; the public port has no /metrics', async () => {
     expect((await fetch(`${auth.gateway.url}/metrics`)).status).toBe(404);
@@ -177,6 +192,7 @@ describe('request timeouts', () => {
       ...auth.env,
       REQUEST_TIMEOUT_MS: '1000',
       WEBHOOK_REQUEST_TIMEOUT_MS: '4000',
+      WEBHOOK_BASIC_AUTH: 'sendgrid:slow',
     });
   });
 
@@ -218,6 +234,7 @@ describe('request timeouts', () => {
     const head = [
       'POST /campaign-events/webhook HTTP/1.1',
       'Host: gateway',
+      `Authorization: Basic ${Buffer.from('sendgrid:slow').toString('base64')}`,
       'Content-Type: application/json',
       `Content-Length: ${body.length}`,
       '',
@@ -236,6 +253,7 @@ describe('request timeouts', () => {
 });
 
 describe('fair use', () => {
+  const WEBHOOK_CREDENTIALS = 'sendgrid:hardening';
   let limited: GatewayProcess;
   let workspaceA: string;
   let workspaceB: string;
@@ -249,6 +267,8 @@ describe('fair use', () => {
       USER_RATE_LIMIT_PER_SECOND: '5',
       USER_RATE_LIMIT_BURST: '60',
       WEBHOOK_PUBLISH_TIMEOUT_MS: '300',
+      // Without DEV_AUTH_ENABLED=1 a provider is served only with its credential.
+      WEBHOOK_BASIC_AUTH: WEBHOOK_CREDENTIALS,
     });
     [workspaceA, workspaceB] = [await createWorkspace('Fair A'), await createWorkspace('Fair B')];
     for (const [workspace, viewer] of [
@@ -310,9 +330,22 @@ describe('fair use', () => {
     expect((await callLimited(viewerB, '/campaign-events/', workspaceB)).status).toBe(200);
   });
 
+  it('counts calls that fail validation: a flood of 422s gets 429', async () => {
+    const flooder = { sub: 'fair-invalid', email: 'fair-invalid@example.com' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 90; i++) statuses.push((await callLimited(flooder, '/campaign-events/?page=0', workspaceA)).status);
+    expect(statuses.slice(0, 55)).toEqual(Array(55).fill(422));
+    expect(statuses.at(-1)).toBe(429);
+    expect((await callLimited(viewerB, '/campaign-events/', workspaceB)).status).toBe(200);
+  });
+
   it('answers 503 for a dependency that is down with Retry-After', async () => {
     const event = { email: 'a@example.com', event: 'open', timestamp: 1, sg_event_id: 'retry-after-1', category: 'none' };
-    const response = await fetch(`${limited.url}/campaign-events/webhook`, { method: 'POST', body: JSON.stringify([event]) });
+    const response = await fetch(`${limited.url}/campaign-events/webhook`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(WEBHOOK_CREDENTIALS).toString('base64')}` },
+      body: JSON.stringify([event]),
+    });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
   });
@@ -341,8 +374,59 @@ describe('provider categories', () => {
     expect(await create(a, 'released-new')).toEqual(taken);
     const events = await call(root, 'GET', '/campaign-events/', undefined, a);
     expect(events.body).toMatchObject({ items: [], total: 0 });
-    // Deleting the workspace releases them.
+    // Deleting the workspace retires them: still taken, until a platform admin releases one.
     expect((await call(root, 'DELETE', `/workspaces/${b}`)).status).toBe(204);
+    expect(await create(a, 'released-old')).toEqual(taken);
+    const rootId = ((await call(root, 'GET', '/auth/me')).body as { id: string }).id;
+    const released = await call(root, 'DELETE', '/provider-categories/released-old');
+    expect(released).toMatchObject({
+      status: 200,
+      body: {
+        provider_category_id: 'released-old',
+        workspace_id: b,
+        released_by: { user_id: rootId, email: 'root@example.com' },
+        released_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      },
+    });
     expect((await create(a, 'released-old')).status).toBe(201);
+    expect(await create(a, 'released-new')).toEqual(taken);
+    expect(await call(root, 'DELETE', '/provider-categories/released-old')).toMatchObject({ status: 409 });
+    expect(await call(root, 'DELETE', `/provider-categories/${encodeURIComponent('never used / here')}`)).toMatchObject({
+      status: 404,
+      body: { detail: 'Provider category not found' },
+    });
+    // A workspace admin is no platform admin.
+    const admin = { sub: 'categories-admin', email: 'categories-admin@example.com' };
+    expect((await call(root, 'POST', `/workspaces/${a}/members`, { email: admin.email, role: 'admin' }, a)).status).toBe(201);
+    expect((await call(admin, 'DELETE', '/provider-categories/released-new', undefined, a)).status).toBe(403);
+  });
+
+  it('refuses look-alike categories with 422 value_error, with the other failures of the body', async () => {
+    const workspace = await createWorkspace('Categories look-alike');
+    for (const category of [' f3-x', 'f3-x\t', 'f3\u200bx']) {
+      const answer = await call(
+        root,
+        'POST',
+        '/email-campaigns/',
+        { workspace_id: workspace, name: '', provider_category_id: category },
+        workspace,
+      );
+      expect([category, answer.status, answer.body]).toEqual([
+        category,
+        422,
+        {
+          detail: [
+            expect.objectContaining({ type: 'string_too_short', loc: ['body', 'name'] }),
+            {
+              type: 'value_error',
+              loc: ['body', 'provider_category_id'],
+              msg: expect.stringMatching(/^Value error, provider_category_id must not /),
+              input: category,
+              ctx: { error: {} },
+            },
+          ],
+        },
+      ]);
+    }
   });
 });

@@ -260,7 +260,7 @@ describe('identity and tenancy (sequential scenario)', () => {
 });
 
 describe('deleting a workspace with content', () => {
-  it('deletes its campaigns and brand guides first: their category is free again, nothing new gets in', async () => {
+  it('deletes its campaigns and brand guides first: their category stays retired until released, nothing new gets in', async () => {
     const doomed = (await api('root', 'POST', '/workspaces/', { name: 'Doomed' })).body.id as string;
     const other = (await api('root', 'POST', '/workspaces/', { name: 'Other' })).body.id as string;
     const inWorkspace = (workspaceId: string) => ({ workspace_id: workspaceId });
@@ -271,6 +271,11 @@ describe('deleting a workspace with content', () => {
 
     expect((await api('root', 'DELETE', `/workspaces/${doomed}`)).status).toBe(204);
 
+    expect(await api('root', 'POST', '/email-campaigns/', campaign(other), inWorkspace(other))).toMatchObject({ status: 409 });
+    expect(await api('root', 'DELETE', '/provider-categories/cat-doomed', undefined, inWorkspace(other))).toMatchObject({
+      status: 200,
+      body: { provider_category_id: 'cat-doomed', workspace_id: doomed },
+    });
     expect(await api('root', 'POST', '/email-campaigns/', campaign(other), inWorkspace(other))).toMatchObject({
       status: 201,
       body: { provider_category_id: 'cat-doomed' },

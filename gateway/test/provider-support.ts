@@ -81,8 +81,18 @@ export interface TlsFixtures {
   signingCert: string;
 }
 
-/** A CA, a server certificate it issued, and an SNS signing certificate, made with openssl in `dir`. */
-export function makeTlsFixtures(dir: string): TlsFixtures {
+/**
+ * An address of its own on the loopback interface (127.0.0.0/8), where a
+ * test can serve on port 443, the only port SNS URLs may name, without
+ * taking it from another test.
+ */
+export function loopbackAddress(): string {
+  const byte = (low: number) => low + crypto.randomInt(254 - low + 1);
+  return `127.${byte(1)}.${byte(0)}.${byte(1)}`;
+}
+
+/** A CA, a server certificate it issued (for localhost, 127.0.0.1 and `addresses`), and an SNS signing certificate, made with openssl in `dir`. */
+export function makeTlsFixtures(dir: string, addresses: string[] = []): TlsFixtures {
   const file = (name: string): string => path.join(dir, name);
   const openssl = (...args: string[]): void => void execFileSync('openssl', args, { stdio: 'pipe' });
   /** A self-signed certificate and its key, <name>.pem and <name>.key. */
@@ -104,7 +114,10 @@ export function makeTlsFixtures(dir: string): TlsFixtures {
     );
   selfSigned('ca', '/CN=provider test CA');
   openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=localhost');
-  fs.writeFileSync(file('server.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  fs.writeFileSync(
+    file('server.ext'),
+    `subjectAltName=${['DNS:localhost', ...['127.0.0.1', ...addresses].map((ip) => `IP:${ip}`)].join(',')}\n`,
+  );
   openssl(
     'x509',
     '-req',
@@ -133,6 +146,7 @@ export function makeTlsFixtures(dir: string): TlsFixtures {
 }
 
 export interface CertificateServer {
+  host: string;
   port: number;
   /** Requests by path (query included). */
   requests: Map<string, number>;
@@ -140,17 +154,24 @@ export interface CertificateServer {
   close(): Promise<void>;
 }
 
-/** An HTTPS server that serves the SNS signing certificate at /cert.pem and answers 200 to anything else (SubscribeURL). */
-export async function startCertificateServer(tls: TlsFixtures): Promise<CertificateServer> {
+/**
+ * An HTTPS server at `host`:`port` (443 unless told; 0 for any free port) that serves the SNS signing certificate
+ * at /cert.pem and answers 200 to anything else (SubscribeURL).
+ */
+export async function startCertificateServer(tls: TlsFixtures, host: string, port = 443): Promise<CertificateServer> {
   const requests = new Map<string, number>();
   const server = https.createServer({ key: tls.serverKey, cert: tls.serverCert }, (req, res) => {
     requests.set(req.url!, (requests.get(req.url!) ?? 0) + 1);
     if (req.url === '/cert.pem') res.writeHead(200, { 'content-type': 'application/x-pem-file' }).end(tls.signingCert);
     else res.writeHead(200, { 'content-type': 'text/xml' }).end('<ConfirmSubscriptionResponse/>');
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
+  server.listen(port, host);
+  await new Promise((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
   return {
+    host,
     port: (server.address() as AddressInfo).port,
     requests,
     total: () => [...requests.values()].reduce((sum, n) => sum + n, 0),

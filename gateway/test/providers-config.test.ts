@@ -5,7 +5,7 @@ import { runGatewayToExit, startGateway } from './identity-harness';
 import { basicHeader, mailgunBody, postTo } from './provider-support';
 import { sendgridEvent, startWebhookApp, type WebhookApp } from './webhook-support';
 
-/** Which providers are served, by their credentials and NODE_ENV; and the 503 of every provider while Kafka is away. */
+/** Which providers are served, by their credentials and DEV_AUTH_ENABLED; and the 503 of every provider while Kafka is away. */
 jest.setTimeout(60_000);
 
 const PRODUCTION = {
@@ -92,7 +92,7 @@ describe('production', () => {
   });
 });
 
-describe('development', () => {
+describe('DEV_AUTH_ENABLED=1', () => {
   it('takes unverified posts on a provider without its credential, and says so in its log', async () => {
     const webhook = await app({ KAFKA_EVENTS_TOPIC: `providers-dev-${uniqueSuffix()}` });
     const unsigned = JSON.stringify({ 'event-data': mailgunEvent(`dev-${uniqueSuffix()}`) });

@@ -9,6 +9,7 @@ import { infraEnv, uniqueSuffix, type Stack } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import {
   basicHeader,
+  loopbackAddress,
   makeTlsFixtures,
   mailgunBody,
   postTo,
@@ -36,25 +37,33 @@ const MAILGUN_KEY = `mailgun-signing-key-${run}`;
 const POSTMARK = `postmark:secret-${run}`;
 const TOPIC_ARN = 'arn:aws:sns:us-east-1:123456789012:ses-events';
 const tlsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'providers-tls-'));
-const tls: TlsFixtures = makeTlsFixtures(tlsDir);
+/** SNS URLs name port 443 only: each server has a loopback address of its own. */
+const ALLOWED_HOST = loopbackAddress();
+const OTHER_HOST = loopbackAddress();
+const tls: TlsFixtures = makeTlsFixtures(tlsDir, [ALLOWED_HOST, OTHER_HOST]);
 
 let stack: Stack;
 let target: PrivateStack;
 let clickhouse: ClickHouseClient;
 let topic: TopicReader;
-/** Serves the SNS certificate at an allowed host (localhost). */
+/** Serves the SNS certificate at the allowed host, on port 443. */
 let certificates: CertificateServer;
-/** Reached at 127.0.0.1, which the host pattern does not allow: it must never see a request. */
-let disallowed: CertificateServer;
+/** On port 443 of a host the pattern does not allow, and on another port of the allowed host: they must never see a request. */
+let otherHost: CertificateServer;
+let otherPort: CertificateServer;
 
 beforeAll(async () => {
-  [certificates, disallowed] = await Promise.all([startCertificateServer(tls), startCertificateServer(tls)]);
+  [certificates, otherHost, otherPort] = await Promise.all([
+    startCertificateServer(tls, ALLOWED_HOST),
+    startCertificateServer(tls, OTHER_HOST),
+    startCertificateServer(tls, ALLOWED_HOST, 0),
+  ]);
   target = await startPrivateStack('providers', {
     env: {
       SENDGRID_WEBHOOK_PUBLIC_KEY: sendgridKeys.publicKeyBase64,
       MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_KEY,
       SES_SNS_TOPIC_ARNS: `arn:aws:sns:eu-west-1:123456789012:other,${TOPIC_ARN}`,
-      SES_SNS_CERT_HOST_PATTERN: '^localhost$',
+      SES_SNS_CERT_HOST_PATTERN: `^${ALLOWED_HOST.replaceAll('.', '\\.')}$`,
       POSTMARK_WEBHOOK_BASIC_AUTH: POSTMARK,
       NODE_EXTRA_CA_CERTS: tls.caFile,
     },
@@ -68,7 +77,7 @@ afterAll(async () => {
   await topic?.close();
   await clickhouse?.close();
   await target?.close();
-  await Promise.all([certificates?.close(), disallowed?.close()]);
+  await Promise.all([certificates?.close(), otherHost?.close(), otherPort?.close()]);
   fs.rmSync(tlsDir, { recursive: true, force: true });
 });
 
@@ -286,7 +295,7 @@ describe('Mailgun', () => {
 
 describe('Amazon SES through SNS', () => {
   const category = `ses-${run}`;
-  const certUrl = () => `https://localhost:${certificates.port}/cert.pem`;
+  const certUrl = () => `https://${ALLOWED_HOST}/cert.pem`;
   const mail = (destination: string[]) => ({
     timestamp: '2025-11-21T10:00:00.000Z',
     messageId: `ses-message-${run}`,
@@ -406,7 +415,7 @@ describe('Amazon SES through SNS', () => {
         TopicArn: TOPIC_ARN,
         Token: run,
         Message: `You have chosen to subscribe to the topic ${TOPIC_ARN}.`,
-        SubscribeURL: `https://localhost:${certificates.port}${subscribePath}`,
+        SubscribeURL: `https://${ALLOWED_HOST}${subscribePath}`,
       },
       tls.signingKey,
       { version: '1', certUrl: certUrl() },
@@ -476,15 +485,16 @@ describe('Amazon SES through SNS', () => {
   });
 
   it('refuses an unknown topic with 401 without fetching its certificate', async () => {
-    const url = `https://localhost:${certificates.port}/unknown-topic.pem`;
+    const url = `https://${ALLOWED_HOST}/unknown-topic.pem`;
     const message = sesNotification(cases[9][1], { topicArn: 'arn:aws:sns:us-east-1:999999999999:elsewhere', certUrl: url });
     expect((await post(message)).status).toBe(401);
     expect(certificates.requests.get('/unknown-topic.pem')).toBeUndefined();
   });
 
   it.each([
-    ['a host the pattern does not allow', () => `https://127.0.0.1:${disallowed.port}/cert.pem`],
-    ['plain http', () => `http://localhost:${disallowed.port}/cert.pem`],
+    ['a host the pattern does not allow', () => `https://${OTHER_HOST}/cert.pem`],
+    ['plain http', () => `http://${ALLOWED_HOST}:${otherPort.port}/cert.pem`],
+    ['a port other than 443', () => `https://${ALLOWED_HOST}:${otherPort.port}/cert.pem`],
   ])('refuses a certificate URL on %s with 401, and never fetches it', async (_case, url) => {
     expect((await post(sesNotification(cases[9][1], { certUrl: url() }))).status).toBe(401);
     const subscription = signedSnsMessage(
@@ -493,13 +503,13 @@ describe('Amazon SES through SNS', () => {
         TopicArn: TOPIC_ARN,
         Token: 't',
         Message: 'subscribe',
-        SubscribeURL: `https://127.0.0.1:${disallowed.port}/confirm`,
+        SubscribeURL: url().replace('/cert.pem', '/confirm'),
       },
       tls.signingKey,
       { certUrl: certUrl() },
     );
     expect((await post(subscription)).status).toBe(401);
-    expect(disallowed.total()).toBe(0);
+    expect(otherHost.total() + otherPort.total()).toBe(0);
   });
 
   it('answers lists that are not lists, or hold the wrong items, with 422 naming each item', async () => {
@@ -783,7 +793,7 @@ describe('Events that arrive before their campaign', () => {
       },
     ]) {
       const message = signedSnsMessage({ Type: 'Notification', TopicArn: TOPIC_ARN, Message: JSON.stringify(sesEvent) }, tls.signingKey, {
-        certUrl: `https://localhost:${certificates.port}/cert.pem`,
+        certUrl: `https://${ALLOWED_HOST}/cert.pem`,
       });
       const response = await postTo(webhook('ses'), JSON.stringify(message), { 'content-type': 'text/plain; charset=UTF-8' });
       expect(response.status).toBe(202);

@@ -254,6 +254,17 @@ const freshWorkspace = async () => (await root('POST', '/workspaces/', { name: f
 const freshUser = async () => (await root('POST', '/users/', { email: `${fresh('user')}@matrix.example` }, null)).id;
 const freshMember = async () =>
   (await root('POST', `/workspaces/${A.workspace}/members`, { email: `${fresh('member')}@matrix.example`, role: 'viewer' })).user_id;
+/** A category its deleted campaign left bound to workspace A: releasable. */
+const freshRetiredCategory = async () => {
+  const category = fresh('retired-category');
+  const campaign = await root('POST', '/email-campaigns/', {
+    workspace_id: A.workspace,
+    name: fresh('categorized'),
+    provider_category_id: category,
+  });
+  await root('DELETE', `/email-campaigns/${campaign.id}`);
+  return category;
+};
 
 const REQUESTS: Record<string, Builder> = {
   getCurrentUser: () => ({ path: '/auth/me' }),
@@ -263,6 +274,7 @@ const REQUESTS: Record<string, Builder> = {
   getCampaign: () => ({ path: `/email-campaigns/${A.campaign}` }),
   updateCampaign: () => ({ path: `/email-campaigns/${A.campaign}`, body: { description: fresh('described') } }),
   deleteCampaign: async () => ({ path: `/email-campaigns/${await freshCampaign()}` }),
+  releaseProviderCategory: async () => ({ path: `/provider-categories/${encodeURIComponent(await freshRetiredCategory())}` }),
   // brand guides
   listBrandGuides: () => ({ path: '/brand-guides/' }),
   createBrandGuide: () => ({ path: '/brand-guides/', body: { name: fresh('created guide') } }),
@@ -393,6 +405,7 @@ describe('the operation list', () => {
       'GET /users/{id}',
       'PUT /users/{id}',
       'DELETE /users/{id}',
+      'DELETE /provider-categories/{provider_category_id}',
     ];
     const decided = new Map<string, string>([
       ['GET /auth/me', 'authenticated'],

@@ -578,13 +578,12 @@ describe('UUID parsing (the uuid crate behind Pydantic)', () => {
 });
 
 describe('a bounded answer to a body with very many failures', () => {
-  it('reports only the first 1,000 entries, in order, for 450,000 failing items, without the work growing with them', async () => {
+  // How long it takes is measured by the benchmark suite (bench/src/validation-bench.ts), not asserted here.
+  it('reports only the first 1,000 entries, in order, for 450,000 failing items', async () => {
     const body = JSON.stringify({ ...valid, csv_account_ids: Array(450_000).fill(1), send_priority: 'x', tags: [] });
     expect(body.length).toBeLessThan(1024 * 1024);
-    const started = Date.now();
     const response = await fetch(`${baseUrl}/things/`, { method: 'POST', headers: JSON_HEADERS, body });
     const text = await response.text();
-    const ms = Date.now() - started;
 
     expect(response.status).toBe(422);
     const detail = (JSON.parse(text) as { detail: { loc: unknown[] }[] }).detail;
@@ -601,7 +600,6 @@ describe('a bounded answer to a body with very many failures', () => {
     expect(detail[999].loc).toEqual(['body', 'csv_account_ids', 998]);
     // Without the cap the answer would list all 450,002 failures, and take seconds to build.
     expect(text.length).toBeLessThan(150_000);
-    expect(ms).toBeLessThan(4_000);
   });
 
   it('still reports every entry, in order, below the cap', async () => {

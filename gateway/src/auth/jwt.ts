@@ -164,14 +164,15 @@ function identityOf(payload: JWTPayload): TokenIdentity {
   return {
     issuer: claim(payload, 'iss'),
     subject: claim(payload, 'sub'),
-    email: emailVerified(payload.email_verified) ? claim(payload, 'email') : '',
+    // Not trimmed: a claim with surrounding whitespace is no address (hasAddressClaim), never a repaired one.
+    email: emailVerified(payload.email_verified) && typeof payload.email === 'string' ? payload.email : '',
     displayName: claim(payload, 'name'),
   };
 }
 
 /** The token's `email` claim is an address (whatever its domain): the identity service provisions and links users by it. */
 function hasAddressClaim(payload: JWTPayload): boolean {
-  return typeof payload.email === 'string' && isAddressSyntax(payload.email.trim());
+  return typeof payload.email === 'string' && isAddressSyntax(payload.email);
 }
 
 export interface JwtAuthenticator extends Authenticator {

@@ -67,18 +67,27 @@ function tooManyRequests(res: Response, retryAfterSeconds: number, detail: strin
 }
 
 /**
- * After the access check: 429 with Retry-After for a user past their rate, or
- * for an analytics read while the workspace already has its share running.
+ * Right after the token check, before validation: 429 with Retry-After for a
+ * user past their rate, so calls that fail validation (422) count too.
  * Public operations (health, docs, the webhook) are not counted.
  */
-export function fairUse(limits: FairUseLimits): RequestHandler {
+export function userRate(limits: FairUseLimits): RequestHandler {
   const buckets = new TokenBuckets(limits.userRequestsPerSecond, limits.userBurst);
+  return (_req, res, next) => {
+    const { principal } = accessLocals(res);
+    if (!principal) return next();
+    const wait = buckets.take(principal.user.id);
+    if (wait > 0) return tooManyRequests(res, wait, 'Too many requests from this user, retry later');
+    next();
+  };
+}
+
+/** After the access check: 429 with Retry-After for an analytics read while the workspace already has its share running. */
+export function fairUse(limits: FairUseLimits): RequestHandler {
   const readsRunning = new Map<string, number>();
   return (_req, res, next) => {
     const { principal, operation, workspaceId } = accessLocals(res);
     if (!principal) return next();
-    const wait = buckets.take(principal.user.id);
-    if (wait > 0) return tooManyRequests(res, wait, 'Too many requests from this user, retry later');
     if (!workspaceId || !ANALYTICS_READS.has(operation?.operationId ?? '')) return next();
 
     const running = readsRunning.get(workspaceId) ?? 0;

@@ -1,7 +1,7 @@
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem } from '@mail/common';
-import { unprocessable } from '../errors/http-error';
+import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, providerCategoryProblem, readOnlySelectProblem } from '@mail/common';
+import { HttpError, notFound, unprocessable } from '../errors/http-error';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { memoizeValidatorRouteMatchers } from '../openapi/route-matchers';
 import { laxRequests } from './lax-requests';
@@ -40,14 +40,19 @@ export function pydanticValidation(
     const context = found && laxRequest(req, found);
     validate(req, res, (error?: unknown) => {
       if (!(error instanceof OpenApiValidator.error.BadRequest)) return next(error);
-      // app.ts makes Express, the validator and `match` match paths identically, so a 400 always has its context.
-      next(
-        context
-          ? unprocessable(openApiViolations(error.errors, context))
-          : new Error(`no validation context for ${req.method} ${req.path}`),
-      );
+      // app.ts makes Express, the validator and `match` match paths identically, so a 400 without context
+      // is one for an operation that does not exist: the validator failed to decode the path (`PUT /suppressions/%FF`).
+      next(context ? unprocessable(openApiViolations(error.errors, context)) : noOperation(req.path, match));
     });
   };
+}
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** What a path without this method answers: 405 with the methods it has, or 404 when it names no operation. */
+function noOperation(path: string, match: (method: string, path: string) => MatchedOperation | undefined): HttpError {
+  const allowed = METHODS.filter((method) => match(method, path) !== undefined);
+  return allowed.length > 0 ? new HttpError(405, 'Method Not Allowed', { Allow: allowed.join(', ') }) : notFound();
 }
 
 /**
@@ -63,6 +68,7 @@ const pydanticFormats = {
   'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
   cron: (value: string) => cronProblem(value) === undefined,
   'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
+  'provider-category': (value: string) => providerCategoryProblem(value) === undefined,
 };
 
 /**

@@ -6,7 +6,7 @@ import {
   type CampaignValues,
 } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
-import { workspaceIdOf } from '../auth/access';
+import { principalOf, workspaceIdOf } from '../auth/access';
 import type { RouteModule } from './context';
 import { callService, page } from './grpc';
 import { given, pageRequest, pathParam, updateMaskOf, type Json } from './http';
@@ -54,7 +54,7 @@ function campaignJson(c: campaignV1.Campaign | undefined): Json {
   };
 }
 
-/** /email-campaigns/: HTTP JSON <-> campaign.v1, one call per request. */
+/** /email-campaigns/ and /provider-categories/: HTTP JSON <-> campaign.v1, one call per request. */
 export const campaignRoutes: RouteModule = (router, { clients }) => {
   const service = clients.campaign;
 
@@ -97,5 +97,21 @@ export const campaignRoutes: RouteModule = (router, { clients }) => {
   router.delete('/email-campaigns/:id', async (req, res) => {
     await callService(service.deleteCampaign.bind(service), { workspaceId: workspaceIdOf(res), id: pathParam(req) });
     res.status(204).end();
+  });
+
+  router.delete('/provider-categories/:provider_category_id', async (req, res) => {
+    const { user } = principalOf(res);
+    const { release } = await callService(service.releaseProviderCategory.bind(service), {
+      providerCategoryId: pathParam(req, 'provider_category_id'),
+      releasedByUserId: user.id,
+      releasedByEmail: user.email,
+    });
+    if (!release) throw new Error('campaign service answered without the release');
+    res.json({
+      provider_category_id: release.providerCategoryId,
+      workspace_id: release.workspaceId,
+      released_by: { user_id: release.releasedByUserId, email: release.releasedByEmail },
+      released_at: release.releasedAt?.toISOString(),
+    });
   });
 };

@@ -28,6 +28,22 @@ export function parseSendgridPublicKey(text: string): KeyObject {
 }
 
 /**
+ * What the signature headers alone show (absent, a malformed or stale
+ * timestamp): checked before the body is read, so such a call is refused at
+ * once instead of holding its connection while its body arrives.
+ */
+export function signatureHeadersFailure(
+  signature: string | undefined,
+  timestamp: string | undefined,
+  nowMs = Date.now(),
+): string | undefined {
+  if (!signature || !timestamp) return 'Missing webhook signature or timestamp header';
+  if (!/^\d{1,12}$/.test(timestamp)) return 'Malformed webhook timestamp';
+  if (Math.abs(nowMs / 1000 - Number(timestamp)) > SIGNATURE_TOLERANCE_SECONDS) return 'Webhook timestamp is too old or in the future';
+  return undefined;
+}
+
+/**
  * SendGrid's signed event webhook: an ECDSA P-256 / SHA-256 signature (base64
  * DER) over the timestamp header's bytes followed by the raw body. Returns why
  * the request fails, or undefined when it is authentic and fresh.
@@ -39,9 +55,8 @@ export function signatureFailure(
   body: Buffer,
   nowMs = Date.now(),
 ): string | undefined {
-  if (!signature || !timestamp) return 'Missing webhook signature or timestamp header';
-  if (!/^\d{1,12}$/.test(timestamp)) return 'Malformed webhook timestamp';
-  if (Math.abs(nowMs / 1000 - Number(timestamp)) > SIGNATURE_TOLERANCE_SECONDS) return 'Webhook timestamp is too old or in the future';
+  const headersFailure = signatureHeadersFailure(signature, timestamp, nowMs);
+  if (headersFailure !== undefined || !signature || !timestamp) return headersFailure;
   const verifier = crypto.createVerify('sha256').update(timestamp, 'utf8').update(body);
   let valid: boolean;
   try {
@@ -52,10 +67,24 @@ export function signatureFailure(
   return valid ? undefined : 'Invalid webhook signature';
 }
 
+/** Canonical padded base64, nothing before or after it: Node's decoder would skip junk and stop at a stray `=`. */
+const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The `user:password` of an HTTP Basic header, or undefined when the header
+ * is not exactly `Basic <base64>` (strict: junk after the base64, or bits a
+ * re-encoding would not give back, refuse it).
+ */
+function basicCredentials(authorization: string | undefined): string | undefined {
+  const match = /^Basic +(\S+)$/i.exec(authorization ?? '');
+  if (!match || !STRICT_BASE64.test(match[1])) return undefined;
+  const decoded = Buffer.from(match[1], 'base64');
+  return decoded.toString('base64') === match[1] ? decoded.toString('utf8') : undefined;
+}
+
 /** HTTP Basic against `user:password`, compared in constant time (digests have equal length whatever the input). */
 export function basicAuthMatches(expected: string, authorization: string | undefined): boolean {
-  const match = /^Basic\s+(\S+)\s*$/i.exec(authorization ?? '');
-  const given = match ? Buffer.from(match[1], 'base64').toString('utf8') : '';
+  const given = basicCredentials(authorization);
   const digest = (value: string): Buffer => crypto.createHash('sha256').update(value, 'utf8').digest();
-  return crypto.timingSafeEqual(digest(given), digest(expected)) && match !== null;
+  return crypto.timingSafeEqual(digest(given ?? ''), digest(expected)) && given !== undefined;
 }

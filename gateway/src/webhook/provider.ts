@@ -90,27 +90,35 @@ export class FieldReader {
     return this.fail('model_attributes_type', [...loc, key], 'Input should be a valid dictionary or object to extract fields from', value);
   }
 
-  /** A list, empty when it is not one. */
-  list(container: JsonObject, key: string, loc: Loc): unknown[] {
+  /** A list of at most `maxItems`, empty when it is not one (or longer: Pydantic reports that list alone, none of its items). */
+  list(container: JsonObject, key: string, loc: Loc, maxItems = Infinity): unknown[] {
     const value = this.present(container, key, loc);
     if (value === undefined) return [];
-    if (Array.isArray(value)) return value;
-    this.fail('list_type', [...loc, key], 'Input should be a valid list', value);
+    if (!Array.isArray(value)) {
+      this.fail('list_type', [...loc, key], 'Input should be a valid list', value);
+      return [];
+    }
+    if (value.length <= maxItems) return value;
+    this.fail('too_long', [...loc, key], `List should have at most ${maxItems} items after validation, not ${value.length}`, value, {
+      field_type: 'List',
+      max_length: maxItems,
+      actual_length: value.length,
+    });
     return [];
   }
 
-  /** The non-empty strings of a list; each other item is a violation. */
-  texts(container: JsonObject, key: string, loc: Loc): string[] {
-    return this.list(container, key, loc).flatMap((item, i) => {
+  /** The non-empty strings of a list (of at most `maxItems`); each other item is a violation. */
+  texts(container: JsonObject, key: string, loc: Loc, maxItems = Infinity): string[] {
+    return this.list(container, key, loc, maxItems).flatMap((item, i) => {
       if (typeof item === 'string' && item !== '') return [item];
       this.fail('string_type', [...loc, key, i], 'Input should be a valid string', item);
       return [];
     });
   }
 
-  /** The objects of a list, each with its place; each other item is a violation. */
-  objects(container: JsonObject, key: string, loc: Loc): { object: JsonObject; loc: Loc }[] {
-    return this.list(container, key, loc).flatMap((item, i) => {
+  /** The objects of a list (of at most `maxItems`), each with its place; each other item is a violation. */
+  objects(container: JsonObject, key: string, loc: Loc, maxItems = Infinity): { object: JsonObject; loc: Loc }[] {
+    return this.list(container, key, loc, maxItems).flatMap((item, i) => {
       if (isRecord(item)) return [{ object: item, loc: [...loc, key, i] }];
       this.fail('model_attributes_type', [...loc, key, i], 'Input should be a valid dictionary or object to extract fields from', item);
       return [];

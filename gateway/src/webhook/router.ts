@@ -19,7 +19,7 @@ const webhookEvents = new prometheus.Counter({
 
 export interface WebhookOptions {
   providers: WebhookProvider[];
-  /** Production: a provider without its credential is not served (404). */
+  /** A provider without its credential is not served (404); only DEV_AUTH_ENABLED=1 serves it unverified. */
   requireCredentials: boolean;
   publisher: EventPublisher;
 }
@@ -61,11 +61,15 @@ export function webhookRouter(options: WebhookOptions): Router {
   return router;
 }
 
+/**
+ * Refuses a call whose header credentials fail before its body is read; the
+ * connection is closed after the 401, so the unread body is not drained.
+ */
 const headerCheck =
   (provider: WebhookProvider): RequestHandler =>
   (req, _res, next) => {
     const failure = provider.headerFailure?.(req);
-    if (failure) throw new HttpError(401, failure, provider.challenge);
+    if (failure) throw new HttpError(401, failure, { ...provider.challenge, Connection: 'close' });
     next();
   };
 

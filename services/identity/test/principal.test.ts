@@ -19,7 +19,7 @@ describe('ResolvePrincipal', () => {
   it('provisions a new user, then finds it again without writing', async () => {
     const first = await identity.rpc(
       'resolvePrincipal',
-      principal({ subject: 'new-1', email: ' New.One@Example.com ', displayName: 'New One' }),
+      principal({ subject: 'new-1', email: 'New.One@Example.com', displayName: 'New One' }),
     );
     expect(first.user).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),

@@ -28,8 +28,10 @@ export interface Ingestion {
    * each of `variantTemplates`; its variant ids in their order.
    */
   createCampaign(category: string, workspaceId?: string, variantTemplates?: string[]): Promise<CreatedCampaign>;
-  /** Closes a workspace in the campaign service, as its deletion does: its campaigns go, its categories are released. */
+  /** Closes a workspace in the campaign service, as its deletion does: its campaigns go, its categories stay retired. */
   closeWorkspace(workspaceId: string): Promise<void>;
+  /** A platform admin's release of a category its deleted workspace keeps retired. */
+  releaseCategory(category: string): Promise<void>;
   setCategory(campaign: { id: string; workspaceId: string }, category: string | null): Promise<void>;
   /** Records keyed by e-mail, one event each, as written before batching; raw buffers are sent as they are. */
   produce(records: (eventsV1.EngagementEvent | Buffer)[]): Promise<void>;
@@ -132,6 +134,13 @@ export async function startIngestion({ label, clickhouseUrl, env = {} }: Ingesti
     },
     closeWorkspace: async (workspaceId) => {
       await call(campaigns.closeWorkspace.bind(campaigns), { workspaceId });
+    },
+    releaseCategory: async (category) => {
+      await call(campaigns.releaseProviderCategory.bind(campaigns), {
+        providerCategoryId: category,
+        releasedByUserId: crypto.randomUUID(),
+        releasedByEmail: 'root@example.com',
+      });
     },
     setCategory: async ({ id, workspaceId }, category) => {
       await call(campaigns.updateCampaign.bind(campaigns), {

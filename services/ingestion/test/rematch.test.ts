@@ -352,8 +352,10 @@ it('does not bring back an event erased with the workspace it was re-matched to'
   const first = await ingestion.createCampaign(category);
   await ingestion.waitForCount(countWhere('events', p), 1);
 
-  // The workspace is deleted: its campaign goes, its category is released, and its events are erased.
+  // The workspace is deleted: its campaign goes, its category is retired until a platform admin releases it, and its
+  // events are erased.
   await ingestion.closeWorkspace(first.workspaceId);
+  await ingestion.releaseCategory(category);
   await sleep(CHANGE_STREAM_MS);
   const [{ database }] = await ingestion.rows<{ database: string }>('SELECT currentDatabase() AS database');
   for (const statement of workspaceErasure(database, first.workspaceId)) await ingestion.clickhouse.command({ query: statement.text });

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { HttpError, unprocessable } from '../../errors/http-error';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure } from '../auth';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, basicAuthMatches, signatureFailure, signatureHeadersFailure } from '../auth';
 import { bodyViolations, toEngagementEvent, type SendgridEvent } from '../events';
 import { parseJsonBody, type WebhookProvider } from '../provider';
 
@@ -18,8 +18,10 @@ export function sendgridProvider({ publicKey, basicAuth }: SendgridCredentials):
     name: 'sendgrid',
     verifies: publicKey !== undefined || basicAuth !== undefined,
     challenge,
-    headerFailure: (req) =>
-      basicAuth && !basicAuthMatches(basicAuth, req.headers.authorization) ? 'Invalid or missing webhook credentials' : undefined,
+    headerFailure: (req) => {
+      if (basicAuth && !basicAuthMatches(basicAuth, req.headers.authorization)) return 'Invalid or missing webhook credentials';
+      return publicKey ? signatureHeadersFailure(req.get(SIGNATURE_HEADER), req.get(TIMESTAMP_HEADER)) : undefined;
+    },
     receive: (req, raw, receivedAt) => {
       if (publicKey) {
         const failure = signatureFailure(publicKey, req.get(SIGNATURE_HEADER), req.get(TIMESTAMP_HEADER), raw);

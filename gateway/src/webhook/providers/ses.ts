@@ -42,48 +42,82 @@ const BOUNCE_SUBTYPES: ReadonlyMap<string, eventsV1.BounceClass> = new Map([
 const MESSAGE_LOC: Loc = ['body', 'Message'];
 const MAIL_LOC: Loc = [...MESSAGE_LOC, 'mail'];
 
-/** One recipient's event of an SES event, before the fields every event shares. */
-type RecipientEvent = Omit<EventFields, 'provider' | 'providerEventId' | 'receivedAt' | 'raw' | 'occurredAt'>;
+/**
+ * SES sends a message to at most 50 recipients (To, Cc and Bcc together), so
+ * an event names at most that many; a longer list is a 422, since each
+ * recipient becomes an event of its own.
+ */
+const MAX_RECIPIENTS = 50;
+
+/**
+ * The fields of `mail` that identify the message, kept in each recipient's
+ * raw record; `destination` is narrowed to the recipient, and the headers
+ * (every recipient again, of any size) are left out.
+ */
+const MAIL_IDENTITY = ['timestamp', 'messageId', 'source', 'sourceArn', 'sendingAccountId', 'callerIdentity', 'tags'];
+
+/**
+ * What a message's events may copy in all: the part of the raw record they
+ * share (type, mail identity, the event's object), times the recipients.
+ * Real SES events share about a kilobyte; the cap keeps the records of any
+ * call within its size plus this much.
+ */
+const MAX_COPIED_BYTES = 2 * 1024 * 1024;
+
+/** One recipient's event of an SES event, before the fields every event shares; `entry` is its item of the recipient list. */
+type RecipientEvent = Omit<EventFields, 'provider' | 'providerEventId' | 'receivedAt' | 'raw' | 'occurredAt'> & { entry: unknown };
 
 interface SesEventReader {
   /** The event's own object (`bounce` for a Bounce), whose `timestamp` is the event's time; Send and Reject use the mail's. */
   detail?: string;
-  recipients(detail: JsonObject, mail: JsonObject, fields: FieldReader, loc: Loc): RecipientEvent[];
+  /** The event's own object as SES names it, kept in the raw record: the detail, or `send`/`reject` beside the mail. */
+  own: string;
+  /** Where the recipients are listed: the detail's list of that name, or else the mail's `destination`. */
+  recipientList?: string;
+  recipients(detail: JsonObject, mail: JsonObject, fields: FieldReader, loc: Loc, own: JsonObject): RecipientEvent[];
 }
 
-const eventOf =
-  (eventType: eventsV1.EventType, extra: Partial<RecipientEvent> = {}) =>
-  (email: string) => ({ eventType, email, ...extra });
+/** The events of the mail's `destination` addresses. */
+const destinationEvents = (mail: JsonObject, fields: FieldReader, eventType: eventsV1.EventType, extra: Partial<RecipientEvent> = {}) =>
+  fields.texts(mail, 'destination', MAIL_LOC, MAX_RECIPIENTS).map((email) => ({ eventType, email, entry: email, ...extra }));
 
 type Recipient = JsonObject & { emailAddress: string };
 
 /** The recipients of a list of recipient objects (bounced, complained, delayed), each with its `emailAddress`. */
 function recipientsAt(container: JsonObject, key: string, fields: FieldReader, loc: Loc): Recipient[] {
   return fields
-    .objects(container, key, loc)
+    .objects(container, key, loc, MAX_RECIPIENTS)
     .flatMap(({ object, loc: itemLoc }) => (fields.text(object, 'emailAddress', itemLoc) === undefined ? [] : [object as Recipient]));
 }
 
 const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEventReader>([
-  ['Send', { recipients: (_d, mail, fields) => fields.texts(mail, 'destination', MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_PROCESSED)) }],
+  ['Send', { own: 'send', recipients: (_d, mail, fields) => destinationEvents(mail, fields, EventType.EVENT_TYPE_PROCESSED) }],
   [
     'Reject',
     {
-      recipients: (detail, mail, fields) =>
-        fields.texts(mail, 'destination', MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_DROPPED, { reason: optionalText(detail.reason) })),
+      own: 'reject',
+      recipients: (_d, mail, fields, _loc, reject) =>
+        destinationEvents(mail, fields, EventType.EVENT_TYPE_DROPPED, { reason: optionalText(reject.reason) }),
     },
   ],
   [
     'Delivery',
     {
       detail: 'delivery',
-      recipients: (detail, _mail, fields, loc) => fields.texts(detail, 'recipients', loc).map(eventOf(EventType.EVENT_TYPE_DELIVERED)),
+      own: 'delivery',
+      recipientList: 'recipients',
+      recipients: (detail, _mail, fields, loc) =>
+        fields
+          .texts(detail, 'recipients', loc, MAX_RECIPIENTS)
+          .map((email) => ({ eventType: EventType.EVENT_TYPE_DELIVERED, email, entry: email })),
     },
   ],
   [
     'Bounce',
     {
       detail: 'bounce',
+      own: 'bounce',
+      recipientList: 'bouncedRecipients',
       recipients: (detail, _mail, fields, loc) => {
         const bounceType = detail.bounceType === 'Permanent' ? BounceType.BOUNCE_TYPE_HARD : BounceType.BOUNCE_TYPE_SOFT;
         const subtype = BOUNCE_SUBTYPES.get(String(detail.bounceSubType));
@@ -95,6 +129,7 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
             bounceClass: subtype ?? smtpBounceClass(undefined, reason, optionalText(recipient.status)),
             email: recipient.emailAddress,
             reason,
+            entry: recipient,
           };
         });
       },
@@ -104,59 +139,68 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Complaint',
     {
       detail: 'complaint',
+      own: 'complaint',
+      recipientList: 'complainedRecipients',
       recipients: (detail, _mail, fields, loc) =>
-        recipientsAt(detail, 'complainedRecipients', fields, loc)
-          .map((recipient) => recipient.emailAddress)
-          .map(eventOf(EventType.EVENT_TYPE_SPAM_REPORT)),
+        recipientsAt(detail, 'complainedRecipients', fields, loc).map((recipient) => ({
+          eventType: EventType.EVENT_TYPE_SPAM_REPORT,
+          email: recipient.emailAddress,
+          entry: recipient,
+        })),
     },
   ],
   [
     'DeliveryDelay',
     {
       detail: 'deliveryDelay',
+      own: 'deliveryDelay',
+      recipientList: 'delayedRecipients',
       recipients: (detail, _mail, fields, loc) =>
-        recipientsAt(detail, 'delayedRecipients', fields, loc).map((recipient) =>
-          eventOf(EventType.EVENT_TYPE_DEFERRED, {
-            reason: optionalText(recipient.diagnosticCode) ?? optionalText(detail.delayType),
-          })(recipient.emailAddress),
-        ),
+        recipientsAt(detail, 'delayedRecipients', fields, loc).map((recipient) => ({
+          eventType: EventType.EVENT_TYPE_DEFERRED,
+          email: recipient.emailAddress,
+          reason: optionalText(recipient.diagnosticCode) ?? optionalText(detail.delayType),
+          entry: recipient,
+        })),
     },
   ],
   [
     'Open',
     {
       detail: 'open',
+      own: 'open',
       recipients: (detail, mail, fields) =>
-        fields
-          .texts(mail, 'destination', MAIL_LOC)
-          .map(eventOf(EventType.EVENT_TYPE_OPEN, { userAgent: optionalText(detail.userAgent), ip: optionalText(detail.ipAddress) })),
+        destinationEvents(mail, fields, EventType.EVENT_TYPE_OPEN, {
+          userAgent: optionalText(detail.userAgent),
+          ip: optionalText(detail.ipAddress),
+        }),
     },
   ],
   [
     'Click',
     {
       detail: 'click',
+      own: 'click',
       recipients: (detail, mail, fields) =>
-        fields.texts(mail, 'destination', MAIL_LOC).map(
-          eventOf(EventType.EVENT_TYPE_CLICK, {
-            url: optionalText(detail.link),
-            userAgent: optionalText(detail.userAgent),
-            ip: optionalText(detail.ipAddress),
-          }),
-        ),
+        destinationEvents(mail, fields, EventType.EVENT_TYPE_CLICK, {
+          url: optionalText(detail.link),
+          userAgent: optionalText(detail.userAgent),
+          ip: optionalText(detail.ipAddress),
+        }),
     },
   ],
   [
     'Subscription',
     {
       detail: 'subscription',
+      own: 'subscription',
       // Only a change that stops mail: opting out of everything, or of a topic.
       recipients: (detail, mail, fields) => {
         const preferences = isRecord(detail.newTopicPreferences) ? detail.newTopicPreferences : {};
         const topics = Array.isArray(preferences.topicSubscriptionStatus) ? preferences.topicSubscriptionStatus : [];
         const optedOut =
           preferences.unsubscribeAll === true || topics.some((topic) => isRecord(topic) && topic.subscriptionStatus === 'OptOut');
-        return optedOut ? fields.texts(mail, 'destination', MAIL_LOC).map(eventOf(EventType.EVENT_TYPE_UNSUBSCRIBE)) : [];
+        return optedOut ? destinationEvents(mail, fields, EventType.EVENT_TYPE_UNSUBSCRIBE) : [];
       },
     },
   ],
@@ -248,11 +292,18 @@ function notification(message: JsonObject, messageId: string, receivedAt: Date):
   };
 }
 
-/** One event per recipient the SES event names; none for a type that is accepted but not kept. */
+/**
+ * One event per recipient the SES event names; none for a type that is
+ * accepted but not kept. Each raw record keeps what identifies and explains
+ * its own event: the event type, the mail's identity and the event's object
+ * with the recipient list narrowed to that recipient, so the records of a
+ * call grow with its recipients, not with their number times the message.
+ */
 function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): eventsV1.EngagementEvent[] {
   const fields = new FieldReader();
   // Event publishing says eventType; the older SES notifications say notificationType.
-  const name = fields.text(sesEvent, Object.hasOwn(sesEvent, 'eventType') ? 'eventType' : 'notificationType', MESSAGE_LOC, 0);
+  const typeKey = Object.hasOwn(sesEvent, 'eventType') ? 'eventType' : 'notificationType';
+  const name = fields.text(sesEvent, typeKey, MESSAGE_LOC, 0);
   fields.check();
   const reader = EVENT_READERS.get(name!);
   if (!reader) return [];
@@ -260,10 +311,13 @@ function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): ev
   const detailLoc = [...MESSAGE_LOC, reader.detail ?? 'mail'];
   const detail = reader.detail ? fields.object(sesEvent, reader.detail, MESSAGE_LOC) : mail;
   fields.check();
+  const ownValue = sesEvent[reader.own];
+  const own = isRecord(ownValue) ? ownValue : undefined;
   const occurredAt = fields.dateTime(detail!, 'timestamp', detailLoc);
-  const recipients = reader.recipients(detail!, mail!, fields, detailLoc);
+  const recipients = reader.recipients(detail!, mail!, fields, detailLoc, own ?? {});
   fields.check();
   const tags = isRecord(mail!.tags) ? mail!.tags : {};
+  const mailIdentity = Object.fromEntries(MAIL_IDENTITY.filter((key) => Object.hasOwn(mail!, key)).map((key) => [key, mail![key]]));
   const shared = {
     provider: 'ses',
     providerMessageId: optionalText(mail!.messageId),
@@ -271,9 +325,24 @@ function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): ev
     receivedAt,
     categories: strings(tags.category),
     variantId: strings(tags.variant_id)[0],
-    raw: sesEvent,
   };
-  return recipients.map((recipient) =>
-    normalizedEvent({ ...shared, ...recipient, providerEventId: `${messageId}:${recipient.email.trim().toLowerCase()}` }),
-  );
+  const rawOf = (entry: unknown): JsonObject => ({
+    [typeKey]: name,
+    mail: reader.recipientList ? mailIdentity : { ...mailIdentity, destination: [entry] },
+    ...(own ? { [reader.own]: reader.recipientList ? { ...own, [reader.recipientList]: [entry] } : own } : {}),
+  });
+  const copied = Buffer.byteLength(JSON.stringify(rawOf(null))) * recipients.length;
+  if (copied > MAX_COPIED_BYTES) {
+    throw unprocessable([
+      valueError(
+        MESSAGE_LOC,
+        sesEvent,
+        `the SES event is too large for its ${recipients.length} recipients: ${copied} bytes copied into their records, at most ${MAX_COPIED_BYTES}`,
+      ),
+    ]);
+  }
+  return recipients.map(({ entry, ...recipient }) => {
+    const raw = rawOf(entry);
+    return normalizedEvent({ ...shared, ...recipient, raw, providerEventId: `${messageId}:${recipient.email.trim().toLowerCase()}` });
+  });
 }

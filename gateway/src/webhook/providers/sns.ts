@@ -34,7 +34,11 @@ export function snsStringToSign(message: SnsMessage): string | undefined {
   return text;
 }
 
-/** The URL when it is https on a host the pattern allows (nothing is fetched from anywhere else), else undefined. */
+/**
+ * The URL when it is https on port 443 at a host the pattern allows (nothing
+ * is fetched from anywhere else), else undefined. SNS serves on the default
+ * port only, so an explicit other port is refused (the URL parser drops `:443`).
+ */
 export function allowedSnsUrl(text: unknown, hostPattern: RegExp): URL | undefined {
   if (typeof text !== 'string') return undefined;
   let url: URL;
@@ -43,7 +47,7 @@ export function allowedSnsUrl(text: unknown, hostPattern: RegExp): URL | undefin
   } catch {
     return undefined;
   }
-  if (url.protocol !== 'https:' || url.username !== '' || url.password !== '') return undefined;
+  if (url.protocol !== 'https:' || url.port !== '' || url.username !== '' || url.password !== '') return undefined;
   return hostPattern.test(url.hostname) ? url : undefined;
 }
 

@@ -49,6 +49,16 @@ export interface Page<T> {
   pageSize: number;
 }
 
+/** A platform admin's release of a category, so that another workspace may take it: the audit record. */
+export interface CategoryRelease {
+  providerCategoryId: string;
+  /** The workspace it was bound to (perhaps deleted). */
+  workspaceId: string;
+  releasedByUserId: string;
+  releasedByEmail: string;
+  releasedAt: Date;
+}
+
 export interface CategoryMatch {
   providerCategoryId: string;
   campaignId: string;

@@ -8,6 +8,7 @@ import {
   invalidEmail,
   nulViolations,
   parseEmail,
+  providerCategoryViolation,
   selectStatementViolation,
   valueError,
   type CampaignFieldName,
@@ -136,7 +137,8 @@ function fieldViolations(write: CampaignWrite, creating: boolean): Violation[] {
         selectStatementViolation(['mssql_query'], write.mssqlQuery)),
     write.providerCategoryId == null
       ? undefined
-      : lengthViolation(['provider_category_id'], write.providerCategoryId, 0, PROVIDER_CATEGORY_ID_MAX_LENGTH),
+      : (lengthViolation(['provider_category_id'], write.providerCategoryId, 0, PROVIDER_CATEGORY_ID_MAX_LENGTH) ??
+        providerCategoryViolation(['provider_category_id'], write.providerCategoryId)),
     write.fromEmail == null ? undefined : emailViolation(['from_email'], write.fromEmail),
     write.fromName == null ? undefined : headerSafeViolation(['from_name'], write.fromName),
     write.replyTo == null ? undefined : emailViolation(['reply_to'], write.replyTo),

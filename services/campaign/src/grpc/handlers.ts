@@ -22,6 +22,7 @@ import {
   deleteCampaign,
   getCampaign,
   listCampaigns,
+  releaseCategory,
   resolveCategories,
   updateCampaign,
 } from '../store/campaigns';
@@ -133,5 +134,26 @@ export function campaignHandlers(logger: Logger, db: Knex, feed: ChangeFeed): ca
     })),
 
     watchCategoryChanges: watchChanges(feed, (providerCategoryId) => ({ providerCategoryIds: [providerCategoryId] })),
+    releaseProviderCategory: unary(logger, 'ReleaseProviderCategory', async (request) => {
+      if (!isUuid(request.releasedByUserId) || request.releasedByEmail === '') {
+        throw new InvalidArgumentError([valueError(['released_by_user_id'], request.releasedByUserId, 'the releasing user is required')]);
+      }
+      const release = await releaseCategory(db, request.providerCategoryId, {
+        userId: request.releasedByUserId.toLowerCase(),
+        email: request.releasedByEmail,
+      });
+      // The audit trail in the logs too, beside category_releases.
+      logger.info(
+        {
+          providerCategoryId: release.providerCategoryId,
+          workspaceId: release.workspaceId,
+          releasedByUserId: release.releasedByUserId,
+          releasedByEmail: release.releasedByEmail,
+          releasedAt: release.releasedAt.toISOString(),
+        },
+        'provider category released',
+      );
+      return { release };
+    }),
   };
 }

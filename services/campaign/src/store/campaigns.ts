@@ -13,7 +13,16 @@ import {
   withTransaction,
   type PgConnection,
 } from '@mail/common';
-import type { Campaign, CampaignFields, CampaignPatch, CategoryMatch, NewCampaign, Page, VariantDraft } from '../domain/model';
+import type {
+  Campaign,
+  CampaignFields,
+  CampaignPatch,
+  CategoryMatch,
+  CategoryRelease,
+  NewCampaign,
+  Page,
+  VariantDraft,
+} from '../domain/model';
 import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
 
 /**
@@ -300,13 +309,41 @@ export async function deleteCampaign(db: Knex, workspaceId: string, id: string):
 
 /**
  * Deletes every campaign of a workspace being deleted, and takes no new ones
- * there; releases its categories to other workspaces. Resolves to how many campaigns it deleted.
+ * there. Its categories stay bound to it (retired): events that still name
+ * them must never be stored for another workspace, so only a platform admin's
+ * release (releaseCategory) frees one. Resolves to how many campaigns it deleted.
  */
 export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<number> {
-  return closeWorkspace(db, workspaceId, async (connection) => {
-    const deleted = await deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId });
-    await run(connection, db.raw('DELETE FROM category_owners WHERE workspace_id = :workspaceId', { workspaceId }));
-    return deleted;
+  return closeWorkspace(db, workspaceId, (connection) => deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId }));
+}
+
+// The owner row is locked first: a campaign write claiming the category (its trigger upserts that row) waits,
+// so the check for a campaign that uses it cannot miss one.
+const LOCK_CATEGORY_OWNER = 'SELECT workspace_id AS "workspaceId" FROM category_owners WHERE provider_category_id = :id FOR UPDATE';
+const CATEGORY_IN_USE = 'SELECT EXISTS (SELECT 1 FROM campaigns WHERE provider_category_id = :id) AS "inUse"';
+const RELEASE_CATEGORY = `WITH released AS (DELETE FROM category_owners WHERE provider_category_id = :id)
+  INSERT INTO category_releases (provider_category_id, workspace_id, released_by_user_id, released_by_email)
+  VALUES (:id, :workspaceId, :userId, :email)
+  RETURNING provider_category_id AS "providerCategoryId", workspace_id AS "workspaceId",
+    released_by_user_id AS "releasedByUserId", released_by_email AS "releasedByEmail", released_at AS "releasedAt"`;
+
+/**
+ * Frees a category no campaign uses for any workspace to take, and records
+ * who released it and when. NotFound when no workspace holds it; a conflict
+ * while a campaign uses it (deleting or renaming that campaign comes first).
+ */
+export function releaseCategory(db: Knex, id: string, releasedBy: { userId: string; email: string }): Promise<CategoryRelease> {
+  if (containsNul(id)) throw new NotFoundError('Provider category');
+  return withTransaction(db, async (connection) => {
+    const owner = await run<{ workspaceId: string }>(connection, db.raw(LOCK_CATEGORY_OWNER, { id }));
+    if (owner.rows.length === 0) throw new NotFoundError('Provider category');
+    const used = await run<{ inUse: boolean }>(connection, db.raw(CATEGORY_IN_USE, { id }));
+    if (used.rows[0].inUse) throw new ConflictError('A campaign uses this provider_category_id: delete it or change its category first');
+    const released = await run<CategoryRelease>(
+      connection,
+      db.raw(RELEASE_CATEGORY, { id, workspaceId: owner.rows[0].workspaceId, ...releasedBy }),
+    );
+    return released.rows[0];
   });
 }
 

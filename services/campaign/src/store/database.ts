@@ -51,8 +51,8 @@ export const migrations: Migration[] = [
     name: '003_category_owners',
     async up(db) {
       // A provider_category_id stays bound to the workspace that used it, after its campaign is renamed or
-      // deleted: events still arriving for it must never be matched into another workspace. Only the
-      // workspace's own deletion releases it (closeWorkspaceCampaigns). The trigger claims the category on
+      // deleted: events still arriving for it must never be matched into another workspace. (Migration 004:
+      // the workspace's deletion no longer releases it; a platform admin does.) The trigger claims the category on
       // every write of the column; a category bound elsewhere fails like the unique index (23505, a 409).
       // SET search_path FROM CURRENT: the function finds category_owners in the schema it was created in.
       await db.raw(`
@@ -88,6 +88,27 @@ export const migrations: Migration[] = [
         DROP FUNCTION claim_provider_category();
         DROP TABLE category_owners;
       `);
+    },
+  },
+  {
+    name: '004_category_releases',
+    async up(db) {
+      // A deleted workspace's categories stay in category_owners (retired): only a platform admin's explicit
+      // release frees one, and each release is recorded here, who and when.
+      await db.raw(`
+        CREATE TABLE category_releases (
+          id bigserial PRIMARY KEY,
+          provider_category_id text NOT NULL,
+          workspace_id uuid NOT NULL,
+          released_by_user_id uuid NOT NULL,
+          released_by_email text NOT NULL,
+          released_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX category_releases_category_idx ON category_releases (provider_category_id);
+      `);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE category_releases');
     },
   },
 ];

@@ -41,3 +41,26 @@ export function headerSafeViolation(loc: (string | number)[], input: string): Vi
   const msg = `String should match pattern '${HEADER_SAFE_PATTERN}'`;
   return { loc, type: 'string_pattern_mismatch', msg, input, ctx: { pattern: HEADER_SAFE_PATTERN } };
 }
+
+/**
+ * A provider category that only looks like another: surrounding whitespace,
+ * or a character that shows nothing (control, format such as a zero-width
+ * space, the other default-ignorable ones, line and paragraph separators,
+ * private use, lone surrogates). Webhook events find their campaign by exact
+ * equality, so such a look-alike would claim what its owner cannot see.
+ */
+const CATEGORY_SURROUNDING_SPACE = /^\s|\s$/u;
+const CATEGORY_INVISIBLE = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
+
+/** Why a provider category id is refused, or undefined for one that is what it shows. */
+export function providerCategoryProblem(category: string): string | undefined {
+  if (CATEGORY_SURROUNDING_SPACE.test(category)) return 'provider_category_id must not begin or end with whitespace';
+  if (CATEGORY_INVISIBLE.test(category)) return 'provider_category_id must not contain control or invisible characters';
+  return undefined;
+}
+
+/** The value_error of a provider category id that providerCategoryProblem refuses. */
+export function providerCategoryViolation(loc: (string | number)[], category: string): Violation | undefined {
+  const problem = providerCategoryProblem(category);
+  return problem === undefined ? undefined : valueError(loc, category, problem);
+}

@@ -33,11 +33,11 @@ export function validEmail(loc: string[], input: string): string {
  * address must pass EmailStr.
  */
 export function validTokenEmail(input: string): string {
-  const email = normalizeEmail(input);
-  if (!isAddressSyntax(email)) {
+  // Checked as sent: surrounding whitespace makes the claim invalid (docs/api.md), it is not trimmed into an address.
+  if (!isAddressSyntax(input)) {
     throw new InvalidArgumentError([{ loc: ['email'], type: 'value_error', msg: 'value is not an email address', input }]);
   }
-  return email;
+  return normalizeEmail(input);
 }
 
 function lengthViolation(loc: string[], input: string, min: number): Violation | undefined {
