@@ -5,7 +5,7 @@ import type { RequestTimeouts } from './limits/request-timeout';
 import { parseSendgridPublicKey } from './webhook/auth';
 
 export interface AuthConfig {
-  /** DEV_AUTH_ENABLED=1: no token checks, every request acts as the mock platform admin. */
+  /** DEV_AUTH_ENABLED=1, the one insecure mode: no token checks (every request acts as the mock platform admin), unverified webhooks. */
   devAuthEnabled: boolean;
   /** Unset: the JWKS named by AUTH_ISSUER's OpenID Connect discovery document. */
   jwksUrl?: string;

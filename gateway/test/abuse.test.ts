@@ -378,6 +378,7 @@ describe('invalid percent-encoding', () => {
     expect(await send('GET', '/brand-guides/%zz')).toEqual(uuidParsing('%zz'));
     expect(await send('GET', '/workspaces/%ff/members')).toEqual(uuidParsing('\ufffd'));
     expect(await send('DELETE', '/suppressions/%ff%40example.com')).toEqual({ status: 404, body: { detail: 'Suppression not found' } });
+    expect(await send('DELETE', '/provider-categories/%FF')).toEqual({ status: 404, body: { detail: 'Provider category not found' } });
   });
 
   it('validates query values as Python unquotes them', async () => {

@@ -29,7 +29,8 @@ async function main(): Promise<void> {
     env.DEV_AUTH_ENABLED = '1';
     notes.push(
       'No identity provider configured (AUTH_ISSUER unset), so the gateway runs with DEV_AUTH_ENABLED=1:',
-      'no token checks, every request acts as dev@example.com, a platform admin. For development only;',
+      'no token checks, every request acts as dev@example.com, a platform admin, and webhook providers',
+      'without their credential take unverified posts. For development only;',
       'set AUTH_ISSUER and AUTH_AUDIENCE (or DEV_AUTH_ENABLED=0) to change that.',
     );
   }

@@ -59,8 +59,8 @@ const MAIL_IDENTITY = ['timestamp', 'messageId', 'source', 'sourceArn', 'sending
 /**
  * What a message's events may copy in all: the part of the raw record they
  * share (type, mail identity, the event's object), times the recipients.
- * Real SES events share about a kilobyte; the cap keeps the records of any
- * call within its size plus this much.
+ * Real SES events share a few ids, times and tags, far below it; the cap
+ * keeps the records of any call within its size plus this much.
  */
 const MAX_COPIED_BYTES = 2 * 1024 * 1024;
 
@@ -70,8 +70,8 @@ type RecipientEvent = Omit<EventFields, 'provider' | 'providerEventId' | 'receiv
 interface SesEventReader {
   /** The event's own object (`bounce` for a Bounce), whose `timestamp` is the event's time; Send and Reject use the mail's. */
   detail?: string;
-  /** The event's own object as SES names it, kept in the raw record: the detail, or `send`/`reject` beside the mail. */
-  own: string;
+  /** Send's and Reject's own object (`send`, `reject`), beside the mail whose timestamp they use; the others' is the detail. */
+  besideMail?: string;
   /** Where the recipients are listed: the detail's list of that name, or else the mail's `destination`. */
   recipientList?: string;
   recipients(detail: JsonObject, mail: JsonObject, fields: FieldReader, loc: Loc, own: JsonObject): RecipientEvent[];
@@ -91,11 +91,11 @@ function recipientsAt(container: JsonObject, key: string, fields: FieldReader, l
 }
 
 const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEventReader>([
-  ['Send', { own: 'send', recipients: (_d, mail, fields) => destinationEvents(mail, fields, EventType.EVENT_TYPE_PROCESSED) }],
+  ['Send', { besideMail: 'send', recipients: (_d, mail, fields) => destinationEvents(mail, fields, EventType.EVENT_TYPE_PROCESSED) }],
   [
     'Reject',
     {
-      own: 'reject',
+      besideMail: 'reject',
       recipients: (_d, mail, fields, _loc, reject) =>
         destinationEvents(mail, fields, EventType.EVENT_TYPE_DROPPED, { reason: optionalText(reject.reason) }),
     },
@@ -104,7 +104,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Delivery',
     {
       detail: 'delivery',
-      own: 'delivery',
       recipientList: 'recipients',
       recipients: (detail, _mail, fields, loc) =>
         fields
@@ -116,7 +115,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Bounce',
     {
       detail: 'bounce',
-      own: 'bounce',
       recipientList: 'bouncedRecipients',
       recipients: (detail, _mail, fields, loc) => {
         const bounceType = detail.bounceType === 'Permanent' ? BounceType.BOUNCE_TYPE_HARD : BounceType.BOUNCE_TYPE_SOFT;
@@ -139,7 +137,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Complaint',
     {
       detail: 'complaint',
-      own: 'complaint',
       recipientList: 'complainedRecipients',
       recipients: (detail, _mail, fields, loc) =>
         recipientsAt(detail, 'complainedRecipients', fields, loc).map((recipient) => ({
@@ -153,7 +150,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'DeliveryDelay',
     {
       detail: 'deliveryDelay',
-      own: 'deliveryDelay',
       recipientList: 'delayedRecipients',
       recipients: (detail, _mail, fields, loc) =>
         recipientsAt(detail, 'delayedRecipients', fields, loc).map((recipient) => ({
@@ -168,7 +164,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Open',
     {
       detail: 'open',
-      own: 'open',
       recipients: (detail, mail, fields) =>
         destinationEvents(mail, fields, EventType.EVENT_TYPE_OPEN, {
           userAgent: optionalText(detail.userAgent),
@@ -180,7 +175,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Click',
     {
       detail: 'click',
-      own: 'click',
       recipients: (detail, mail, fields) =>
         destinationEvents(mail, fields, EventType.EVENT_TYPE_CLICK, {
           url: optionalText(detail.link),
@@ -193,7 +187,6 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
     'Subscription',
     {
       detail: 'subscription',
-      own: 'subscription',
       // Only a change that stops mail: opting out of everything, or of a topic.
       recipients: (detail, mail, fields) => {
         const preferences = isRecord(detail.newTopicPreferences) ? detail.newTopicPreferences : {};
@@ -311,7 +304,8 @@ function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): ev
   const detailLoc = [...MESSAGE_LOC, reader.detail ?? 'mail'];
   const detail = reader.detail ? fields.object(sesEvent, reader.detail, MESSAGE_LOC) : mail;
   fields.check();
-  const ownValue = sesEvent[reader.own];
+  const ownKey = reader.detail ?? reader.besideMail!;
+  const ownValue = sesEvent[ownKey];
   const own = isRecord(ownValue) ? ownValue : undefined;
   const occurredAt = fields.dateTime(detail!, 'timestamp', detailLoc);
   const recipients = reader.recipients(detail!, mail!, fields, detailLoc, own ?? {});
@@ -329,7 +323,7 @@ function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): ev
   const rawOf = (entry: unknown): JsonObject => ({
     [typeKey]: name,
     mail: reader.recipientList ? mailIdentity : { ...mailIdentity, destination: [entry] },
-    ...(own ? { [reader.own]: reader.recipientList ? { ...own, [reader.recipientList]: [entry] } : own } : {}),
+    ...(own ? { [ownKey]: reader.recipientList ? { ...own, [reader.recipientList]: [entry] } : own } : {}),
   });
   const copied = Buffer.byteLength(JSON.stringify(rawOf(null))) * recipients.length;
   if (copied > MAX_COPIED_BYTES) {
