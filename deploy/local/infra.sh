@@ -934,9 +934,11 @@ chdb_install() {
 }
 
 # The single server's config.xml (its ports, 127.0.0.1 only, logs in the state
-# folder) and its users: users.xml with the default user, and users.d/ with the
-# server settings shared with docker-compose.yml (deploy/clickhouse/), as a
-# ClickHouse server loads them. Rewritten at each start.
+# folder, the uncompressed cache the packaged server config.xml of the
+# containers has and clickhouse-local lacks: analytics reads through it) and its
+# users: users.xml with the default user, and users.d/ with the server settings
+# shared with docker-compose.yml (deploy/clickhouse/), as a ClickHouse server
+# loads them. Rewritten at each start.
 clickhouse_write_local_config() {
   mkdir -p -- "$C_CONF/users.d" "$C_DATA" "$C_LOGS"
   cp -- "$REPO_ROOT/deploy/clickhouse/storage-profile.xml" "$C_CONF/users.d/storage-profile.xml"
@@ -964,6 +966,7 @@ EOF
     <http_port>$CLICKHOUSE_HTTP_PORT</http_port>
     <tcp_port>$CLICKHOUSE_TCP_PORT</tcp_port>
     <users_config>$C_CONF/users.xml</users_config>
+    <uncompressed_cache_size>8589934592</uncompressed_cache_size>
     <logger>
         <level>information</level>
         <log>$C_LOGS/clickhouse-server.log</log>
