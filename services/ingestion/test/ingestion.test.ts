@@ -295,3 +295,14 @@ it('retries a batch while the campaign service is down and loses nothing', async
   expect(await ingestion.count(`SELECT count() AS n FROM events WHERE campaign_id = toUUID('${campaign.id}')`)).toBe(50);
   expect(await ingestion.count(countWhere('unmatched_events', p))).toBe(0);
 });
+
+it('stores an event with a category holding NUL, which no campaign can have, without asking the campaign service about it', async () => {
+  const p = `nul-category-${uniqueSuffix()}`;
+  await ingestion.produce([
+    engagementEvent({ providerEventId: `${p}-matched`, categories: [`nul\u0000${p}`, categoryA] }),
+    engagementEvent({ providerEventId: `${p}-unmatched`, categories: [`nul\u0000${p}`] }),
+  ]);
+  await ingestion.waitForCount(countWhere('events', p), 1);
+  await ingestion.waitForCount(countWhere('unmatched_events', p), 1);
+  await ingestion.waitUntilCaughtUp();
+});

@@ -309,7 +309,10 @@ describe('store, a row refused', () => {
         owed: days,
         inserted: 5,
         unmatched: 0,
-        refused: [1, 4].map((i) => ({ ...rows[i].source, reason: expect.stringMatching(/^ClickHouse refused the row: Code: \d+/) })),
+        refused: [1, 4].map((i) => ({
+          ...rows[i].source,
+          reason: expect.stringMatching(/^ClickHouse refused the row \(error (376|27)\): /),
+        })),
       },
     });
     const stored = await database.rows<{ provider_event_id: string }>(

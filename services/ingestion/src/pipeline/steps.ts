@@ -101,10 +101,11 @@ export interface StoredRows {
 
 /**
  * Inserts the events, then the unmatched ones (collapsed by their key if
- * written twice); answers the (workspace, day) pairs of the events. An
- * events insert that failed may have been committed without the rollups its
- * views feed, and the retry would skip those events as stored: their days
- * are owed a mark.
+ * written twice), leaving out the rows ClickHouse refuses; answers the
+ * (workspace, day) pairs of the events inserted. An events insert that
+ * failed may have been committed without the rollups its views feed, and the
+ * retry would skip those events as stored: their days are owed a mark (`owed`
+ * when the failure was a refused row and the others went in after it).
  */
 export async function store(
   fresh: Sourced<EngagementEventRow>[],
@@ -118,7 +119,7 @@ export async function store(
   if (insertedUnmatched.kind === 'retry') return insertedUnmatched;
   const events = okValues(inserted.value.results).map(({ row }) => row);
   return ok({
-    written: workspaceDays(events),
+    written: events.length === fresh.length ? days : workspaceDays(events),
     owed: inserted.value.failed ? days : [],
     inserted: events.length,
     unmatched: okValues(insertedUnmatched.value.results).length,

@@ -65,7 +65,8 @@ export async function insertIsolating<Item>(items: Item[], insert: (items: Item[
       if (part.length === 1) {
         // 18.16 pads its description of the row with runs of spaces.
         const message = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ');
-        refused.push({ item: part[0], reason: `ClickHouse refused the row: ${message.slice(0, MAX_REASON_CHARS)}` });
+        const code = clickHouseErrorCode(error)!;
+        refused.push({ item: part[0], reason: `ClickHouse refused the row (error ${code}): ${message.slice(0, MAX_REASON_CHARS)}` });
         return false;
       }
       const half = Math.ceil(part.length / 2);
