@@ -156,7 +156,10 @@ describe('a stack under exported addresses on other ports', () => {
     expect(relays.clickhouse!.connections()).toBeGreaterThan(0);
     expect(relays.kafka!.connections()).toBeGreaterThan(0);
     expect(await readiness(stack!.urls.ops.campaign)).toEqual({ status: 200, dependencies: { postgres: 'up' } });
-    expect(await readiness(stack!.urls.ops.ingestion)).toEqual({ status: 200, dependencies: { kafka: 'up', clickhouse: 'up' } });
+    expect(await readiness(stack!.urls.ops.ingestion)).toEqual({
+      status: 200,
+      dependencies: { kafka: 'up', clickhouse: 'up', progress: 'up' },
+    });
   });
 
   it('loses the servers when those addresses go away: no default address stands in', async () => {
