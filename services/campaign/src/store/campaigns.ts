@@ -308,13 +308,14 @@ export async function deleteCampaign(db: Knex, workspaceId: string, id: string):
 }
 
 /**
- * Deletes every campaign of a workspace being deleted, and takes no new ones
+ * Deletes every campaign and template of a workspace being deleted, and takes no new ones
  * there; releases its categories to other workspaces. Resolves to how many campaigns it deleted.
  */
 export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<number> {
   return closeWorkspace(db, workspaceId, async (connection) => {
     const deleted = await deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId });
     await run(connection, db.raw('DELETE FROM category_owners WHERE workspace_id = :workspaceId', { workspaceId }));
+    await run(connection, db.raw('DELETE FROM templates WHERE workspace_id = :workspaceId', { workspaceId }));
     return deleted;
   });
 }

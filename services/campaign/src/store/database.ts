@@ -91,6 +91,29 @@ export const migrations: Migration[] = [
     },
   },
   {
+    name: '004_templates',
+    async up(db) {
+      // A template always has a body: html, text or both (checked by the domain too, with a 422).
+      await db.raw(`
+        CREATE TABLE templates (
+          id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+          workspace_id uuid NOT NULL,
+          name text NOT NULL,
+          subject text NOT NULL,
+          html text,
+          text text,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          updated_at timestamptz NOT NULL DEFAULT now(),
+          CHECK (html IS NOT NULL OR text IS NOT NULL)
+        );
+        CREATE INDEX templates_workspace_newest_idx ON templates (workspace_id, created_at DESC, id DESC);
+      `);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE templates');
+    },
+  },
+  {
     name: '005_schedule_set_at',
     async up(db) {
       // The delivery scheduler fires only the fire times after a schedule was set (or the campaign
