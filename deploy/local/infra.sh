@@ -48,8 +48,8 @@
 # MAILPIT_MAX_MESSAGES=100000 (older ones are deleted past it),
 # READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
 # JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path),
-# mailpit MAILPIT_SMTP_URL (smtp://...?tls=off, as SMTP_URL takes it) and
-# MAILPIT_API_URL.
+# mailpit MAILPIT_SMTP_URL (smtp://...?tls=off, as SMTP_URL takes it),
+# MAILPIT_API_URL and MAILPIT_BIN (tests start private ones with it).
 # KAFKA_CLUSTER_PORTS=29111,29112,29113 (nodes k1..k3),
 # KAFKA_CLUSTER_CONTROLLER_PORTS=29121,29122,29123, KAFKA_CLUSTER_HEAP=-Xmx384m
 # (each node); kafka-cluster exports KAFKA_CLUSTER_BROKERS.
@@ -1428,8 +1428,10 @@ print_env() {
         ;;
       promtool) tools_paths && echo "export PROMTOOL=$PROMTOOL_BIN" ;;
       mailpit)
+        tools_paths
         echo "export MAILPIT_SMTP_URL=smtp://127.0.0.1:$MAILPIT_SMTP_PORT?tls=off"
         echo "export MAILPIT_API_URL=http://127.0.0.1:$MAILPIT_HTTP_PORT"
+        echo "export MAILPIT_BIN=$MAILPIT_BIN"
         ;;
       kafka-cluster) echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_brokers)" ;;
       zookeeper) echo "export ZOOKEEPER_ADDRESS=127.0.0.1:$ZOOKEEPER_PORT" ;;

@@ -1,5 +1,5 @@
 import { createClient, type Logger } from '@mail/common';
-import { analyticsV1, brandguideV1, campaignV1, identityV1 } from '@mail/proto';
+import { analyticsV1, brandguideV1, campaignV1, deliveryV1, identityV1 } from '@mail/proto';
 import { PrincipalResolver } from './auth/principal-cache';
 import type { GatewayConfig } from './config';
 
@@ -9,6 +9,7 @@ export interface ServiceClients {
   campaign: campaignV1.CampaignServiceClient;
   brandGuide: brandguideV1.BrandGuideServiceClient;
   analytics: analyticsV1.AnalyticsServiceClient;
+  delivery: deliveryV1.DeliveryServiceClient;
   /** identity's ResolvePrincipal, cached while its change stream is live. */
   principals: PrincipalResolver;
 }
@@ -20,11 +21,12 @@ export function createServiceClients(services: GatewayConfig['services'], logger
     campaign: createClient(campaignV1.CampaignServiceClient, services.campaign),
     brandGuide: createClient(brandguideV1.BrandGuideServiceClient, services.brandGuide),
     analytics: createClient(analyticsV1.AnalyticsServiceClient, services.analytics),
+    delivery: createClient(deliveryV1.DeliveryServiceClient, services.delivery),
     principals: new PrincipalResolver(identity, logger),
   };
 }
 
 export function closeServiceClients(clients: ServiceClients): void {
   clients.principals.close();
-  for (const client of [clients.identity, clients.campaign, clients.brandGuide, clients.analytics]) client.close();
+  for (const client of [clients.identity, clients.campaign, clients.brandGuide, clients.analytics, clients.delivery]) client.close();
 }

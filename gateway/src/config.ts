@@ -61,7 +61,7 @@ export interface GatewayConfig {
   auth: AuthConfig;
   dashboard: DashboardConfig;
   webhook: WebhookConfig;
-  services: { identity: string; campaign: string; brandGuide: string; analytics: string };
+  services: { identity: string; campaign: string; brandGuide: string; analytics: string; delivery: string };
 }
 
 /** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
@@ -167,6 +167,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
       campaign: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
       brandGuide: env.string('BRAND_GUIDE_GRPC_ADDR', '127.0.0.1:50053'),
       analytics: env.string('ANALYTICS_GRPC_ADDR', '127.0.0.1:50054'),
+      delivery: env.string('DELIVERY_GRPC_ADDR', '127.0.0.1:50056'),
     },
   };
 }

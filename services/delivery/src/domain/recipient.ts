@@ -9,8 +9,8 @@ export type Address = { email: string; valid: true } | { email: string; valid: f
 /** Lower-cased and trimmed; malformed (Pydantic's EmailStr rules) is `invalid`. */
 export function addressOf(row: RecipientRow): Address {
   const raw = row.email;
-  const email =
-    typeof raw === 'string' ? raw.trim().toLowerCase() : raw === null || raw === undefined ? '' : String(raw).trim().toLowerCase();
+  const text = typeof raw === 'string' ? raw : raw === null || raw === undefined ? '' : JSON.stringify(raw);
+  const email = text.trim().toLowerCase();
   const parsed = parseEmail(email);
   return 'reason' in parsed ? { email, valid: false, reason: parsed.reason } : { email: parsed.email, valid: true };
 }

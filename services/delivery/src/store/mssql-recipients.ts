@@ -49,10 +49,6 @@ export class MssqlRecipientDatabase implements RecipientDatabase {
     }
   }
 
-  async check(): Promise<void> {
-    await (await this.connected()).request().query('SELECT 1');
-  }
-
   async close(): Promise<void> {
     const pool = this.pool;
     this.pool = undefined;

@@ -22,7 +22,6 @@ export interface SourceBatch {
  */
 export interface RecipientDatabase {
   stream(source: RecipientSource, position: number): AsyncIterable<SourceBatch>;
-  check(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -100,10 +99,6 @@ class PostgresRecipientDatabase implements RecipientDatabase {
       if (broken) await client.query('ROLLBACK').catch(() => undefined);
       client.release(broken);
     }
-  }
-
-  async check(): Promise<void> {
-    await this.pool.query('SELECT 1');
   }
 
   close(): Promise<void> {

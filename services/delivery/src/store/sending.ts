@@ -8,7 +8,8 @@ import type { RunPlan } from '../domain/plan';
  * sending (committed right before its SMTP hand-over) -> sent, failed or back
  * to pending for a retry. A process that stops beating its heartbeat is dead:
  * its claimed rows go back to pending, its sending rows become unknown, which
- * nothing sends again.
+ * nothing sends again. A settled recipient keeps the worker_id of the process
+ * that settled it.
  */
 
 export interface LoadingRun {
@@ -197,7 +198,7 @@ export class SendingStore {
   async markSuppressed(runId: string, workerId: string, emails: string[]): Promise<void> {
     if (emails.length === 0) return;
     await this.query(
-      `UPDATE run_recipients SET status = 'suppressed', worker_id = NULL
+      `UPDATE run_recipients SET status = 'suppressed'
        WHERE run_id = $1 AND email = ANY ($3) AND worker_id = $2 AND status = 'claimed'`,
       [runId, workerId, emails],
     );
@@ -220,7 +221,7 @@ export class SendingStore {
 
   async recordSent(runId: string, workerId: string, email: string): Promise<void> {
     await this.query(
-      `UPDATE run_recipients SET status = 'sent', sent_at = now(), error = NULL, worker_id = NULL
+      `UPDATE run_recipients SET status = 'sent', sent_at = now(), error = NULL
        WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'sending'`,
       [runId, workerId, email],
     );
@@ -229,7 +230,7 @@ export class SendingStore {
   /** `failed` or `unknown` with the server's answer (or the connection's error, or why it could not be rendered). */
   async recordFinal(runId: string, workerId: string, email: string, status: 'failed' | 'unknown', error: string): Promise<void> {
     await this.query(
-      `UPDATE run_recipients SET status = $4, error = $5, worker_id = NULL
+      `UPDATE run_recipients SET status = $4, error = $5
        WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status IN ('claimed', 'sending')`,
       [runId, workerId, email, status, error],
     );
