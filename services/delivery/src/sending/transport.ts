@@ -51,7 +51,8 @@ export class SmtpTransport {
         html: message.html,
         text: message.text,
         messageId: `<${message.messageId}>`,
-        headers: message.headers,
+        // As written: nodemailer would MIME-encode a long value, and providers read these (X-SMTPAPI's JSON) raw.
+        headers: Object.fromEntries(Object.entries(message.headers).map(([name, value]) => [name, { prepared: true, value }])),
       });
       return { kind: 'sent' };
     } catch (error) {
