@@ -19,6 +19,7 @@ export * from './shutdown';
 export * from './trace-context';
 export * from './validation/cron';
 export * from './validation/email';
+export * from './validation/handlebars';
 export * from './validation/memo';
 export * from './validation/select-statement';
 export * from './validation/text';
