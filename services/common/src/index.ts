@@ -17,6 +17,7 @@ export * from './postgres';
 export * from './service';
 export * from './shutdown';
 export * from './trace-context';
+export * from './unsubscribe-token';
 export * from './validation/cron';
 export * from './validation/email';
 export * from './validation/handlebars';
