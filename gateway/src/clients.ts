@@ -7,6 +7,8 @@ import type { GatewayConfig } from './config';
 export interface ServiceClients {
   identity: identityV1.IdentityServiceClient;
   campaign: campaignV1.CampaignServiceClient;
+  /** campaign.v1's TemplateService, served by the campaign service. */
+  template: campaignV1.TemplateServiceClient;
   brandGuide: brandguideV1.BrandGuideServiceClient;
   analytics: analyticsV1.AnalyticsServiceClient;
   delivery: deliveryV1.DeliveryServiceClient;
@@ -19,6 +21,7 @@ export function createServiceClients(services: GatewayConfig['services'], logger
   return {
     identity,
     campaign: createClient(campaignV1.CampaignServiceClient, services.campaign),
+    template: createClient(campaignV1.TemplateServiceClient, services.campaign),
     brandGuide: createClient(brandguideV1.BrandGuideServiceClient, services.brandGuide),
     analytics: createClient(analyticsV1.AnalyticsServiceClient, services.analytics),
     delivery: createClient(deliveryV1.DeliveryServiceClient, services.delivery),
@@ -28,5 +31,7 @@ export function createServiceClients(services: GatewayConfig['services'], logger
 
 export function closeServiceClients(clients: ServiceClients): void {
   clients.principals.close();
-  for (const client of [clients.identity, clients.campaign, clients.brandGuide, clients.analytics, clients.delivery]) client.close();
+  for (const client of [clients.identity, clients.campaign, clients.template, clients.brandGuide, clients.analytics, clients.delivery]) {
+    client.close();
+  }
 }

@@ -106,11 +106,26 @@ interface Fixtures {
   workspace: string;
   campaign: string;
   brandGuide: string;
+  template: string;
   suppressed: string;
   event: string;
 }
-const A: Fixtures = { workspace: '', campaign: '', brandGuide: '', suppressed: `a-${run}@suppressed.example`, event: crypto.randomUUID() };
-const B: Fixtures = { workspace: '', campaign: '', brandGuide: '', suppressed: `b-${run}@suppressed.example`, event: crypto.randomUUID() };
+const A: Fixtures = {
+  workspace: '',
+  campaign: '',
+  brandGuide: '',
+  template: '',
+  suppressed: `a-${run}@suppressed.example`,
+  event: crypto.randomUUID(),
+};
+const B: Fixtures = {
+  workspace: '',
+  campaign: '',
+  brandGuide: '',
+  template: '',
+  suppressed: `b-${run}@suppressed.example`,
+  event: crypto.randomUUID(),
+};
 const userIds: Partial<Record<Caller, string>> = {};
 
 interface Answer {
@@ -164,6 +179,7 @@ async function seedWorkspace(fixtures: Fixtures, name: string): Promise<void> {
     await root('POST', '/email-campaigns/', { workspace_id: fixtures.workspace, name: `${name} campaign` }, fixtures.workspace)
   ).id;
   fixtures.brandGuide = (await root('POST', '/brand-guides/', { name: `${name} guide` }, fixtures.workspace)).id;
+  fixtures.template = (await root('POST', '/templates/', { ...TEMPLATE, name: `${name} template` }, fixtures.workspace)).id;
   await suppress(fixtures.workspace, fixtures.suppressed);
   // One engagement event per workspace, as ingestion stores it (the webhook path is not under test here).
   const now = new Date().toISOString();
@@ -249,6 +265,8 @@ type Builder = (caller: Caller) => Promise<Request> | Request;
 
 const freshCampaign = async () =>
   (await root('POST', '/email-campaigns/', { workspace_id: A.workspace, name: fresh('doomed campaign') })).id;
+const TEMPLATE = { subject: 'Hello {{first_name}}', text: 'Hi {{first_name}}' };
+const freshTemplate = async () => (await root('POST', '/templates/', { ...TEMPLATE, name: fresh('doomed template') })).id;
 const freshGuide = async () => (await root('POST', '/brand-guides/', { name: fresh('doomed guide') })).id;
 const freshWorkspace = async () => (await root('POST', '/workspaces/', { name: fresh('doomed workspace') }, null)).id;
 const freshUser = async () => (await root('POST', '/users/', { email: `${fresh('user')}@matrix.example` }, null)).id;
@@ -269,6 +287,12 @@ const REQUESTS: Record<string, Builder> = {
   getBrandGuide: () => ({ path: `/brand-guides/${A.brandGuide}` }),
   updateBrandGuide: () => ({ path: `/brand-guides/${A.brandGuide}`, body: { description: fresh('described') } }),
   deleteBrandGuide: async () => ({ path: `/brand-guides/${await freshGuide()}` }),
+  // templates
+  listTemplates: () => ({ path: '/templates/' }),
+  createTemplate: () => ({ path: '/templates/', body: { ...TEMPLATE, name: fresh('created template') } }),
+  getTemplate: () => ({ path: `/templates/${A.template}` }),
+  updateTemplate: () => ({ path: `/templates/${A.template}`, body: { subject: fresh('subject') } }),
+  deleteTemplate: async () => ({ path: `/templates/${await freshTemplate()}` }),
   // engagement and suppressions
   listEngagementEvents: () => ({ path: '/campaign-events/' }),
   getEngagementStats: () => ({ path: '/campaign-events/stats' }),
@@ -366,6 +390,8 @@ describe('the operation list', () => {
       'GET /campaign-events/stats',
       'GET /suppressions/',
       'GET /suppressions/{email}',
+      'GET /templates/',
+      'GET /templates/{id}',
     ];
     const editor = [
       'POST /brand-guides/',
@@ -376,6 +402,9 @@ describe('the operation list', () => {
       'DELETE /email-campaigns/{id}',
       'POST /suppressions/',
       'DELETE /suppressions/{email}',
+      'POST /templates/',
+      'PUT /templates/{id}',
+      'DELETE /templates/{id}',
     ];
     const admin = [
       'GET /workspaces/{id}/members',
@@ -432,9 +461,10 @@ describe('role matrix: every operation x every caller, acting on workspace A', (
 describe("cross-workspace: B's resources never reach A's members", () => {
   const members: Caller[] = ['platform', 'viewer', 'editor', 'admin'];
   const targets = [
-    { kind: 'campaign', base: '/email-campaigns/', id: () => B.campaign, update: { description: 'hijacked' } },
-    { kind: 'brand guide', base: '/brand-guides/', id: () => B.brandGuide, update: { description: 'hijacked' } },
-  ];
+    { kind: 'campaign', base: '/email-campaigns/', id: () => B.campaign, ownId: () => A.campaign, field: 'description' },
+    { kind: 'brand guide', base: '/brand-guides/', id: () => B.brandGuide, ownId: () => A.brandGuide, field: 'description' },
+    { kind: 'template', base: '/templates/', id: () => B.template, ownId: () => A.template, field: 'subject' },
+  ].map((target) => ({ ...target, update: { [target.field]: 'hijacked' } }));
   for (const target of targets) {
     for (const caller of members) {
       for (const method of ['GET', 'PUT', 'DELETE']) {
@@ -467,7 +497,7 @@ describe("cross-workspace: B's resources never reach A's members", () => {
       }
     }
     it(`outsider: GET/PUT/DELETE of A's ${target.kind} with header B -> 404`, async () => {
-      const id = target.kind === 'campaign' ? A.campaign : A.brandGuide;
+      const id = target.ownId();
       for (const method of ['GET', 'PUT', 'DELETE']) {
         const body = method === 'PUT' ? target.update : undefined;
         const answer = await api('outsider', method, `${target.base}${id}`, body, B.workspace);
@@ -480,11 +510,10 @@ describe("cross-workspace: B's resources never reach A's members", () => {
       const b = await api('outsider', 'GET', `${target.base}${target.id()}`, undefined, B.workspace);
       expect(b.status).toBe(200);
       expect(b.body).toMatchObject({ id: target.id(), workspace_id: B.workspace });
-      expect(b.body.description).not.toBe('hijacked');
-      const aId = target.kind === 'campaign' ? A.campaign : A.brandGuide;
-      const a = await api('viewer', 'GET', `${target.base}${aId}`, undefined, A.workspace);
+      expect(b.body[target.field]).not.toBe('hijacked');
+      const a = await api('viewer', 'GET', `${target.base}${target.ownId()}`, undefined, A.workspace);
       expect(a.status).toBe(200);
-      expect(a.body.description).not.toBe('hijacked');
+      expect(a.body[target.field]).not.toBe('hijacked');
     });
   }
 
@@ -501,6 +530,7 @@ describe('lists never carry the other workspace', () => {
   const lists = [
     '/email-campaigns/?page_size=500',
     '/brand-guides/?page_size=500',
+    '/templates/?page_size=500',
     '/suppressions/?page_size=500',
     '/campaign-events/?page_size=500',
   ];
@@ -511,7 +541,7 @@ describe('lists never carry the other workspace', () => {
         const answer = await api(caller, 'GET', list, undefined, A.workspace);
         expect([list, answer.status]).toEqual([list, 200]);
         const ids = (answer.body.items as { id?: string; email?: string; workspace_id?: string }[]).map((item) => item.id ?? item.email);
-        for (const foreign of [B.campaign, B.brandGuide, B.suppressed, B.event])
+        for (const foreign of [B.campaign, B.brandGuide, B.template, B.suppressed, B.event])
           expect([list, ids]).not.toEqual([list, expect.arrayContaining([foreign])]);
         expect(text(answer.body)).not.toContain(B.workspace);
         for (const item of answer.body.items as { workspace_id?: string }[]) {

@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem } from '@mail/common';
+import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, readOnlySelectProblem, templateProblem } from '@mail/common';
 import { unprocessable } from '../errors/http-error';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { memoizeValidatorRouteMatchers } from '../openapi/route-matchers';
@@ -52,9 +52,9 @@ export function pydanticValidation(
 
 /**
  * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
- * `datetime` (an ISO date or date-time), and the campaign rules the model
- * would check with field validators (the campaign service checks them
- * again), so they are reported with every other failing field. A query over
+ * `datetime` (an ISO date or date-time), and the campaign and template rules
+ * the model would check with field validators (the campaign service checks
+ * them again), so they are reported with every other failing field. A query over
  * the length limit is left to maxLength: it is not parsed.
  */
 const pydanticFormats = {
@@ -63,6 +63,7 @@ const pydanticFormats = {
   'date-or-datetime': (value: string) => !('error' in parseDateOrDateTime(value)),
   cron: (value: string) => cronProblem(value) === undefined,
   'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
+  handlebars: (value: string) => templateProblem(value) === undefined,
 };
 
 /**

@@ -1,4 +1,13 @@
-import { containsNul, cronViolation, invalidEmail, nulViolation, parseEmail, selectStatementViolation, type Violation } from '@mail/common';
+import {
+  containsNul,
+  cronViolation,
+  invalidEmail,
+  nulViolation,
+  parseEmail,
+  selectStatementViolation,
+  templateViolation,
+  type Violation,
+} from '@mail/common';
 import { pythonJsonError } from './python-json';
 import { parseDateOrDateTime, parseUuid } from './scalars';
 import { childSchema, isRecord, resolve, type ParameterLocation, type RequestContext, type Schema } from './request-schemas';
@@ -14,6 +23,7 @@ import { childSchema, isRecord, resolve, type ParameterLocation, type RequestCon
 const FIELD_VALIDATOR_FORMATS: Record<string, (loc: string[], value: string) => Violation | undefined> = {
   cron: cronViolation,
   'tsql-select': selectStatementViolation,
+  handlebars: templateViolation,
 };
 
 interface ValidatorError {

@@ -4,7 +4,16 @@ import { eventRoutes } from './events';
 import { identityRoutes } from './identity';
 import { runRoutes } from './runs';
 import { suppressionRoutes } from './suppressions';
+import { templateRoutes } from './templates';
 import type { RouteModule } from './context';
 
 /** Every area of the API; the OpenAPI fragments in gateway/openapi/ describe them. */
-export const routeModules: RouteModule[] = [campaignRoutes, brandGuideRoutes, identityRoutes, eventRoutes, suppressionRoutes, runRoutes];
+export const routeModules: RouteModule[] = [
+  campaignRoutes,
+  brandGuideRoutes,
+  identityRoutes,
+  eventRoutes,
+  suppressionRoutes,
+  templateRoutes,
+  runRoutes,
+];

@@ -1,5 +1,4 @@
-import Handlebars from 'handlebars';
-import { InvalidArgumentError, nulViolation, valueError, type Violation } from '@mail/common';
+import { InvalidArgumentError, nulViolation, templateViolation, valueError, type Violation } from '@mail/common';
 
 /** A message template: Handlebars in subject, html and text, filled from the recipient's row when sent. */
 export interface TemplateFields {
@@ -47,27 +46,12 @@ function nameLengthViolation(input: string): Violation | undefined {
   return undefined;
 }
 
-/**
- * Handlebars compiles lazily; precompiling parses the whole source and so finds every syntax error now
- * rather than at the first send. Its message spans lines (a caret under the source); the first and the
- * last say what and where.
- */
-function compileViolation(field: string, source: string): Violation | undefined {
-  try {
-    Handlebars.precompile(source);
-    return undefined;
-  } catch (error) {
-    const lines = (error instanceof Error ? error.message : String(error)).split('\n').filter((line) => line.trim() !== '');
-    const reason = lines.length > 1 ? `${lines[0]} ${lines[lines.length - 1]}` : (lines[0] ?? 'invalid template');
-    return valueError([field], source, `template does not compile: ${reason}`);
-  }
-}
-
+/** As the gateway orders them: the field's own rule first, NUL (PostgreSQL's rule) last. */
 function fieldViolations(write: TemplateWrite): Violation[] {
   const name = write.name == null ? undefined : (nameLengthViolation(write.name) ?? nulViolation(['name'], write.name));
   const texts = TEMPLATE_TEXTS.map((field) => {
     const source = write[field];
-    return source == null ? undefined : (nulViolation([field], source) ?? compileViolation(field, source));
+    return source == null ? undefined : (templateViolation([field], source) ?? nulViolation([field], source));
   });
   return [name, ...texts].filter((v): v is Violation => v !== undefined);
 }
