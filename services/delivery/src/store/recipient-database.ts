@@ -73,11 +73,13 @@ class PostgresRecipientDatabase implements RecipientDatabase {
       await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(this.timeoutMs))}`);
       if (source.kind === 'accounts') {
         for (const chunk of idChunks(source.ids, position)) {
-          const { rows } = await client.query<RecipientRow>(
-            `SELECT a.* FROM unnest($1::text[]) WITH ORDINALITY AS wanted(account_id, n)
-             JOIN accounts a ON a.account_id = wanted.account_id ORDER BY wanted.n`,
-            [chunk.ids],
-          );
+          const { rows } = await client
+            .query<RecipientRow>(
+              `SELECT a.* FROM unnest($1::text[]) WITH ORDINALITY AS wanted(account_id, n)
+               JOIN accounts a ON a.account_id = wanted.account_id ORDER BY wanted.n`,
+              [chunk.ids],
+            )
+            .catch((error: unknown) => Promise.reject(sourceError(error)));
           yield { rows, position: chunk.position };
         }
       } else {
@@ -126,7 +128,7 @@ class PostgresRecipientDatabase implements RecipientDatabase {
 function sourceError(error: unknown): Error {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && /^(42|22|57014|25006|0A)/.test(code)) {
-    return new SourceError(`The recipient query failed: ${(error as Error).message}`);
+    return new SourceError(`The recipient database refused the query: ${(error as Error).message}`);
   }
   return error as Error;
 }
