@@ -53,6 +53,11 @@ function smtpConfig(env: EnvReader, production: boolean): SmtpConfig {
   return { url, provider: provider as Provider, maxConnections: env.int('SMTP_MAX_CONNECTIONS', 5) };
 }
 
+/** Alone for MIGRATE_ONLY=1, which needs nothing else (the migration Job sets nothing else). */
+export function readDatabaseUrl(env: EnvReader): string {
+  return env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail');
+}
+
 export function readConfig(env: EnvReader): DeliveryConfig {
   const production = env.optionalString('NODE_ENV') === 'production';
   const unsubscribeSigningKey = env.optionalString('UNSUBSCRIBE_SIGNING_KEY');
@@ -60,7 +65,7 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     throw new ConfigError('UNSUBSCRIBE_SIGNING_KEY must be set when NODE_ENV=production');
   }
   return {
-    databaseUrl: env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail'),
+    databaseUrl: readDatabaseUrl(env),
     recipientsDatabaseUrl: env.string('RECIPIENTS_DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/recipients'),
     recipientsQueryTimeoutMs: env.int('RECIPIENTS_QUERY_TIMEOUT_MS', 60_000),
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),

@@ -2,7 +2,7 @@
 import '@mail/common/tracing';
 import { createKafka, runService, signUnsubscribeToken } from '@mail/common';
 import { deliveryV1 } from '@mail/proto';
-import { readConfig } from './config';
+import { readConfig, readDatabaseUrl } from './config';
 import { connectUpstream } from './grpc/clients';
 import { deliveryHandlers } from './grpc/handlers';
 import { SentEventPublisher } from './sending/events';
@@ -18,7 +18,7 @@ void runService({
   grpcAddressVariable: 'DELIVERY_GRPC_ADDR',
   defaults: { grpcAddress: '127.0.0.1:50056', opsPort: 9106 },
   async migrate({ env }) {
-    await (await openDatabase(readConfig(env).databaseUrl)).destroy();
+    await (await openDatabase(readDatabaseUrl(env))).destroy();
   },
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
