@@ -435,8 +435,24 @@ async function main(): Promise<void> {
   }
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const file = path.join(RESULTS_DIR, `query-analytics-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  fs.writeFileSync(file, JSON.stringify({ clickhouse: CLICKHOUSE_URL, database: DATABASE, events: EVENTS, runs: RUNS, results }, null, 2));
+  const version = await serverVersion();
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ clickhouse: CLICKHOUSE_URL, version, database: DATABASE, events: EVENTS, runs: RUNS, results }, null, 2),
+  );
   console.log(`results: ${path.relative(process.cwd(), file)}`);
+}
+
+/** The version the server under CLICKHOUSE_URL reports (the report names the engine beside its figures). */
+async function serverVersion(): Promise<string> {
+  const client = createClickHouseClient({ url: CLICKHOUSE_URL });
+  try {
+    const result = await client.query({ query: 'SELECT version() AS version', format: 'JSONEachRow' });
+    const [{ version }] = await result.json<{ version: string }>();
+    return version;
+  } finally {
+    await client.close();
+  }
 }
 
 /**

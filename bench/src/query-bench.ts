@@ -22,10 +22,20 @@ export interface QuerySettings {
   events: number;
   /** ClickHouse database of the generated events; the suite's own, so it never truncates someone else's data set. */
   database: string;
+  /** The servers the benchmark runs on, one after the other, each with the same data set (another engine, say). */
+  clickhouseUrls: string[];
 }
 
 export function querySettings(env: NodeJS.ProcessEnv = process.env): QuerySettings {
-  return { events: Number(env.BENCH_EVENTS ?? 10_000_000), database: env.BENCH_QUERY_DATABASE ?? 'bench_suite_analytics' };
+  const urls = env.BENCH_QUERY_CLICKHOUSE_URLS ?? env.CLICKHOUSE_URL ?? '';
+  return {
+    events: Number(env.BENCH_EVENTS ?? 10_000_000),
+    database: env.BENCH_QUERY_DATABASE ?? 'bench_suite_analytics',
+    clickhouseUrls: urls
+      .split(',')
+      .map((url) => url.trim())
+      .filter(Boolean),
+  };
 }
 
 /** One scenario as bench/query-analytics.ts reports it. */
@@ -39,11 +49,19 @@ export interface QueryScenario {
   load: number;
 }
 
-export interface QueryResult {
-  settings: QuerySettings;
+/** The benchmark on one server. */
+export interface EngineRun {
+  clickhouseUrl: string;
+  /** What the server reports (`SELECT version()`). */
+  version: string;
   /** The report of query-analytics, as written. */
   file: string;
   scenarios: QueryScenario[];
+}
+
+export interface QueryResult {
+  settings: QuerySettings;
+  engines: EngineRun[];
   seconds: number;
 }
 
@@ -61,15 +79,22 @@ function analyticsChild(parent: number | undefined): number | undefined {
 
 export async function runQueryBench(memory: MemorySampler, settings: QuerySettings = querySettings()): Promise<QueryResult> {
   if (!fs.existsSync(SCRIPT)) throw new Error(`${SCRIPT} is missing: build it first (npx tsc -p bench/query-analytics.tsconfig.json)`);
-  const before = new Set(fs.existsSync(RESULTS_DIR) ? fs.readdirSync(RESULTS_DIR) : []);
+  if (settings.clickhouseUrls.length === 0) throw new Error('no ClickHouse to run on: CLICKHOUSE_URL or BENCH_QUERY_CLICKHOUSE_URLS');
   const started = Date.now();
+  const engines: EngineRun[] = [];
+  for (const clickhouseUrl of settings.clickhouseUrls) engines.push(await runOnEngine(memory, settings, clickhouseUrl));
+  return { settings, engines, seconds: Math.round((Date.now() - started) / 1000) };
+}
+
+async function runOnEngine(memory: MemorySampler, settings: QuerySettings, clickhouseUrl: string): Promise<EngineRun> {
+  const before = new Set(fs.existsSync(RESULTS_DIR) ? fs.readdirSync(RESULTS_DIR) : []);
   const child = spawn(process.execPath, [SCRIPT], {
     cwd: path.resolve(__dirname, '..', '..'),
-    env: { ...process.env, BENCH_EVENTS: String(settings.events), BENCH_DATABASE: settings.database },
+    env: { ...process.env, BENCH_EVENTS: String(settings.events), BENCH_DATABASE: settings.database, CLICKHOUSE_URL: clickhouseUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let analyticsPid: number | undefined;
-  memory.trackPid('analytics (query bench)', () => (analyticsPid ??= analyticsChild(child.pid)));
+  memory.trackPid(`analytics (query bench, ${clickhouseUrl})`, () => (analyticsPid ??= analyticsChild(child.pid)));
   for (const stream of [child.stdout, child.stderr]) {
     readline.createInterface({ input: stream }).on('line', (line) => log('query', line));
   }
@@ -81,6 +106,6 @@ export async function runQueryBench(memory: MemorySampler, settings: QuerySettin
   const written = fs.readdirSync(RESULTS_DIR).filter((name) => name.startsWith('query-analytics-') && !before.has(name));
   if (written.length !== 1) throw new Error(`expected one new query-analytics report in ${RESULTS_DIR}, found ${written.length}`);
   const file = path.join(RESULTS_DIR, written[0]);
-  const report = JSON.parse(fs.readFileSync(file, 'utf8')) as { results: QueryScenario[] };
-  return { settings, file, scenarios: report.results, seconds: Math.round((Date.now() - started) / 1000) };
+  const report = JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string; results: QueryScenario[] };
+  return { clickhouseUrl, version: report.version, file, scenarios: report.results };
 }

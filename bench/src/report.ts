@@ -8,7 +8,7 @@ import type { CampaignResult, PhaseResult } from './campaign-bench';
 import type { MemoryFigure } from './memory';
 import type { PipelineResult } from './pipeline-bench';
 import type { ProviderResult } from './provider-bench';
-import type { QueryResult, QueryScenario } from './query-bench';
+import type { EngineRun, QueryResult, QueryScenario } from './query-bench';
 import type { TracingResult } from './tracing-bench';
 
 export const TARGETS = {
@@ -190,9 +190,14 @@ function perDayRollupShape(scenarios: readonly QueryScenario[]): QueryScenario |
 }
 
 export function queryRows(result: QueryResult): Row[] {
+  return result.engines.flatMap((engine) => engineQueryRows(result, engine));
+}
+
+/** One engine's rows, named by the version it reported. */
+function engineQueryRows(result: QueryResult, engine: EngineRun): Row[] {
   const scale = result.settings.events === TARGETS.queryEvents ? '10 M' : `${number(result.settings.events)} (scaled; target at 10 M)`;
-  const addressSets = addressSetShape(result.scenarios);
-  const perDay = perDayRollupShape(result.scenarios);
+  const addressSets = addressSetShape(engine.scenarios);
+  const perDay = perDayRollupShape(engine.scenarios);
   const cause = (s: QueryScenario): string => {
     if (s.scenario.startsWith('list')) {
       const counts = perDay ? ` (the per-day counts from the rollups alone: p95 ${ms(perDay.p95Ms)})` : '';
@@ -206,14 +211,14 @@ export function queryRows(result: QueryResult): Row[] {
   const row = (s: QueryScenario, targetMs: number | undefined): Row => {
     const met = targetMs === undefined ? undefined : s.p95Ms <= targetMs;
     return {
-      measure: `${s.scenario.startsWith('list') ? 'ListEvents' : 'GetStats'} ${s.scenario.replace(/^(list|stats) /, '')} at ${scale} events`,
+      measure: `${s.scenario.startsWith('list') ? 'ListEvents' : 'GetStats'} ${s.scenario.replace(/^(list|stats) /, '')} at ${scale} events, ClickHouse ${engine.version}`,
       result: `p50 ${ms(s.p50Ms)}, p95 ${ms(s.p95Ms)} (${s.runs} runs)`,
       target: targetMs === undefined ? '' : `p95 ≤ ${targetMs} ms`,
       verdict: met === undefined ? '' : met ? 'met' : 'MISSED',
       note: met === false ? why(s) : '',
     };
   };
-  return result.scenarios.flatMap((s): Row[] => {
+  return engine.scenarios.flatMap((s): Row[] => {
     if (s.scenario.startsWith('list page 1,')) return [row(s, TARGETS.queryPage1P95Ms)];
     if (s.scenario.startsWith('list page ')) return [row(s, undefined)];
     if (s.scenario.startsWith('stats all campaigns, all time')) return [row(s, TARGETS.statsAllCampaignsP95Ms)];

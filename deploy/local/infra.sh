@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/local/infra.sh: run the project's real servers natively (no Docker):
-# PostgreSQL 15, Apache Kafka (one KRaft node) and ClickHouse, bound to
-# 127.0.0.1, with everything they write (data, logs, PID files, config copies)
+# PostgreSQL 15, Apache Kafka (one KRaft node) and ClickHouse (a current
+# release from PyPI's chdb-core, served by deploy/local/clickhouse-server.py
+# from a virtualenv in <state folder>/tools), bound to 127.0.0.1, with everything they write (data, logs, PID files, config copies)
 # under one state folder, so several state folders with different ports can
 # run side by side and a clean clone needs nothing but this script. Two more
 # components are built from their Go modules on first use (the Go module
@@ -16,8 +17,9 @@
 # and controller, one quorum) from the same jars, whose topics get replication
 # factor 3 and min.insync.replicas=2 by default; zookeeper (Apache ZooKeeper
 # from Maven Central via deploy/local/zookeeper/pom.xml, one standalone
-# server) and clickhouse-cluster (four servers ch1..ch4 of the installed
-# ClickHouse, coordinated by that ZooKeeper; `up clickhouse-cluster` brings
+# server) and clickhouse-cluster (four servers ch1..ch4 of Debian's
+# clickhouse-server 18.16, the one engine here that replicates, coordinated by
+# that ZooKeeper; `up clickhouse-cluster` brings
 # zookeeper up too). Their remote_servers define two clusters: events_1x2 (one
 # shard, replicas ch1 and ch2) and events_2x2 (shard 01 = ch1, ch2; shard 02 =
 # ch3, ch4), with the macros {shard} (01 or 02, the same in both clusters) and
@@ -87,6 +89,10 @@ MAILPIT_MODULE_VERSION=v1.33.1
 MAILPIT_SMTP_PORT=${MAILPIT_SMTP_PORT:-21025}
 MAILPIT_HTTP_PORT=${MAILPIT_HTTP_PORT:-28025}
 MAILPIT_MAX_MESSAGES=${MAILPIT_MAX_MESSAGES:-100000}
+# The single ClickHouse: chdb-core's version is the ClickHouse release it holds,
+# the release line of the image docker-compose.yml and deploy/k8s run
+# (deploy/test/clickhouse-version.test.ts keeps them together).
+CHDB_CORE_VERSION=26.9.0
 KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
 KAFKA_CLUSTER_PORTS=${KAFKA_CLUSTER_PORTS:-29111,29112,29113}
 KAFKA_CLUSTER_CONTROLLER_PORTS=${KAFKA_CLUSTER_CONTROLLER_PORTS:-29121,29122,29123}
@@ -311,7 +317,8 @@ missing_packages() {
     case $c in
       postgres) [[ -x $PG_BIN/initdb && -x $PG_BIN/psql ]] || echo postgresql ;;
       clickhouse)
-        clickhouse_bin >/dev/null || echo clickhouse-server
+        # Debian's python3 has no venv module until python3-venv is installed.
+        python3 -c 'import ensurepip, venv' 2>/dev/null || echo python3-venv
         command -v curl >/dev/null || echo curl
         ;;
       jaeger | mailpit) command -v curl >/dev/null || echo curl ;;
@@ -888,9 +895,19 @@ kafka_cluster_brokers() {
   (IFS=, && printf '%s\n' "${brokers[*]}")
 }
 
-# --- ClickHouse -----------------------------------------------------------------
+# --- ClickHouse ----------------------------------------------------------------------
+# The single server is a current ClickHouse (the release line the containers
+# and manifests deploy) from PyPI's chdb-core, in a virtualenv of the state
+# folder's tools, served by deploy/local/clickhouse-server.py. The cluster
+# nodes (below) are Debian's clickhouse-server 18.16, the one engine here that
+# replicates (docs/cluster.md).
 
-clickhouse_paths() { clickhouse_home_paths "$STATE_DIR/clickhouse"; }
+# Data of one release in a folder of its own: an upgrade starts empty rather
+# than on files an older engine wrote (18.16's are in data/).
+clickhouse_paths() {
+  clickhouse_home_paths "$STATE_DIR/clickhouse"
+  C_DATA=$C_HOME/data-$CHDB_CORE_VERSION
+}
 
 # The layout of one server's folder (the single server's, or a cluster node's).
 clickhouse_home_paths() {
@@ -901,44 +918,73 @@ clickhouse_home_paths() {
   C_PID=$C_HOME/clickhouse.pid
 }
 
-# A copy of the packaged config.xml with every path pointed into C_HOME, the
-# ports HTTP and TCP, 127.0.0.1 only, and no other-protocol ports; the
-# replication port INTERSERVER (on 127.0.0.1) only when given. Rewritten at
-# each start so port changes take effect; checked afterwards, so a
-# differently laid out config.xml fails loudly instead of using /var/lib.
-clickhouse_write_config() {
-  local http=$1 tcp=$2 interserver=${3:-} src=/etc/clickhouse-server data logs tag interserver_sed
-  mkdir -p -- "$C_CONF" "$C_DATA" "$C_LOGS"
-  interserver_sed='/<interserver_http_port>/d'
-  if [[ -n $interserver ]]; then
-    interserver_sed="s|<interserver_http_port>[0-9]*</interserver_http_port>|<interserver_http_port>$interserver</interserver_http_port>\n    <interserver_http_host>127.0.0.1</interserver_http_host>|"
-  fi
-  data=$(sed_repl "$C_DATA")
-  logs=$(sed_repl "$C_LOGS")
-  cp -- "$src/users.xml" "$C_CONF/users.xml"
-  mkdir -p -- "$C_CONF/users.d"
+chdb_paths() {
+  tools_paths
+  CHDB_VENV=$TOOLS_HOME/chdb-core-$CHDB_CORE_VERSION
+}
+
+# The virtualenv with chdb-core, installed once per state folder and version
+# into a temporary folder renamed at the end (pip's own cache keeps the wheel
+# for other state folders). Only its python runs, which a move does not break.
+chdb_install() {
+  local t0 tmp
+  chdb_paths
+  [[ -x $CHDB_VENV/bin/python ]] && return 0
+  mkdir -p -- "$TOOLS_HOME"
+  t0=$(now_us)
+  log "clickhouse: installing chdb-core $CHDB_CORE_VERSION from PyPI into $CHDB_VENV (once)"
+  tmp=$(mktemp -d "$TOOLS_HOME/.chdb.XXXXXX")
+  python3 -m venv "$tmp" >&2 &&
+    "$tmp/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "chdb-core==$CHDB_CORE_VERSION" >&2 || {
+    rm -rf -- "$tmp"
+    die "clickhouse: could not install chdb-core==$CHDB_CORE_VERSION into a virtualenv (python3 -m venv, pip)"
+  }
+  rm -rf -- "$CHDB_VENV"
+  mv -- "$tmp" "$CHDB_VENV"
+  log "clickhouse: chdb-core installed in $(since "$t0")"
+}
+
+# The single server's config.xml (its ports, 127.0.0.1 only, logs in the state
+# folder) and its users: users.xml with the default user, and users.d/ with the
+# server settings shared with docker-compose.yml (deploy/clickhouse/), as a
+# ClickHouse server loads them. Rewritten at each start.
+clickhouse_write_local_config() {
+  mkdir -p -- "$C_CONF/users.d" "$C_DATA" "$C_LOGS"
   cp -- "$REPO_ROOT/deploy/clickhouse/storage-profile.xml" "$C_CONF/users.d/storage-profile.xml"
-  sed -e "s|<log>[^<]*</log>|<log>$logs/clickhouse-server.log</log>|" \
-    -e "s|<errorlog>[^<]*</errorlog>|<errorlog>$logs/clickhouse-server.err.log</errorlog>|" \
-    -e "s|<size>1000M</size>|<size>100M</size>|" \
-    -e "s|<count>10</count>|<count>3</count>|" \
-    -e "s|<http_port>[0-9]*</http_port>|<http_port>$http</http_port>|" \
-    -e "s|<tcp_port>[0-9]*</tcp_port>|<tcp_port>$tcp</tcp_port>\n    <listen_host>127.0.0.1</listen_host>|" \
-    -e "$interserver_sed" \
-    -e '/<\(https_port\|tcp_port_secure\|mysql_port\|postgresql_port\|grpc_port\)>/d' \
-    -e "s|<path>/var/lib/clickhouse/</path>|<path>$data/</path>|" \
-    -e "s|<tmp_path>[^<]*</tmp_path>|<tmp_path>$data/tmp/</tmp_path>|" \
-    -e "s|<user_files_path>[^<]*</user_files_path>|<user_files_path>$data/user_files/</user_files_path>|" \
-    -e "s|<format_schema_path>[^<]*</format_schema_path>|<format_schema_path>$data/format_schemas/</format_schema_path>|" \
-    "$src/config.xml" >"$C_CONF/config.xml.tmp"
-  for tag in log errorlog path tmp_path user_files_path format_schema_path; do
-    grep -q "<$tag>$C_HOME/" "$C_CONF/config.xml.tmp" ||
-      die "clickhouse: $src/config.xml has no <$tag> line to point into $C_HOME"
-  done
-  if grep -q '/var/lib/clickhouse\|/var/log/clickhouse' "$C_CONF/config.xml.tmp"; then
-    die "clickhouse: the config copy still names a system path; $src/config.xml changed"
-  fi
-  mv -- "$C_CONF/config.xml.tmp" "$C_CONF/config.xml"
+  cat >"$C_CONF/users.xml" <<'EOF'
+<?xml version="1.0"?>
+<!-- written by deploy/local/infra.sh at each start; edits are lost -->
+<clickhouse>
+    <profiles><default/></profiles>
+    <users>
+        <default>
+            <password/>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </default>
+    </users>
+    <quotas><default/></quotas>
+</clickhouse>
+EOF
+  cat >"$C_CONF/config.xml" <<EOF
+<?xml version="1.0"?>
+<!-- written by deploy/local/infra.sh at each start; edits are lost -->
+<clickhouse>
+    <listen_host>127.0.0.1</listen_host>
+    <http_port>$CLICKHOUSE_HTTP_PORT</http_port>
+    <tcp_port>$CLICKHOUSE_TCP_PORT</tcp_port>
+    <users_config>$C_CONF/users.xml</users_config>
+    <logger>
+        <level>information</level>
+        <log>$C_LOGS/clickhouse-server.log</log>
+        <errorlog>$C_LOGS/clickhouse-server.err.log</errorlog>
+        <size>100M</size>
+        <count>3</count>
+        <console>0</console>
+    </logger>
+</clickhouse>
+EOF
 }
 
 clickhouse_conf_port() { sed -n 's/.*<http_port>\([0-9]*\)<\/http_port>.*/\1/p' "$C_CONF/config.xml"; }
@@ -947,8 +993,6 @@ clickhouse_ping() {
   [[ $(curl -fsS --max-time 2 "http://127.0.0.1:${1:-$CLICKHOUSE_HTTP_PORT}/ping" 2>/dev/null) == Ok.* ]]
 }
 
-# Runs as root: this server version accepts that when its data folder is
-# root's too, and it keeps the state folder in one owner's hands.
 clickhouse_start() {
   clickhouse_paths
   if live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null; then
@@ -956,11 +1000,12 @@ clickhouse_start() {
       die "clickhouse of $STATE_DIR already runs on port $(clickhouse_conf_port), not CLICKHOUSE_HTTP_PORT=$CLICKHOUSE_HTTP_PORT; run 'down clickhouse' first"
     return 0
   fi
+  chdb_install
   require_free_port clickhouse CLICKHOUSE_HTTP_PORT "$CLICKHOUSE_HTTP_PORT"
   require_free_port clickhouse CLICKHOUSE_TCP_PORT "$CLICKHOUSE_TCP_PORT"
-  clickhouse_write_config "$CLICKHOUSE_HTTP_PORT" "$CLICKHOUSE_TCP_PORT"
-  log "clickhouse: starting on 127.0.0.1:$CLICKHOUSE_HTTP_PORT (native $CLICKHOUSE_TCP_PORT)"
-  spawn "$C_PID" "$C_LOGS/stdout.log" "$(clickhouse_bin)" --config-file="$C_CONF/config.xml"
+  clickhouse_write_local_config
+  log "clickhouse: starting ClickHouse $CHDB_CORE_VERSION (chdb-core) on 127.0.0.1:$CLICKHOUSE_HTTP_PORT (native $CLICKHOUSE_TCP_PORT)"
+  spawn "$C_PID" "$C_LOGS/stdout.log" "$CHDB_VENV/bin/python" "$SCRIPT_DIR/clickhouse-server.py" "$C_CONF/config.xml" "$C_DATA"
 }
 
 clickhouse_wait() {
@@ -970,7 +1015,7 @@ clickhouse_wait() {
     live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null ||
       die_with_logs "clickhouse exited during startup" "$C_LOGS/clickhouse-server.err.log" "$C_LOGS/stdout.log"
     ((SECONDS < deadline)) ||
-      die_with_logs "clickhouse not ready after ${READY_TIMEOUT}s" "$C_LOGS/clickhouse-server.err.log"
+      die_with_logs "clickhouse not ready after ${READY_TIMEOUT}s" "$C_LOGS/clickhouse-server.err.log" "$C_LOGS/stdout.log"
     sleep 0.1
   done
 }
@@ -984,9 +1029,9 @@ clickhouse_status() {
   clickhouse_paths
   local pid
   if pid=$(live_pid "$C_PID" "$C_CONF/config.xml"); then
-    status_line clickhouse running "$pid" "port=$(clickhouse_conf_port) tcp=$CLICKHOUSE_TCP_PORT"
+    status_line clickhouse running "$pid" "port=$(clickhouse_conf_port) tcp=$CLICKHOUSE_TCP_PORT version=$CHDB_CORE_VERSION"
   else
-    status_line clickhouse stopped - "port=$CLICKHOUSE_HTTP_PORT tcp=$CLICKHOUSE_TCP_PORT"
+    status_line clickhouse stopped - "port=$CLICKHOUSE_HTTP_PORT tcp=$CLICKHOUSE_TCP_PORT version=$CHDB_CORE_VERSION"
   fi
 }
 
@@ -1100,6 +1145,46 @@ zookeeper_status() {
 }
 
 # --- ClickHouse cluster (ch1..ch4 over one ZooKeeper) --------------------------
+
+# A cluster node's config: a copy of the packaged config.xml (Debian's 18.16) with every path pointed into C_HOME, the
+# ports HTTP and TCP, 127.0.0.1 only, and no other-protocol ports; the
+# replication port INTERSERVER (on 127.0.0.1) only when given. Rewritten at
+# each start so port changes take effect; checked afterwards, so a
+# differently laid out config.xml fails loudly instead of using /var/lib.
+clickhouse_write_config() {
+  local http=$1 tcp=$2 interserver=${3:-} src=/etc/clickhouse-server data logs tag interserver_sed
+  mkdir -p -- "$C_CONF" "$C_DATA" "$C_LOGS"
+  interserver_sed='/<interserver_http_port>/d'
+  if [[ -n $interserver ]]; then
+    interserver_sed="s|<interserver_http_port>[0-9]*</interserver_http_port>|<interserver_http_port>$interserver</interserver_http_port>\n    <interserver_http_host>127.0.0.1</interserver_http_host>|"
+  fi
+  data=$(sed_repl "$C_DATA")
+  logs=$(sed_repl "$C_LOGS")
+  cp -- "$src/users.xml" "$C_CONF/users.xml"
+  mkdir -p -- "$C_CONF/users.d"
+  cp -- "$REPO_ROOT/deploy/clickhouse/storage-profile.xml" "$C_CONF/users.d/storage-profile.xml"
+  sed -e "s|<log>[^<]*</log>|<log>$logs/clickhouse-server.log</log>|" \
+    -e "s|<errorlog>[^<]*</errorlog>|<errorlog>$logs/clickhouse-server.err.log</errorlog>|" \
+    -e "s|<size>1000M</size>|<size>100M</size>|" \
+    -e "s|<count>10</count>|<count>3</count>|" \
+    -e "s|<http_port>[0-9]*</http_port>|<http_port>$http</http_port>|" \
+    -e "s|<tcp_port>[0-9]*</tcp_port>|<tcp_port>$tcp</tcp_port>\n    <listen_host>127.0.0.1</listen_host>|" \
+    -e "$interserver_sed" \
+    -e '/<\(https_port\|tcp_port_secure\|mysql_port\|postgresql_port\|grpc_port\)>/d' \
+    -e "s|<path>/var/lib/clickhouse/</path>|<path>$data/</path>|" \
+    -e "s|<tmp_path>[^<]*</tmp_path>|<tmp_path>$data/tmp/</tmp_path>|" \
+    -e "s|<user_files_path>[^<]*</user_files_path>|<user_files_path>$data/user_files/</user_files_path>|" \
+    -e "s|<format_schema_path>[^<]*</format_schema_path>|<format_schema_path>$data/format_schemas/</format_schema_path>|" \
+    "$src/config.xml" >"$C_CONF/config.xml.tmp"
+  for tag in log errorlog path tmp_path user_files_path format_schema_path; do
+    grep -q "<$tag>$C_HOME/" "$C_CONF/config.xml.tmp" ||
+      die "clickhouse: $src/config.xml has no <$tag> line to point into $C_HOME"
+  done
+  if grep -q '/var/lib/clickhouse\|/var/log/clickhouse' "$C_CONF/config.xml.tmp"; then
+    die "clickhouse: the config copy still names a system path; $src/config.xml changed"
+  fi
+  mv -- "$C_CONF/config.xml.tmp" "$C_CONF/config.xml"
+}
 
 # Node N's paths (clickhouse_home_paths) and ports: CN_NAME, CN_HTTP, CN_TCP,
 # CN_INTERSERVER, CN_SHARD.

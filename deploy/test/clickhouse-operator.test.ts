@@ -9,6 +9,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
+import { clickHouseReleaseLine } from '@mail/local';
+import { loadCompose } from './support/compose';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const MANIFEST = path.join(REPO_ROOT, 'deploy/k8s/operators/clickhouse.yaml');
@@ -98,4 +100,15 @@ test('images are pinned, and the README lists every server in CLICKHOUSE_URL wit
   expect(url.split(',').map((server) => server.replace(/^http:\/\/[^@]*@/, ''))).toEqual(servers);
   for (const server of url.split(',')) expect(server).toMatch(/^http:\/\/mail:[^@]*@/);
   expect(Object.keys(installation.spec.configuration.users ?? {})).toContain('mail/password_sha256_hex');
+});
+
+test('the images here and in docker-compose.yml are of the ClickHouse release line npm test runs (infra.sh, CHDB_CORE_VERSION)', () => {
+  const line = clickHouseReleaseLine();
+  const images = resources.flatMap((resource) =>
+    resource.spec.templates.podTemplates.flatMap((template) => template.spec.containers.map((container) => container.image)),
+  );
+  images.push(loadCompose(path.join(REPO_ROOT, 'docker-compose.yml')).services.clickhouse.image!);
+  expect(images).toHaveLength(3);
+  for (const image of images)
+    expect(image).toMatch(new RegExp(`^clickhouse/clickhouse-(server|keeper):${line.replace('.', '\\.')}(\\.|$)`));
 });

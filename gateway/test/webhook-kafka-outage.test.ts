@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePorts, uniqueSuffix } from '@mail/local';
+import { freePorts, lendInstalledServers, uniqueSuffix } from '@mail/local';
 import { eventually, post, readTopic, sendgridEvent, startWebhookApp, type WebhookApp } from './webhook-support';
 
 /**
@@ -15,7 +15,6 @@ jest.setTimeout(240_000);
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const INFRA = path.join(REPO_ROOT, 'deploy', 'local', 'infra.sh');
-const SHARED_LIBS = path.join(process.env.STATE_DIR ?? path.join(REPO_ROOT, '.state'), 'kafka', 'libs');
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhook-kafka-'));
 const topic = `webhook-outage-${uniqueSuffix()}`;
 let infraEnv: NodeJS.ProcessEnv;
@@ -40,10 +39,7 @@ beforeAll(async () => {
     KAFKA_HEAP: '-Xmx256m',
   };
   brokers = [`127.0.0.1:${kafkaPort}`];
-  if (fs.existsSync(SHARED_LIBS)) {
-    fs.mkdirSync(path.join(stateDir, 'kafka'), { recursive: true });
-    fs.symlinkSync(SHARED_LIBS, path.join(stateDir, 'kafka', 'libs'));
-  }
+  lendInstalledServers(stateDir);
   await infra('up');
   app = await startWebhookApp({ KAFKA_BROKERS: brokers.join(','), KAFKA_EVENTS_TOPIC: topic, WEBHOOK_PUBLISH_TIMEOUT_MS: '3000' });
 });

@@ -2,14 +2,14 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePorts, uniqueSuffix } from '@mail/local';
+import { freePorts, lendInstalledServers, sharedStateDir, uniqueSuffix } from '@mail/local';
 
 /**
  * A private PostgreSQL, Kafka and ClickHouse for one fault test file: started
  * with deploy/local/infra.sh on free ports and a state folder of their own
  * under the shared one (.state/faults-*), so crashing them disturbs no other
- * test. The broker jars come from the shared state folder's cache (a symlink;
- * infra.sh keys its cache by the pom's hash and finds it there).
+ * test. What infra.sh installs once comes from the shared state folder
+ * (lendInstalledServers).
  */
 export type ServerName = 'postgres' | 'kafka' | 'clickhouse';
 
@@ -31,11 +31,10 @@ export interface PrivateServers {
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const INFRA = path.join(REPO_ROOT, 'deploy', 'local', 'infra.sh');
-const SHARED_STATE_DIR = path.resolve(process.env.STATE_DIR?.trim() || path.join(REPO_ROOT, '.state'));
 const SERVERS: readonly ServerName[] = ['postgres', 'kafka', 'clickhouse'];
 
 export async function startPrivateServers(label: string): Promise<PrivateServers> {
-  const stateDir = path.join(SHARED_STATE_DIR, `${label}-${uniqueSuffix()}`);
+  const stateDir = path.join(sharedStateDir(), `${label}-${uniqueSuffix()}`);
   const [pg, kafka, controller, clickhouseHttp, clickhouseTcp] = await freePorts(5);
   const infraEnv: NodeJS.ProcessEnv = {
     ...process.env,
@@ -51,9 +50,7 @@ export async function startPrivateServers(label: string): Promise<PrivateServers
     await promisify(execFile)('bash', [INFRA, ...args], { env: infraEnv, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
   };
 
-  const sharedLibs = path.join(SHARED_STATE_DIR, 'kafka', 'libs');
-  fs.mkdirSync(path.join(stateDir, 'kafka'), { recursive: true });
-  if (fs.existsSync(path.join(sharedLibs, '.pom.sha256'))) fs.symlinkSync(sharedLibs, path.join(stateDir, 'kafka', 'libs'));
+  lendInstalledServers(stateDir);
 
   const close = async ({ keepFiles = false } = {}): Promise<void> => {
     await infra('down').catch(() => undefined);

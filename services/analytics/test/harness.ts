@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
-import { createClient as createClickHouseClient, type ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { createLogger } from '@mail/common';
-import { NO_VARIANT, refreshSuppressionState, type EventRow as StoredEventRow } from '@mail/event-store';
+import { createClickHouse, NO_VARIANT, refreshSuppressionState, type EventRow as StoredEventRow } from '@mail/event-store';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
@@ -50,11 +50,7 @@ export async function startAnalytics(label: string): Promise<Analytics> {
     client: analyticsV1.AnalyticsServiceClient,
     open: async (database) => {
       const store = await openEventStore({ urls: [database.url], database: database.database });
-      const clickhouse = createClickHouseClient({
-        url: database.url,
-        database: database.database,
-        clickhouse_settings: { date_time_input_format: 'best_effort' },
-      });
+      const clickhouse = createClickHouse(database.url, database.database);
       return {
         definition: analyticsV1.AnalyticsServiceService,
         implementation: analyticsHandlers(createLogger('analytics', process.env.LOG_LEVEL ?? 'silent'), store),

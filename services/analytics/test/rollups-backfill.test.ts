@@ -56,7 +56,13 @@ it('fills new rollups from the stored events, copies once, and marks the days of
   expect(await rows('SELECT url, countMerge(clicks) AS clicks FROM link_rollup_daily GROUP BY url')).toEqual([
     { url: 'https://example.com/a', clicks: '1' },
   ]);
-  expect(await rows('SELECT count() AS n FROM events_by_address')).toEqual([{ n: String(stored.length) }]);
+  // Each event copied once (no id twice); the click's copy may collapse into it on insert, as current releases
+  // apply a ReplacingMergeTree's merge to an inserted block (optimize_on_insert), and 18.16 does not.
+  const [copied] = await rows<{ rows: string; ids: string; events: string }>(
+    'SELECT count() AS rows, uniqExact(id) AS ids, uniqExact(provider_event_id) AS events FROM events_by_address',
+  );
+  expect(copied.rows).toBe(copied.ids);
+  expect(copied.events).toBe(String(new Set(stored.map((row) => row.provider_event_id)).size));
   // Only the event stamped just now could also have reached the rollups through their views.
   expect(await rows('SELECT toString(day) AS day FROM unsettled_days')).toEqual([{ day: '2026-05-05' }]);
 });

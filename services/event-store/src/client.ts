@@ -72,9 +72,11 @@ function clusterSettings(requestTimeoutMs: number): ClickHouseSettings {
 }
 
 /**
- * A ClickHouse client with the settings the old server on these machines
- * needs: best-effort ISO timestamps on insert, and selects that report a late
- * error as an error rather than a half-written JSON body; requests time out
+ * A ClickHouse client with the settings every request runs with: best-effort
+ * ISO timestamps on insert; selects that report a late error as an error
+ * rather than a half-written JSON body; 64-bit integers as JSON strings, exact
+ * past 2^53 and of one shape on every release (18.16 quotes them by default,
+ * current releases do not). Requests time out
  * after 30 s unless `requestTimeoutMs` says otherwise, and `settings` adds
  * ClickHouse settings to every request. The client's own
  * logger stays off: it prints every failed request in its own plain-text
@@ -99,6 +101,7 @@ export function createClickHouse(urls: string | readonly string[], database: str
       clickhouse_settings: {
         date_time_input_format: 'best_effort',
         wait_end_of_query: 1,
+        output_format_json_quote_64bit_integers: 1,
         ...(options.cluster === undefined ? {} : clusterSettings(requestTimeoutMs)),
         ...options.settings,
       },

@@ -52,8 +52,11 @@ export async function compactClosedMonths(
   const layout = layoutOf(database);
   const byLocalName = new Map(MONTHLY_TABLES.map((table) => [layout.localName(table), table]));
   // Parts per server, told apart by host name and data path (the servers of one machine share a host name); in a
-  // cluster, of the replica of each shard that reads go to.
-  const server = raw.trusted("concat(hostName(), ':', replaceRegexpOne(path, '/data/.*', ''))");
+  // cluster, of the replica of each shard that reads go to. A part's path is <data path>/data/<db>/<table>/<part>/
+  // in an Ordinary database (18.16's) and <data path>/store/<xyz>/<table uuid>/<part>/ in an Atomic one.
+  const server = raw.trusted(
+    "concat(hostName(), ':', replaceRegexpOne(path, '/(data/[^/]+/[^/]+|store/[0-9a-f]{3}/[0-9a-f-]{36})/[^/]+/?$', ''))",
+  );
   const result = await client.query({
     query: sql`SELECT table, partition_id, max(parts) AS parts FROM (
         SELECT ${server} AS server, table, partition_id, count() AS parts FROM ${layout.everyShard('parts')}

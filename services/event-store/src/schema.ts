@@ -9,9 +9,10 @@ import { closedWorkspacesTable } from './workspace-erasure';
 
 /**
  * The event store, shared by ingestion (writes) and analytics (reads), as in
- * PostHog's pipeline. Written for ClickHouse 18.16 (what these machines run)
- * and current releases alike: no DateTime64, no LowCardinality, no TTL or
- * codecs.
+ * PostHog's pipeline. Written for the current release line (what is
+ * deployed) and ClickHouse 18.16 (the one engine here that replicates, for
+ * the cluster tests; docs/cluster.md, "Engines") alike: no DateTime64, no
+ * LowCardinality, no TTL or codecs.
  *
  * Exactly-once per provider event: ingestion skips events whose
  * provider_event_id is already stored (checked inside the event's

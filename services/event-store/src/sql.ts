@@ -1,6 +1,6 @@
 /**
- * SQL text for ClickHouse built only from validated values. The ClickHouse
- * these machines run (18.16) has no server-side query parameters, so every
+ * SQL text for ClickHouse built only from validated values. ClickHouse 18.16,
+ * which the cluster tests run, has no server-side query parameters, so every
  * value is checked and rendered here, and the `sql` tag accepts nothing but
  * fragments made by these functions: a raw string cannot reach a query.
  */

@@ -63,10 +63,10 @@ export function manualSuppressions(workspaceId: string, email?: string | string[
   const scope = join([sql`workspace_id = ${uuid(workspaceId)}`, ...addresses], ' AND ');
   return sql`
     SELECT email, min(added_at) AS suppressed_at
-    FROM (SELECT email, added_at, added_at_ms FROM suppression_manual WHERE ${scope})
+    FROM (SELECT email, added_at, added_at_ms FROM suppression_manual WHERE ${scope}) AS additions
     ANY LEFT JOIN (
       SELECT email, max(lifted_at_ms) AS last_lift_ms FROM suppression_lift_audit WHERE ${scope} GROUP BY email
-    ) USING (email)
+    ) AS lifts USING (email)
     WHERE added_at_ms > last_lift_ms
     GROUP BY email`;
 }
@@ -166,11 +166,11 @@ export function suppressionStates(addresses?: SuppressedAddress[]): SqlFragment 
           groupArrayIf((toUInt32(occurred_at), provider_event_id), reason = 'soft_bounce' AND occurred_at > last_lift) AS soft_bounces,
           uniqExact(provider_event_id) + any(lifts) AS version,
           any(lifts) > 0 AS lifted
-        FROM (SELECT workspace_id, email, reason, occurred_at, provider_event_id FROM suppression_signals WHERE ${scope})
+        FROM (SELECT workspace_id, email, reason, occurred_at, provider_event_id FROM suppression_signals WHERE ${scope}) AS signals
         ANY LEFT JOIN (
           SELECT workspace_id, email, max(lifted_at) AS last_lift, uniqExact(lifted_at) AS lifts
           FROM suppression_lifts WHERE ${scope} GROUP BY workspace_id, email
-        ) USING (workspace_id, email)
+        ) AS address_lifts USING (workspace_id, email)
         GROUP BY workspace_id, email
       )
     )
@@ -210,10 +210,10 @@ export async function repairSuppressionStates(client: ClickHouseClient): Promise
   const result = await client.query({
     query: sql`
       SELECT toString(workspace_id) AS workspaceId, email
-      FROM (${suppressionStates()})
+      FROM (${suppressionStates()}) AS computed
       ANY LEFT JOIN (
         SELECT workspace_id, email, max(version) AS stored_version FROM suppression_state GROUP BY workspace_id, email
-      ) USING (workspace_id, email)
+      ) AS stored USING (workspace_id, email)
       WHERE version > stored_version`.text,
     format: 'JSONEachRow',
   });

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { uniqueSuffix } from '@mail/local';
+import { lendInstalledServers, uniqueSuffix } from '@mail/local';
 import { engagementEvent, sleep, startIngestion, type Ingestion } from './harness';
 
 /**
@@ -33,6 +33,7 @@ async function freePort(): Promise<number> {
 beforeAll(async () => {
   const [httpPort, tcpPort] = [await freePort(), await freePort()];
   infraEnv = { ...process.env, STATE_DIR: stateDir, CLICKHOUSE_HTTP_PORT: String(httpPort), CLICKHOUSE_TCP_PORT: String(tcpPort) };
+  lendInstalledServers(stateDir);
   await infra('up');
   ingestion = await startIngestion({ label: 'chdown', clickhouseUrl: `http://127.0.0.1:${httpPort}` });
 });

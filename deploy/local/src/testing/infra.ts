@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
 /**
  * Where the real servers started by deploy/local/infra.sh listen, as the test
  * command exports them (`infra.sh up` prints the export lines). There is no
@@ -38,4 +41,42 @@ export function infraEnv(env: Readonly<Record<string, string | undefined>> = pro
 /** A short random suffix for names that must not collide between test files. */
 export function uniqueSuffix(): string {
   return `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * The ClickHouse release line (`26.9`) that `npm test` runs and the containers
+ * and manifests deploy: that of the chdb-core version infra.sh pins.
+ */
+export function clickHouseReleaseLine(): string {
+  const script = fs.readFileSync(path.join(__dirname, '..', '..', 'infra.sh'), 'utf8');
+  const line = /^CHDB_CORE_VERSION=(\d+\.\d+)\.\d+$/m.exec(script)?.[1];
+  if (line === undefined) throw new Error('deploy/local/infra.sh pins no CHDB_CORE_VERSION=<major>.<minor>.<patch>');
+  return line;
+}
+
+/** A ClickHouse version (`26.9.2.1`, `18.16.1`) as [major, minor]. */
+export function releaseOf(version: string): [number, number] {
+  const [major, minor] = version.split('.').map(Number);
+  return [major, minor];
+}
+
+/** The state folder of the servers `npm test` started (infra.sh's STATE_DIR, by default the checkout's .state). */
+export function sharedStateDir(): string {
+  return path.resolve(process.env.STATE_DIR?.trim() || path.join(__dirname, '..', '..', '..', '..', '.state'));
+}
+
+/**
+ * Lends a private state folder (a test's own servers, started by infra.sh
+ * with STATE_DIR set to it) what the shared one installed once: the Kafka
+ * jars and the tools (chdb-core's ClickHouse, Jaeger, promtool), as symbolic
+ * links. infra.sh finds them by the pom's hash and the tools' versions, so the
+ * test's servers start without fetching or building anything.
+ */
+export function lendInstalledServers(stateDir: string): void {
+  const shared = sharedStateDir();
+  for (const installed of [path.join('kafka', 'libs'), 'tools']) {
+    if (!fs.existsSync(path.join(shared, installed))) continue;
+    fs.mkdirSync(path.dirname(path.join(stateDir, installed)), { recursive: true });
+    fs.symlinkSync(path.join(shared, installed), path.join(stateDir, installed));
+  }
 }

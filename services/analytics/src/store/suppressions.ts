@@ -61,10 +61,10 @@ export function suppressedAddresses(workspaceId: string, scope: Scope = {}): chs
 /** The list's rows in its order: newest first, then by address; with each manual suppression's latest note. */
 function suppressionRows(workspaceId: string, filter: SuppressionFilter): chsql.SqlFragment {
   return sql`
-    SELECT email, reason, toUInt32(suppressed_at) AS suppressed_ts, note FROM (${suppressedAddresses(workspaceId, filter)})
+    SELECT email, reason, toUInt32(suppressed_at) AS suppressed_ts, note FROM (${suppressedAddresses(workspaceId, filter)}) AS suppressed
     ANY LEFT JOIN (
       SELECT email, argMax(note, added_at_ms) AS note FROM suppression_manual WHERE workspace_id = ${uuid(workspaceId)} GROUP BY email
-    ) USING (email)
+    ) AS notes USING (email)
     ORDER BY suppressed_at DESC, email`;
 }
 
