@@ -27,7 +27,8 @@ npx buf lint proto
 npx tsc -p tsconfig.test.json
 # ESLint (type-aware) and Prettier: a warning fails the run.
 npm run --silent lint
-# The trace backend (gateway/test/tracing.test.ts) and the alert rules' checker come with the servers;
+# The trace backend (gateway/test/tracing.test.ts), the alert rules' checker and Mailpit (the delivery tests start
+# private ones from its binary) come with the servers;
 # both are built from their Go modules on the first run only (bench/README.md, "Tracing").
 load_infra_env postgres kafka clickhouse jaeger promtool mailpit
 # Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.

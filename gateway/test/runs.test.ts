@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { call, createClient, createKafka, createLogger } from '@mail/common';
-import { createTestPostgres, infraEnv, startMailpit, uniqueSuffix, type Mailpit, type TestPostgres } from '@mail/local';
+import { ACCOUNTS_TABLE, createTestPostgres, infraEnv, startMailpit, uniqueSuffix, type Mailpit, type TestPostgres } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
 import type { JsonObject } from './support/json';
@@ -31,7 +31,7 @@ beforeAll(async () => {
   const db = new Client({ connectionString: recipients.url });
   await db.connect();
   try {
-    await db.query('CREATE TABLE accounts (account_id text PRIMARY KEY, email text NOT NULL, first_name text, last_name text)');
+    await db.query(ACCOUNTS_TABLE);
     await db.query(
       `INSERT INTO accounts SELECT 'acc-' || n, 'User' || n || '@' || $1, 'First' || n, 'Last' || n FROM generate_series(1, 400) AS n`,
       [DOMAIN.toUpperCase()],

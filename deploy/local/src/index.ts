@@ -6,3 +6,4 @@ export * from './testing/close-race';
 export * from './testing/jaeger';
 export * from './testing/cluster';
 export * from './testing/mailpit';
+export * from './recipients';

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ensureRecipientDatabase } from './recipients';
 import { DEFAULT_PORTS, SERVICE_NAMES, runningDetached, startStack, type StackUrls } from './stack';
 import { infraEnv } from './testing/infra';
 
@@ -13,6 +15,8 @@ import { infraEnv } from './testing/infra';
 interface Summary {
   urls: StackUrls;
   infra: string;
+  /** Mailpit's web page, and its SMTP address. */
+  mailpit?: { web: string; smtp: string };
   logDir: string;
   notes: string[];
 }
@@ -33,6 +37,17 @@ async function main(): Promise<void> {
       'set AUTH_ISSUER and AUTH_AUDIENCE (or DEV_AUTH_ENABLED=0) to change that.',
     );
   }
+
+  // Sending goes to the local Mailpit (deploy/local/up.sh started it), to the local recipient database, and
+  // signs unsubscribe links with a key kept in the state folder, unless the environment says otherwise.
+  if (!isSet(env.SMTP_URL) && isSet(env.MAILPIT_SMTP_URL)) env.SMTP_URL = env.MAILPIT_SMTP_URL;
+  if (!isSet(env.RECIPIENTS_DATABASE_URL)) {
+    const recipients = new URL(infraEnv(env).databaseUrl);
+    recipients.pathname = '/recipients';
+    env.RECIPIENTS_DATABASE_URL = recipients.toString();
+    await ensureRecipientDatabase(env.RECIPIENTS_DATABASE_URL);
+  }
+  if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = signingKey();
 
   const running = runningDetached(stateDir);
   if (running.length > 0) {
@@ -55,6 +70,7 @@ async function main(): Promise<void> {
   const summary: Summary = {
     urls: stack.urls,
     infra: `${infra.databaseUrl}  kafka ${infra.kafkaBrokers.join(',')}  ${infra.clickhouseUrl}`,
+    mailpit: isSet(env.MAILPIT_API_URL) ? { web: env.MAILPIT_API_URL!.trim(), smtp: env.SMTP_URL ?? '' } : undefined,
     logDir,
     notes,
   };
@@ -62,7 +78,7 @@ async function main(): Promise<void> {
   printSummary(summary);
 }
 
-function printSummary({ urls, infra, logDir, notes }: Summary): void {
+function printSummary({ urls, infra, mailpit, logDir, notes }: Summary): void {
   const pad = (text: string, width: number): string => text.padEnd(width);
   const lines = [
     '',
@@ -74,6 +90,7 @@ function printSummary({ urls, infra, logDir, notes }: Summary): void {
     '  Services    gRPC address       ops (/readyz, /metrics)',
     ...SERVICE_NAMES.map((name) => `    ${pad(name, 12)}${pad(urls.grpc[name], 19)}${urls.ops[name]}`),
     `  Servers     ${infra}`,
+    ...(mailpit ? [`  Mailpit     ${mailpit.web}   (every message sent; SMTP ${mailpit.smtp})`] : []),
     `  Logs        ${path.join(logDir, '<name>.log')}`,
     '  Stop        npm run down   (stops the services, the gateway and the servers)',
   ];
@@ -87,6 +104,16 @@ function readSummary(): Summary | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The key unsubscribe links are signed with, made once per state folder. */
+function signingKey(): string {
+  const file = path.join(stateDir, 'unsubscribe-signing-key');
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(stateDir, { recursive: true });
+    fs.writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+  }
+  return fs.readFileSync(file, 'utf8').trim();
 }
 
 function isSet(value: string | undefined): boolean {

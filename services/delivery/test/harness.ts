@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { call, createClient, createKafka, createLogger } from '@mail/common';
 import {
+  ACCOUNTS_TABLE,
   createTestClickHouse,
   createTestPostgres,
   freePorts,
@@ -43,14 +44,12 @@ export interface DeliveryWorld {
 
 const REPO_ROOT = path.resolve(__dirname, '../../..');
 
-/** Creates the recipient database's table as `npm run up` does (deploy/local, recipients.ts). */
+/** Adds `count` accounts (the table as `npm run up` creates it) with addresses at `domain`. */
 export async function fillAccounts(url: string, count: number, domain: string, start = 0): Promise<void> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS accounts (account_id text PRIMARY KEY, email text NOT NULL, first_name text, last_name text)`,
-    );
+    await client.query(ACCOUNTS_TABLE);
     await client.query(
       `INSERT INTO accounts (account_id, email, first_name, last_name)
        SELECT 'acc-' || lpad(n::text, 7, '0'), 'user' || n || '@' || $3, 'First' || n, 'Last' || n
