@@ -196,7 +196,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     plans.set(name, {
       script: scripts.get(name)!,
       // Each process names itself in its traces (when tracing is configured: OTEL_EXPORTER_OTLP_ENDPOINT).
-      env: { ...shared.inherited, ...addressing, OTEL_SERVICE_NAME: name, ...caller, ...shared.fixed },
+      env: {
+        ...shared.inherited,
+        ...addressing,
+        ...(name === 'delivery' ? sendingDefaults({ ...shared.inherited, ...caller }) : {}),
+        OTEL_SERVICE_NAME: name,
+        ...caller,
+        ...shared.fixed,
+      },
       readyUrl: `${urls.ops[name]}/readyz`,
       logFile: path.join(logDir, `${name}.log`),
     });
@@ -391,6 +398,15 @@ function sharedEnvironment(caller: Record<string, string>, stateDir: string) {
   infraVariables(visible);
   if (visible.CLICKHOUSE_DATABASE === undefined) inherited.CLICKHOUSE_DATABASE = 'mail';
   return { inherited, fixed: { [STACK_MARKER_VARIABLE]: stateDir } };
+}
+
+/**
+ * Where a stack's delivery sends and reads recipients unless told (`npm run up` tells it: the local Mailpit
+ * and recipient database): nowhere, and its own database. The built-in defaults are `npm run up`'s Mailpit
+ * and recipient database, which another stack (a test's) must never reach.
+ */
+function sendingDefaults(env: Record<string, string>): Record<string, string> {
+  return { SMTP_URL: 'smtp://127.0.0.1:1?tls=off', RECIPIENTS_DATABASE_URL: env.DATABASE_URL };
 }
 
 async function resolvePorts(choice: StackPortChoice, caller: Record<string, string>): Promise<StackPorts> {
