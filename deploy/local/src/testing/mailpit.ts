@@ -27,6 +27,12 @@ export interface Mailpit {
   /** For SMTP_URL: plain SMTP (`?tls=off`). */
   smtpUrl: string;
   apiUrl: string;
+  /** The Mailpit process (benchmarks read its CPU time). */
+  pid: number | undefined;
+  /** How many messages it holds. */
+  count(): Promise<number>;
+  /** Deletes every message. */
+  clear(): Promise<void>;
   /** Every stored message, newest first. */
   messages(): Promise<MailpitMessage[]>;
   message(id: string): Promise<MailpitMessageDetail>;
@@ -90,6 +96,12 @@ export async function startMailpit(label: string): Promise<Mailpit> {
   return {
     smtpUrl: `smtp://127.0.0.1:${smtp}?tls=off`,
     apiUrl,
+    pid: child.pid,
+    count: async () => (await api<{ total: number }>('/api/v1/messages?limit=1')).total,
+    async clear() {
+      const answer = await fetch(`${apiUrl}/api/v1/messages`, { method: 'DELETE' });
+      if (!answer.ok) throw new Error(`mailpit DELETE /api/v1/messages: ${answer.status}`);
+    },
     async messages() {
       const all: MailpitMessage[] = [];
       for (;;) {
