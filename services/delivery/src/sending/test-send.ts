@@ -4,7 +4,7 @@ import { cannotSend, planTestSend } from '../domain/plan';
 import { compileTemplate } from '../domain/render';
 import type { Upstream } from '../grpc/clients';
 import { composeMessage, unsubscribeUrl, type SenderOptions, type UnsubscribeClaims } from './sender';
-import type { SmtpTransport } from './transport';
+import type { OutgoingMessage, SmtpTransport } from './transport';
 
 export const TEST_SEND_MAX = 10;
 
@@ -65,17 +65,18 @@ export async function testSend(
       const domain = plan.fromEmail.slice(plan.fromEmail.lastIndexOf('@') + 1);
       const messageId = `${TEST_RUN_ID}.${randomUUID()}@${domain}`;
       const token = parts.signUnsubscribe({ workspaceId: request.workspaceId, campaignId: campaign.id, runId: TEST_RUN_ID, email });
-      const message = composeMessage(
-        plan,
-        template,
-        { email, fields: { email }, variantId },
-        {
+      let message: OutgoingMessage;
+      try {
+        const context = {
           runId: TEST_RUN_ID,
           messageId,
           unsubscribeUrl: unsubscribeUrl(options.publicBaseUrl, token),
           provider: options.provider,
-        },
-      );
+        };
+        message = composeMessage(plan, template, { email, fields: { email }, variantId }, context);
+      } catch (error) {
+        return { email, status: 'failed', messageId: null, error: `The template could not be rendered: ${(error as Error).message}` };
+      }
       const outcome = await parts.transport.send(message);
       return outcome.kind === 'sent'
         ? { email, status: 'sent', messageId, error: null }
