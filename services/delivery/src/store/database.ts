@@ -6,6 +6,7 @@ export const migrations: Migration[] = [
     name: '001_runs',
     async up(db) {
       // One run per campaign and fire time: replicas and restarts of the scheduler insert it once.
+      // claimed_at: when a sender last took recipients of the run (runs of one priority take turns).
       // run_recipients holds one row per address of a run (the unique key drops repeats); seq keeps the
       // source's order. loader_id names the process streaming the source in, load_position where it is.
       await db.raw(`
@@ -23,6 +24,7 @@ export const migrations: Migration[] = [
           load_position integer NOT NULL DEFAULT 0,
           loaded boolean NOT NULL DEFAULT false,
           duplicates integer NOT NULL DEFAULT 0,
+          claimed_at timestamptz,
           created_at timestamptz NOT NULL DEFAULT now(),
           started_at timestamptz,
           finished_at timestamptz,

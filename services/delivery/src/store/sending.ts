@@ -164,13 +164,18 @@ export class SendingStore {
     );
   }
 
-  /** Runs that are sending and have recipients ready, higher send_priority first, then older. */
+  /**
+   * Runs that are sending and have recipients ready, higher send_priority
+   * first; runs of one priority take turns (the one whose recipients were
+   * taken longest ago first), so a long run of one workspace does not hold
+   * back another's.
+   */
   async readyRuns(): Promise<ActiveRun[]> {
     const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: RunPlan }>(
       `SELECT id, workspace_id, campaign_id, plan FROM runs r
        WHERE status = 'sending'
          AND EXISTS (SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status = 'pending' AND rr.retry_at <= now())
-       ORDER BY send_priority DESC, created_at
+       ORDER BY send_priority DESC, claimed_at NULLS FIRST, created_at
        LIMIT 20`,
     );
     return rows.map((row) => ({ id: row.id, workspaceId: row.workspace_id, campaignId: row.campaign_id, plan: row.plan }));
@@ -179,7 +184,8 @@ export class SendingStore {
   /** Takes up to `limit` ready recipients of a run that is still sending, in source order; committed at once. */
   async claim(runId: string, workerId: string, limit: number): Promise<ClaimedRecipient[]> {
     const { rows } = await this.query<{ email: string; variant_id: string | null; fields: Record<string, unknown>; attempts: number }>(
-      `UPDATE run_recipients rr SET status = 'claimed', worker_id = $2
+      `WITH turn AS (UPDATE runs SET claimed_at = clock_timestamp() WHERE id = $1)
+       UPDATE run_recipients rr SET status = 'claimed', worker_id = $2
        FROM (
          SELECT run_id, email FROM run_recipients
          WHERE run_id = $1 AND status = 'pending' AND retry_at <= now()
