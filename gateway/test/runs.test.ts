@@ -22,6 +22,7 @@ let recipients: TestPostgres;
 let topic: string;
 let workspaceA: string;
 let workspaceB: string;
+let workspaceC: string;
 let templates: campaignV1.TemplateServiceClient;
 
 const address = (n: number) => `user${n}@${DOMAIN}`;
@@ -50,9 +51,9 @@ beforeAll(async () => {
   await admin.disconnect();
   gateway = await startGatewayStack({
     label: 'runs',
-    processes: ['identity', 'campaign', 'analytics', 'delivery'],
+    processes: ['identity', 'campaign', 'brand-guide', 'analytics', 'delivery'],
     clickhouse: true,
-    workspaces: ['Runs A', 'Runs B'],
+    workspaces: ['Runs A', 'Runs B', 'Runs C'],
     env: {
       RECIPIENTS_DATABASE_URL: recipients.url,
       SMTP_URL: mailpit.smtpUrl,
@@ -64,7 +65,7 @@ beforeAll(async () => {
       SEND_MAX_ATTEMPTS: '50',
     },
   });
-  [workspaceA, workspaceB] = gateway.workspaces;
+  [workspaceA, workspaceB, workspaceC] = gateway.workspaces;
   templates = createClient(campaignV1.TemplateServiceClient, gateway.stack.urls.grpc.campaign);
 }, 180_000);
 
@@ -433,4 +434,32 @@ test('test-send: up to 10 addresses at once, outside any run, each with its outc
   const refused = await api('POST', `/email-campaigns/${noSender}/test-send`, { emails: [`d@${DOMAIN}`] });
   expect(refused.status).toBe(409);
   expect(refused.body.detail).toEqual(expect.stringContaining('from_email'));
+});
+
+test('deleting a workspace deletes its runs and their recipients', async () => {
+  const templateId = await template({}, workspaceC);
+  const created = await api(
+    'POST',
+    '/email-campaigns/',
+    {
+      workspace_id: workspaceC,
+      name: 'Doomed',
+      recipient_source: 'csv_account_ids',
+      csv_account_ids: ['acc-9'],
+      from_email: 'news@sender.example.com',
+      template_id: templateId,
+    },
+    workspaceC,
+  );
+  const runId = (await api('POST', `/email-campaigns/${created.body.id as string}/runs`, {}, workspaceC)).body.id as string;
+  expect((await api('DELETE', `/workspaces/${workspaceC}`, undefined, workspaceC)).status).toBe(204);
+  const db = new Client({ connectionString: gateway.postgres.url });
+  await db.connect();
+  try {
+    const runs = await db.query('SELECT 1 FROM delivery.runs WHERE workspace_id = $1', [workspaceC]);
+    const recipientRows = await db.query('SELECT 1 FROM delivery.run_recipients WHERE run_id = $1', [runId]);
+    expect([runs.rowCount, recipientRows.rowCount]).toEqual([0, 0]);
+  } finally {
+    await db.end();
+  }
 });

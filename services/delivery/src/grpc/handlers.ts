@@ -6,7 +6,7 @@ import { startRun } from '../sending/runs';
 import { testSend } from '../sending/test-send';
 import type { SenderOptions, UnsubscribeClaims } from '../sending/sender';
 import type { SmtpTransport } from '../sending/transport';
-import { actOnRun, getRun, listRecipients, listRuns } from '../store/runs';
+import { actOnRun, deleteWorkspaceRuns, getRun, listRecipients, listRuns } from '../store/runs';
 import type { Upstream } from './clients';
 
 const orUndefined = <T>(value: T | null): T | undefined => value ?? undefined;
@@ -117,6 +117,9 @@ export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV
     })),
     cancelRun: unary(logger, 'CancelRun', async (request) => ({
       run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'cancel')),
+    })),
+    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => ({
+      deletedRuns: await deleteWorkspaceRuns(db, scope(request.workspaceId)),
     })),
     testSend: unary(logger, 'TestSend', async (request) => {
       const outcomes = await testSend(parts, parts.options, {

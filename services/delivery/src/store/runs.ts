@@ -177,6 +177,14 @@ export async function actOnRun(db: Knex, workspaceId: string, id: string, action
   return changed;
 }
 
+/** A deleted workspace's runs and recipients go; a sender handing one over finds nothing to record. */
+export async function deleteWorkspaceRuns(db: Knex, workspaceId: string): Promise<number> {
+  const { rowCount } = await withConnection(db, (connection) =>
+    connection.query('DELETE FROM runs WHERE workspace_id = $1', [workspaceId]),
+  );
+  return rowCount ?? 0;
+}
+
 interface CountRow {
   run_id: string;
   variant_id: string | null;
