@@ -508,6 +508,7 @@ test('with token checks on, the page loads without a token and shows the API 401
       CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
       BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
       ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+      DELIVERY_GRPC_ADDR: stack.urls.grpc.delivery,
     },
   });
   try {
