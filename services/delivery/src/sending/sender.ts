@@ -8,6 +8,7 @@ import { compileTemplate, renderMessage, type CompiledTemplate, type RenderedMes
 import { retryDelayMs } from '../domain/run';
 import { pickVariant } from '../domain/variants';
 import type { Upstream } from '../grpc/clients';
+import { deliveryMetrics } from '../metrics';
 import { SourceError, type RecipientDatabase } from '../store/recipient-database';
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
 import type { SentEventPublisher } from './events';
@@ -122,7 +123,10 @@ export class Sender {
   private async maintain(): Promise<void> {
     await this.parts.store.heartbeat(this.workerId);
     const unknown = await this.parts.store.reapDeadWorkers(this.options.workerLeaseMs);
-    if (unknown > 0) this.logger.warn({ unknown }, 'messages of a dead sender recorded unknown');
+    if (unknown > 0) {
+      this.logger.warn({ unknown }, 'messages of a dead sender recorded unknown');
+      deliveryMetrics.messages.inc({ outcome: 'unknown' }, unknown);
+    }
     await this.parts.store.completeFinishedRuns();
   }
 
@@ -212,6 +216,7 @@ export class Sender {
       throw error;
     }
     await store.markSuppressed(run.id, this.workerId, [...suppressed]);
+    deliveryMetrics.messages.inc({ outcome: 'suppressed' }, suppressed.size);
     const queue = claimed.filter((recipient) => !suppressed.has(recipient.email));
     let stopped = false;
     const lane = async (): Promise<void> => {
@@ -252,6 +257,7 @@ export class Sender {
         'failed',
         `The template could not be rendered: ${(error as Error).message}`,
       );
+      deliveryMetrics.messages.inc({ outcome: 'failed' });
       return true;
     }
     await this.limiter.take();
@@ -260,10 +266,14 @@ export class Sender {
     const attempt = recipient.attempts + 1;
     if (outcome.kind === 'sent') {
       await store.recordSent(run.id, this.workerId, recipient.email);
+      deliveryMetrics.messages.inc({ outcome: 'sent' });
     } else if (outcome.kind === 'retry' && attempt < this.options.maxAttempts) {
       await store.recordRetry(run.id, this.workerId, recipient.email, outcome.error, retryDelayMs(attempt, this.options.retryBaseMs));
+      deliveryMetrics.messages.inc({ outcome: 'retried' });
     } else {
-      await store.recordFinal(run.id, this.workerId, recipient.email, outcome.kind === 'unknown' ? 'unknown' : 'failed', outcome.error);
+      const final = outcome.kind === 'unknown' ? 'unknown' : 'failed';
+      await store.recordFinal(run.id, this.workerId, recipient.email, final, outcome.error);
+      deliveryMetrics.messages.inc({ outcome: final });
     }
     return true;
   }
@@ -283,6 +293,7 @@ export class Sender {
 
   private async publishSent(): Promise<boolean> {
     const published = await this.parts.store.publishSent(PUBLISH_BATCH, (sent) => this.parts.events.publish(sent));
+    deliveryMetrics.sentEventsPublished.inc(published);
     return published === PUBLISH_BATCH;
   }
 }
