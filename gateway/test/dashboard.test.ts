@@ -21,6 +21,7 @@ const DAY_SECONDS = 86_400;
 
 /** The figures of the totals, in the page's order; the rates are the `_rate` ones. */
 const METRICS = [
+  'sent',
   'processed',
   'delivered',
   'delivery_rate',
@@ -48,6 +49,7 @@ type RateMetric = Extract<Metric, `${string}_rate`>;
 type Counts = Record<Exclude<Metric, RateMetric>, number> & Record<RateMetric, number | null>;
 /** The columns of the per-campaign and per-bucket tables. */
 const TABLE_METRICS: readonly Metric[] = [
+  'sent',
   'processed',
   'delivered',
   'delivery_rate',
@@ -341,6 +343,7 @@ async function expectPageShows(page: Page, api: Stats): Promise<void> {
   expect(shown.totals).toEqual(cellsOf(api.totals, METRICS));
   const totals = api.totals;
   expect(shown.funnel).toEqual({
+    'funnel-sent-value': formatCount(totals.sent),
     'funnel-processed-value': formatCount(totals.processed),
     'funnel-delivered-value': formatCount(totals.delivered),
     'funnel-delivery-rate': `${formatRate(totals.delivery_rate)} delivery rate`,

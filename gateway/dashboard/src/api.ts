@@ -15,6 +15,8 @@ export interface Me {
 
 /** Event counts are distinct provider events, unique counts exact distinct addresses; a rate is null on a zero denominator. */
 export interface EngagementCounts {
+  /** Handed over by our own sender (campaign runs). */
+  sent: number;
   processed: number;
   delivered: number;
   deferred: number;
