@@ -59,6 +59,7 @@ const SECRET_KEYS = [
   'SENDGRID_WEBHOOK_PUBLIC_KEY',
   'MAILGUN_WEBHOOK_SIGNING_KEY',
   'POSTMARK_WEBHOOK_BASIC_AUTH',
+  'UNSUBSCRIBE_SIGNING_KEY',
 ];
 /** Read by a process only in a one-shot Job, never set on its Deployment or in compose. */
 const JOB_ONLY_VARIABLES: Record<string, string> = { MIGRATE_ONLY: 'db-migrate' };

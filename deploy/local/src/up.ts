@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_PORTS, SERVICE_NAMES, runningDetached, startStack, type StackUrls } from './stack';
@@ -33,6 +34,10 @@ async function main(): Promise<void> {
       'set AUTH_ISSUER and AUTH_AUDIENCE (or DEV_AUTH_ENABLED=0) to change that.',
     );
   }
+
+  // Runs sign one-click unsubscribe links and the gateway verifies them with one key: a first run makes one and
+  // keeps it in the state folder, so the links of messages already sent stay valid across restarts.
+  if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = keptSecret('unsubscribe-signing-key');
 
   const running = runningDetached(stateDir);
   if (running.length > 0) {
@@ -91,6 +96,16 @@ function readSummary(): Summary | undefined {
 
 function isSet(value: string | undefined): boolean {
   return value !== undefined && value.trim() !== '';
+}
+
+/** A random secret kept in the state folder under `name` (readable by its owner only), made on first use. */
+function keptSecret(name: string): string {
+  const file = path.join(stateDir, name);
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const secret = crypto.randomBytes(32).toString('base64url');
+  fs.mkdirSync(stateDir, { recursive: true });
+  fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 main().catch((error: unknown) => {
