@@ -29,7 +29,7 @@ npx tsc -p tsconfig.test.json
 npm run --silent lint
 # The trace backend (gateway/test/tracing.test.ts) and the alert rules' checker come with the servers;
 # both are built from their Go modules on the first run only (bench/README.md, "Tracing").
-load_infra_env postgres kafka clickhouse jaeger promtool
+load_infra_env postgres kafka clickhouse jaeger promtool mailpit
 # Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.
 node deploy/local/dist/prune-topics.js
 # Headless Chromium for the dashboard's browser test (gateway/test/dashboard.test.ts).

@@ -63,7 +63,7 @@ export interface GatewayConfig {
   webhook: WebhookConfig;
   /** Verifies one-click unsubscribe links (UNSUBSCRIBE_SIGNING_KEY, the key delivery signs them with); unset, none verifies. */
   unsubscribeSigningKey?: string;
-  services: { identity: string; campaign: string; brandGuide: string; analytics: string };
+  services: { identity: string; campaign: string; brandGuide: string; analytics: string; delivery: string };
 }
 
 /** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
@@ -170,6 +170,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
       campaign: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
       brandGuide: env.string('BRAND_GUIDE_GRPC_ADDR', '127.0.0.1:50053'),
       analytics: env.string('ANALYTICS_GRPC_ADDR', '127.0.0.1:50054'),
+      delivery: env.string('DELIVERY_GRPC_ADDR', '127.0.0.1:50056'),
     },
   };
 }

@@ -210,9 +210,13 @@ beforeAll(async () => {
   stack = await startStack({
     stateDir,
     logDir: path.join(stateDir, 'logs'),
-    processes: ['identity', 'campaign', 'brand-guide', 'analytics'],
+    processes: ['identity', 'campaign', 'brand-guide', 'analytics', 'delivery'],
     env: {
       DATABASE_URL: postgres.url,
+      // Runs and test sends are under access test only: no recipient database or SMTP server listens there, so
+      // every run stays sending (its recipients wait for the database) and nothing leaves.
+      SMTP_URL: 'smtp://127.0.0.1:9?tls=off',
+      RECIPIENTS_DATABASE_URL: 'postgres://mail:mail@127.0.0.1:9/recipients',
       CLICKHOUSE_URL: database.url,
       CLICKHOUSE_DATABASE: database.database,
       BOOTSTRAP_PLATFORM_ADMINS: ROOT_EMAIL,
@@ -228,6 +232,7 @@ beforeAll(async () => {
     CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
     BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+    DELIVERY_GRPC_ADDR: stack.urls.grpc.delivery,
   });
   clickhouse = createClickHouse(database.url, database.database);
   userIds.platform = (await root('GET', '/auth/me', undefined, null)).id;
@@ -267,6 +272,24 @@ const freshCampaign = async () =>
   (await root('POST', '/email-campaigns/', { workspace_id: A.workspace, name: fresh('doomed campaign') })).id;
 const TEMPLATE = { subject: 'Hello {{first_name}}', text: 'Hi {{first_name}}' };
 const freshTemplate = async () => (await root('POST', '/templates/', { ...TEMPLATE, name: fresh('doomed template') })).id;
+/** A campaign of A that can be sent (its recipients are never read: the matrix checks access only). */
+const freshSendable = async () =>
+  (
+    await root('POST', '/email-campaigns/', {
+      workspace_id: A.workspace,
+      name: fresh('sendable campaign'),
+      recipient_source: 'csv_account_ids',
+      csv_account_ids: ['nobody'],
+      from_email: 'news@matrix.example.com',
+      template_id: A.template,
+    })
+  ).id;
+const freshRun = async () => (await root('POST', `/email-campaigns/${await freshSendable()}/runs`, {})).id;
+const freshPausedRun = async () => {
+  const id = await freshRun();
+  await root('POST', `/campaign-runs/${id}/pause`, {});
+  return id;
+};
 const freshGuide = async () => (await root('POST', '/brand-guides/', { name: fresh('doomed guide') })).id;
 const freshWorkspace = async () => (await root('POST', '/workspaces/', { name: fresh('doomed workspace') }, null)).id;
 const freshUser = async () => (await root('POST', '/users/', { email: `${fresh('user')}@matrix.example` }, null)).id;
@@ -293,6 +316,18 @@ const REQUESTS: Record<string, Builder> = {
   getTemplate: () => ({ path: `/templates/${A.template}` }),
   updateTemplate: () => ({ path: `/templates/${A.template}`, body: { subject: fresh('subject') } }),
   deleteTemplate: async () => ({ path: `/templates/${await freshTemplate()}` }),
+  // campaign runs
+  createCampaignRun: async () => ({ path: `/email-campaigns/${await freshSendable()}/runs`, body: {} }),
+  listCampaignRuns: () => ({ path: `/email-campaigns/${A.campaign}/runs` }),
+  getCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}` }),
+  listCampaignRunRecipients: async () => ({ path: `/campaign-runs/${await freshRun()}/recipients` }),
+  pauseCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}/pause`, body: {} }),
+  resumeCampaignRun: async () => ({ path: `/campaign-runs/${await freshPausedRun()}/resume`, body: {} }),
+  cancelCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}/cancel`, body: {} }),
+  testSendCampaign: async () => ({
+    path: `/email-campaigns/${await freshSendable()}/test-send`,
+    body: { emails: ['me@matrix.example.com'] },
+  }),
   // engagement and suppressions
   listEngagementEvents: () => ({ path: '/campaign-events/' }),
   getEngagementStats: () => ({ path: '/campaign-events/stats' }),
@@ -392,6 +427,9 @@ describe('the operation list', () => {
       'GET /suppressions/{email}',
       'GET /templates/',
       'GET /templates/{id}',
+      'GET /email-campaigns/{id}/runs',
+      'GET /campaign-runs/{id}',
+      'GET /campaign-runs/{id}/recipients',
     ];
     const editor = [
       'POST /brand-guides/',
@@ -405,6 +443,11 @@ describe('the operation list', () => {
       'POST /templates/',
       'PUT /templates/{id}',
       'DELETE /templates/{id}',
+      'POST /email-campaigns/{id}/runs',
+      'POST /email-campaigns/{id}/test-send',
+      'POST /campaign-runs/{id}/pause',
+      'POST /campaign-runs/{id}/resume',
+      'POST /campaign-runs/{id}/cancel',
     ];
     const admin = [
       'GET /workspaces/{id}/members',

@@ -13,11 +13,11 @@ import { infraVariables } from './testing/infra';
  * (detached), by gateway end-to-end tests and by benchmarks and fault tests.
  */
 
-export type ServiceName = 'identity' | 'campaign' | 'brand-guide' | 'analytics' | 'ingestion';
+export type ServiceName = 'identity' | 'campaign' | 'brand-guide' | 'analytics' | 'ingestion' | 'delivery';
 export type ProcessName = ServiceName | 'gateway';
 
 /** Start order; the gateway comes last. */
-export const SERVICE_NAMES: readonly ServiceName[] = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion'];
+export const SERVICE_NAMES: readonly ServiceName[] = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion', 'delivery'];
 export const PROCESS_NAMES: readonly ProcessName[] = [...SERVICE_NAMES, 'gateway'];
 
 export interface ServicePorts {
@@ -36,6 +36,7 @@ export const DEFAULT_PORTS: StackPorts = {
   'brand-guide': { grpc: 50053, ops: 9103 },
   analytics: { grpc: 50054, ops: 9104 },
   ingestion: { grpc: 50055, ops: 9105 },
+  delivery: { grpc: 50056, ops: 9106 },
   gateway: 8080,
   gatewayOps: 9100,
 };
@@ -46,6 +47,7 @@ export const GRPC_ADDRESS_VARIABLES: Readonly<Record<ServiceName, string>> = {
   'brand-guide': 'BRAND_GUIDE_GRPC_ADDR',
   analytics: 'ANALYTICS_GRPC_ADDR',
   ingestion: 'INGESTION_GRPC_ADDR',
+  delivery: 'DELIVERY_GRPC_ADDR',
 };
 
 /** The services each process calls, whose addresses it gets (docs/CONVENTIONS.md). */
@@ -55,6 +57,7 @@ const DIALS: Readonly<Record<ProcessName, readonly ServiceName[]>> = {
   'brand-guide': [],
   analytics: [],
   ingestion: ['campaign'],
+  delivery: ['campaign', 'analytics'],
   gateway: SERVICE_NAMES,
 };
 
@@ -76,7 +79,7 @@ export interface StackOptions {
    */
   env?: Readonly<Record<string, string | undefined>>;
   ports?: StackPortChoice;
-  /** Which processes to start (default: all six). */
+  /** Which processes to start (default: all seven). */
   processes?: readonly ProcessName[];
   /** Own session, PID files, outlives this process (`npm run up`). Default: attached, dies with this process. */
   detached?: boolean;

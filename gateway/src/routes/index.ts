@@ -2,6 +2,7 @@ import { brandGuideRoutes } from './brand-guides';
 import { campaignRoutes } from './campaigns';
 import { eventRoutes } from './events';
 import { identityRoutes } from './identity';
+import { runRoutes } from './runs';
 import { suppressionRoutes } from './suppressions';
 import { templateRoutes } from './templates';
 import type { RouteModule } from './context';
@@ -14,4 +15,5 @@ export const routeModules: RouteModule[] = [
   eventRoutes,
   suppressionRoutes,
   templateRoutes,
+  runRoutes,
 ];

@@ -22,6 +22,7 @@ import {
   deleteCampaign,
   getCampaign,
   listCampaigns,
+  listScheduledCampaigns,
   resolveCategories,
   updateCampaign,
 } from '../store/campaigns';
@@ -131,6 +132,7 @@ export function campaignHandlers(logger: Logger, db: Knex, feed: ChangeFeed): ca
     resolveCategories: unary(logger, 'ResolveCategories', async (request) => ({
       matches: await resolveCategories(db, request.providerCategoryIds),
     })),
+    listScheduledCampaigns: unary(logger, 'ListScheduledCampaigns', async () => ({ campaigns: await listScheduledCampaigns(db) })),
 
     watchCategoryChanges: watchChanges(feed, (providerCategoryId) => ({ providerCategoryIds: [providerCategoryId] })),
   };

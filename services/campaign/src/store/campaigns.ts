@@ -13,7 +13,16 @@ import {
   withTransaction,
   type PgConnection,
 } from '@mail/common';
-import type { Campaign, CampaignFields, CampaignPatch, CategoryMatch, NewCampaign, Page, VariantDraft } from '../domain/model';
+import type {
+  Campaign,
+  CampaignFields,
+  CampaignPatch,
+  CategoryMatch,
+  NewCampaign,
+  Page,
+  ScheduledCampaign,
+  VariantDraft,
+} from '../domain/model';
 import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
 
 /**
@@ -323,5 +332,15 @@ export async function resolveCategories(db: Knex, providerCategoryIds: string[])
   const { rows } = await withConnection(db, (connection) =>
     run<CategoryMatch>(connection, db.raw(RESOLVE_CATEGORIES, { providerCategoryIds })),
   );
+  return rows;
+}
+
+const SCHEDULED_CAMPAIGNS = `SELECT id AS "campaignId", workspace_id AS "workspaceId", schedule_cron AS "scheduleCron",
+    schedule_set_at AS "scheduleSetAt"
+  FROM campaigns WHERE is_active AND schedule_cron IS NOT NULL`;
+
+/** Across all workspaces: the delivery scheduler's input. */
+export async function listScheduledCampaigns(db: Knex): Promise<ScheduledCampaign[]> {
+  const { rows } = await withConnection(db, (connection) => run<ScheduledCampaign>(connection, db.raw(SCHEDULED_CAMPAIGNS)));
   return rows;
 }

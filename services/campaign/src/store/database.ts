@@ -113,6 +113,34 @@ export const migrations: Migration[] = [
       await db.raw('DROP TABLE templates');
     },
   },
+  {
+    name: '005_schedule_set_at',
+    async up(db) {
+      // The delivery scheduler fires only the fire times after a schedule was set (or the campaign
+      // activated): a campaign that gets a schedule must not be fired for times before it had one.
+      await db.raw(`
+        ALTER TABLE campaigns ADD COLUMN schedule_set_at timestamptz NOT NULL DEFAULT now();
+        CREATE FUNCTION mark_schedule_set() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.schedule_cron IS DISTINCT FROM OLD.schedule_cron OR (NEW.is_active AND NOT OLD.is_active) THEN
+            NEW.schedule_set_at := now();
+          END IF;
+          RETURN NEW;
+        END
+        $$;
+        CREATE TRIGGER campaigns_mark_schedule_set BEFORE UPDATE OF schedule_cron, is_active ON campaigns
+          FOR EACH ROW EXECUTE FUNCTION mark_schedule_set();
+        CREATE INDEX campaigns_scheduled_idx ON campaigns (id) WHERE is_active AND schedule_cron IS NOT NULL;
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        DROP TRIGGER campaigns_mark_schedule_set ON campaigns;
+        DROP FUNCTION mark_schedule_set();
+        ALTER TABLE campaigns DROP COLUMN schedule_set_at;
+      `);
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {
