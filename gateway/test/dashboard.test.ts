@@ -651,6 +651,21 @@ test('campaign runs: send now, watch the progress to the end, see the recipients
   expect(completed.counts).toMatchObject({ recipients: RUN_ACCOUNTS + 1, sent: RUN_ACCOUNTS, invalid: 1, duplicates: 1, pending: 0 });
   expect(await runRow(page, runId)).toEqual({ ...shownRun(completed), actions: ['run-recipients'] });
   expect((await mailpit.messages()).filter((message) => message.MessageID.startsWith(`${runId}.`))).toHaveLength(RUN_ACCOUNTS);
+  // Each sent message comes back through the pipeline as a `sent` event of the campaign: the funnel's first step.
+  const sentStats = await waitFor(
+    'the run’s sent events in the stats',
+    () => stats(utcDate(0), utcDate(0), 'day', campaign.id),
+    (answer) => answer.totals.sent === RUN_ACCOUNTS,
+  );
+  expect(sentStats.campaigns).toEqual([expect.objectContaining({ campaign_id: campaign.id, sent: RUN_ACCOUNTS })]);
+  const sentEvents = await api<{ total: number; items: Array<{ provider: string; event_type: string }> }>(
+    'GET',
+    `/campaign-events/?event_type=sent&campaign_id=${campaign.id}&page_size=500`,
+    undefined,
+    workspaceId,
+  );
+  expect(sentEvents.total).toBe(RUN_ACCOUNTS);
+  expect(new Set(sentEvents.items.map((event) => `${event.event_type} ${event.provider}`))).toEqual(new Set(['sent smtp']));
 
   // Its recipients, all of them, then only the invalid one.
   await page.click(`tr[data-run-id="${runId}"] [data-testid="run-recipients"]`);
