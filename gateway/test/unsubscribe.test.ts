@@ -136,6 +136,7 @@ it('shows a confirmation page that changes nothing until its button is pressed, 
   const plain = await fetch(url);
   expect(plain.status).toBe(200);
   expect(plain.headers.get('content-type')).toContain('text/html');
+  expect(plain.headers.get('content-security-policy')).toContain("form-action 'self'");
 
   browser = await launchChromium();
   const page = await browser.newPage();

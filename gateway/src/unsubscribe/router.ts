@@ -47,6 +47,9 @@ function confirmationPage(token: string, email: string): string {
   );
 }
 
+/** The pages load nothing and run nothing; their one form posts back here, and no other site may frame them. */
+const PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
 const DONE_PAGE = page('Unsubscribed', '<h1>Unsubscribed</h1><p data-testid="done">You will not receive these e-mails any more.</p>');
 
 /**
@@ -90,7 +93,7 @@ export function unsubscribeRouter({ signingKey, publisher }: UnsubscribeOptions)
   router.get(UNSUBSCRIBE_PATH, (req: Request, res: Response) => {
     const claims = claimsOf(req, signingKey);
     res
-      .set('Cache-Control', 'no-store')
+      .set({ 'Cache-Control': 'no-store', 'Content-Security-Policy': PAGE_POLICY })
       .type('html')
       .send(confirmationPage(req.params.token as string, claims.email));
   });
@@ -105,7 +108,7 @@ export function unsubscribeRouter({ signingKey, publisher }: UnsubscribeOptions)
       throw error;
     }
     res.set('Cache-Control', 'no-store');
-    if (req.accepts(['json', 'html']) === 'html') res.type('html').send(DONE_PAGE);
+    if (req.accepts(['json', 'html']) === 'html') res.set('Content-Security-Policy', PAGE_POLICY).type('html').send(DONE_PAGE);
     else res.json({ unsubscribed: true });
   });
 
