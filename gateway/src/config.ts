@@ -61,6 +61,8 @@ export interface GatewayConfig {
   auth: AuthConfig;
   dashboard: DashboardConfig;
   webhook: WebhookConfig;
+  /** Verifies one-click unsubscribe links (UNSUBSCRIBE_SIGNING_KEY, the key delivery signs them with); unset, none verifies. */
+  unsubscribeSigningKey?: string;
   services: { identity: string; campaign: string; brandGuide: string; analytics: string; delivery: string };
 }
 
@@ -162,6 +164,7 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     auth,
     dashboard,
     webhook,
+    unsubscribeSigningKey: env.optionalString('UNSUBSCRIBE_SIGNING_KEY'),
     services: {
       identity: env.string('IDENTITY_GRPC_ADDR', '127.0.0.1:50051'),
       campaign: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),

@@ -116,11 +116,14 @@ it('needs html or text: a create with neither, or an update that clears the last
     status: 422,
     body: { detail: [{ type: 'value_error', loc: ['body'], msg: 'Value error, at least one of html and text is required' }] },
   });
-  const template = await create();
-  expect(await api('PUT', `/templates/${template.id}`, { html: null })).toMatchObject({
+  expect(await api('POST', '/templates/', { name: 'Blank', subject: 'S', html: '', text: '' })).toMatchObject({
     status: 422,
-    body: { detail: [{ loc: ['body'] }] },
+    body: { detail: [{ type: 'value_error', loc: ['body'] }] },
   });
+  const template = await create();
+  for (const html of [null, '']) {
+    expect(await api('PUT', `/templates/${template.id}`, { html })).toMatchObject({ status: 422, body: { detail: [{ loc: ['body'] }] } });
+  }
   expect((await api('GET', `/templates/${template.id}`)).body).toEqual(template);
 });
 

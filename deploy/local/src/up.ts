@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureRecipientDatabase } from './recipients';
@@ -38,8 +38,9 @@ async function main(): Promise<void> {
     );
   }
 
-  // Sending goes to the local Mailpit (deploy/local/up.sh started it), to the local recipient database, and
-  // signs unsubscribe links with a key kept in the state folder, unless the environment says otherwise.
+  // Sending goes to the local Mailpit (deploy/local/up.sh started it) and the local recipient database, unless
+  // the environment says otherwise. Runs sign one-click unsubscribe links and the gateway verifies them with one
+  // key: a first run makes one and keeps it in the state folder, so the links of messages already sent stay valid.
   if (!isSet(env.SMTP_URL) && isSet(env.MAILPIT_SMTP_URL)) env.SMTP_URL = env.MAILPIT_SMTP_URL;
   if (!isSet(env.RECIPIENTS_DATABASE_URL)) {
     const recipients = new URL(infraEnv(env).databaseUrl);
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
     env.RECIPIENTS_DATABASE_URL = recipients.toString();
     await ensureRecipientDatabase(env.RECIPIENTS_DATABASE_URL);
   }
-  if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = signingKey();
+  if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = keptSecret('unsubscribe-signing-key');
 
   const running = runningDetached(stateDir);
   if (running.length > 0) {
@@ -106,18 +107,18 @@ function readSummary(): Summary | undefined {
   }
 }
 
-/** The key unsubscribe links are signed with, made once per state folder. */
-function signingKey(): string {
-  const file = path.join(stateDir, 'unsubscribe-signing-key');
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(stateDir, { recursive: true });
-    fs.writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-  }
-  return fs.readFileSync(file, 'utf8').trim();
-}
-
 function isSet(value: string | undefined): boolean {
   return value !== undefined && value.trim() !== '';
+}
+
+/** A random secret kept in the state folder under `name` (readable by its owner only), made on first use. */
+function keptSecret(name: string): string {
+  const file = path.join(stateDir, name);
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const secret = crypto.randomBytes(32).toString('base64url');
+  fs.mkdirSync(stateDir, { recursive: true });
+  fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 main().catch((error: unknown) => {

@@ -126,6 +126,9 @@ it('refuses a NUL in the name, a subject that does not compile, an empty name, a
       ctx: { error: {} },
     },
   ]);
+  expect((await failure(create({ name: 'Empty bodies', subject: 'S', html: '', text: '' }))).violations).toEqual([
+    expect.objectContaining({ loc: [], type: 'value_error', input: { html: '', text: '' } }),
+  ]);
 });
 
 it('updates by mask: omitted unchanged, null clears html or text and leaves name and subject, never both bodies', async () => {

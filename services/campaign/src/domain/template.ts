@@ -58,9 +58,9 @@ function fieldViolations(write: TemplateWrite): Violation[] {
 
 const missing = (field: string): Violation => ({ loc: [field], type: 'missing', msg: 'Field required', input: null });
 
-/** A template must have a body: html, text or both. */
+/** A template must have a body: html, text or both; an empty one is none. */
 function bodyViolation(fields: Pick<TemplateFields, 'html' | 'text'>): Violation | undefined {
-  return fields.html === null && fields.text === null ? valueError([], fields, 'at least one of html and text is required') : undefined;
+  return !fields.html && !fields.text ? valueError([], fields, 'at least one of html and text is required') : undefined;
 }
 
 function throwIfAny(violations: (Violation | undefined)[]): void {
