@@ -7,8 +7,8 @@ import { SendingStore } from '../src/store/sending';
 
 /**
  * Which run a sender serves next (SendingStore.readyRuns): the higher
- * send_priority first; runs of one priority take turns. On the delivery
- * schema of a private database.
+ * send_priority first; runs of one priority take turns. And the shared rate
+ * limit (SendingStore.takeTokens). On the delivery schema of a private database.
  */
 
 let postgres: TestPostgres;
@@ -72,4 +72,24 @@ test('the higher send_priority goes first; runs of one priority take turns', asy
   await store.claim(first, 'worker-1', 10);
   await store.claim(second, 'worker-1', 10);
   expect((await store.readyRuns()).map((run) => run.id)).toEqual([low]);
+});
+
+test('the rate limit holds across replicas: all takers together never get more than the rate allows', async () => {
+  // Two stores on two pools stand for two replicas taking from one transport's bucket.
+  const other = await openDatabase(postgres.url);
+  try {
+    const replicas = [store, new SendingStore(other)];
+    const rate = 5;
+    const started = Date.now();
+    let granted = 0;
+    for (let turn = 0; Date.now() - started < 1_500; turn += 1) {
+      granted += await replicas[turn % 2].takeTokens('smtp:test', rate, 3);
+    }
+    const seconds = (Date.now() - started) / 1000;
+    // A full bucket (one second's worth) at the start, then the rate.
+    expect(granted).toBeLessThanOrEqual(rate + Math.ceil(rate * seconds));
+    expect(granted).toBeGreaterThanOrEqual(rate);
+  } finally {
+    await other.destroy();
+  }
 });
