@@ -37,10 +37,12 @@ interface SmtpError {
 }
 
 /**
- * 5xx: permanent, `failed` with the server's answer. 4xx and connections that
- * fail before the message's data was sent: temporary, retried. A connection
- * lost while the server had the data (after DATA, no answer): `unknown`,
- * never sent again, since the message may have been accepted.
+ * 5xx: permanent, `failed` with the server's answer. 4xx and dropped
+ * connections: temporary, retried (the issue asks for both). An error on the
+ * DATA command without an answer: `unknown`, never sent again, since the
+ * message may have been accepted. nodemailer reports a connection lost after
+ * the data but before the answer as a plain dropped connection (command CONN),
+ * so that window is retried: docs/api.md, "Campaign runs".
  */
 export function classifySmtpError(error: unknown): SmtpOutcome {
   const failure = (error ?? {}) as SmtpError;
