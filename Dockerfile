@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
 # One image for every process of the platform. SERVICE picks which one runs:
-#   identity | campaign | brand-guide | analytics | ingestion | gateway
+#   identity | campaign | brand-guide | analytics | ingestion | delivery | gateway
 #
 #   docker build -t mail-platform .
 #   docker run -e SERVICE=identity -e DATABASE_URL=postgres://... mail-platform
@@ -33,6 +33,7 @@ COPY services/campaign/package.json services/campaign/
 COPY services/brand-guide/package.json services/brand-guide/
 COPY services/ingestion/package.json services/ingestion/
 COPY services/analytics/package.json services/analytics/
+COPY services/delivery/package.json services/delivery/
 COPY gateway/package.json gateway/
 COPY deploy/local/package.json deploy/local/
 
@@ -53,7 +54,7 @@ RUN npm run build
 # (services/common/proto, gateway/openapi, gateway/dashboard/dist).
 RUN set -eu; \
     for ws in proto services/common services/event-store services/identity services/campaign services/brand-guide \
-              services/ingestion services/analytics gateway; do \
+              services/ingestion services/analytics services/delivery gateway; do \
       mkdir -p "/out/$ws"; \
       cp -a "$ws/." "/out/$ws/"; \
       rm -rf "/out/$ws/src" "/out/$ws/test" "/out/$ws/node_modules" /out/$ws/tsconfig*.json /out/$ws/*.tsbuildinfo; \
@@ -71,9 +72,9 @@ COPY --chmod=0755 <<'EOF' /usr/local/bin/mail-process
 set -eu
 case "${SERVICE:-}" in
   gateway) exec node /app/gateway/dist/main.js "$@" ;;
-  identity | campaign | brand-guide | analytics | ingestion) exec node "/app/services/$SERVICE/dist/main.js" "$@" ;;
+  identity | campaign | brand-guide | analytics | ingestion | delivery) exec node "/app/services/$SERVICE/dist/main.js" "$@" ;;
   *)
-    echo "mail-process: set SERVICE to one of identity, campaign, brand-guide, analytics, ingestion, gateway (got '${SERVICE:-}')" >&2
+    echo "mail-process: set SERVICE to one of identity, campaign, brand-guide, analytics, ingestion, delivery, gateway (got '${SERVICE:-}')" >&2
     exit 64
     ;;
 esac
@@ -83,7 +84,7 @@ EOF
 # PORT, a service on its ops port (OPS_PORT, defaults of docs/CONVENTIONS.md).
 COPY --chmod=0755 <<'EOF' /usr/local/bin/mail-healthcheck
 #!/usr/bin/env node
-const opsPorts = { identity: 9101, campaign: 9102, 'brand-guide': 9103, analytics: 9104, ingestion: 9105 };
+const opsPorts = { identity: 9101, campaign: 9102, 'brand-guide': 9103, analytics: 9104, ingestion: 9105, delivery: 9106 };
 const service = process.env.SERVICE ?? '';
 const port = service === 'gateway' ? process.env.PORT || 8080 : process.env.OPS_PORT || opsPorts[service];
 if (!port) {
@@ -105,6 +106,6 @@ ENV SERVICE=${SERVICE} \
 # The node user of the official image, by number so that Kubernetes can
 # verify runAsNonRoot. The files stay root-owned: the processes only read them.
 USER 1000:1000
-EXPOSE 8080 50051-50055 9100-9105
+EXPOSE 8080 50051-50056 9100-9106
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["mail-healthcheck"]
 CMD ["mail-process"]

@@ -8,19 +8,21 @@
  *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
  *   tracing   the pipeline's events/s with tracing off, then with 10 % of traces exported to Jaeger
  *   validation  the 422 of a body failing in 450,000 places (the first 1,000 listed), one call at a time
+ *   sending   a run of BENCH_SENDING_RECIPIENTS into Mailpit: messages/s, CPU per message, time to the first
+ *             message, memory against a run of BENCH_SENDING_SMALL_RECIPIENTS, and a plain SMTP client's rate
  *
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
  * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
  * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
  * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query, tracing,
- * validation;
+ * validation, sending;
  * default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
  * (bench_suite_analytics), BENCH_QUERY_CLICKHOUSE_URLS (the servers the query benchmark runs on, one after the other,
  * each with the same data set; default CLICKHOUSE_URL; bench/README.md, "ClickHouse 26.9 and 18.16"), BENCH_PIPELINE_EVENTS (200000), BENCH_PROVIDER_EVENTS (20000), BENCH_CONCURRENCY (16),
  * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10), BENCH_WARM_UP_SECONDS (10),
  * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait), BENCH_TRACING_EVENTS (100000),
- * BENCH_VALIDATION_CALLS (20).
+ * BENCH_VALIDATION_CALLS (20), BENCH_SENDING_RECIPIENTS (100000), BENCH_SENDING_SMALL_RECIPIENTS (10000).
  * Linux only (CPU and memory figures come from /proc).
  */
 import fs from 'node:fs';
@@ -46,10 +48,12 @@ import {
   pipelineRows,
   providerRows,
   queryRows,
+  sendingRows,
   tracingRows,
   validationRows,
   type Row,
 } from './report';
+import { runSendingBench, sendingSettings, type SendingResult } from './sending-bench';
 import { runTracingBench, type TracingResult } from './tracing-bench';
 import { runValidationBench, validationSettings, type ValidationResult } from './validation-bench';
 
@@ -62,6 +66,7 @@ const BENCHMARKS = [
   'validation',
   'query',
   'tracing',
+  'sending',
 ] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
@@ -122,6 +127,7 @@ async function main(): Promise<void> {
   let validation: ValidationResult | undefined;
   let query: QueryResult | undefined;
   let tracing: TracingResult | undefined;
+  let sending: SendingResult | undefined;
   // A benchmark that fails is reported as such; the others still count.
   const failures: Partial<Record<Benchmark, string>> = {};
   const attempt = async <T>(name: Benchmark, run: () => Promise<T>): Promise<T | undefined> => {
@@ -161,6 +167,8 @@ async function main(): Promise<void> {
     query = await attempt('query', () => runQueryBench(memory, querySettings()));
     if (benchmarks.has('tracing') && (pipeline || campaign || query)) await waitUntilSettled('tracing');
     tracing = await attempt('tracing', () => runTracingBench());
+    if (benchmarks.has('sending') && (pipeline || campaign || query || tracing)) await waitUntilSettled('sending');
+    sending = await attempt('sending', () => runSendingBench(sendingSettings()));
   } finally {
     memory.stop();
   }
@@ -172,6 +180,7 @@ async function main(): Promise<void> {
     ...(validation ? validationRows(validation) : []),
     ...(query ? queryRows(query) : []),
     ...(tracing ? tracingRows(tracing) : []),
+    ...(sending ? sendingRows(sending) : []),
     ...Object.entries(failures).map(([name, error]): Row => ({
       measure: `${name} benchmark`,
       result: 'not measured',
@@ -207,6 +216,7 @@ async function main(): Promise<void> {
     validation,
     query,
     tracing,
+    sending,
     failures,
     memoryMb: memory.results(),
     benchClientPeakMb: statusMb(process.pid, 'VmHWM'),

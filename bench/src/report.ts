@@ -9,6 +9,7 @@ import type { MemoryFigure } from './memory';
 import type { PipelineResult } from './pipeline-bench';
 import type { ProviderResult } from './provider-bench';
 import type { EngineRun, QueryResult, QueryScenario } from './query-bench';
+import type { SendingResult } from './sending-bench';
 import type { TracingResult } from './tracing-bench';
 import type { ValidationResult } from './validation-bench';
 
@@ -252,6 +253,44 @@ export function memoryRows(memory: Record<string, MemoryFigure>): Row[] {
 }
 
 /** A Markdown table: readable in a terminal, pasted as is into bench/README.md. */
+export function sendingRows({ settings, small, full, calibrationMessagesPerSecond }: SendingResult): Row[] {
+  const cpu = (figures: SendingResult['full']) =>
+    Object.entries(figures.cpuMsPerThousand)
+      .map(([name, ms]) => `${name} ${ms}`)
+      .join(', ');
+  const share = Math.round((full.messagesPerSecond / calibrationMessagesPerSecond) * 100);
+  return [
+    {
+      measure: `Sending: a run of ${number(full.recipients)} recipients into Mailpit, messages/s (${settings.connections} SMTP connections)`,
+      result: `${number(full.messagesPerSecond)}/s`,
+      target: '',
+      verdict: '',
+      note: `${share} % of a plain SMTP client's ${number(calibrationMessagesPerSecond)}/s into the same Mailpit (the calibration)`,
+    },
+    {
+      measure: 'Sending: time to the first message',
+      result: `${number(full.firstMessageMs)} ms`,
+      target: '',
+      verdict: '',
+      note: `${number(small.firstMessageMs)} ms for ${number(small.recipients)}`,
+    },
+    {
+      measure: 'Sending: CPU per 1,000 messages, per process',
+      result: cpu(full),
+      target: '',
+      verdict: '',
+      note: 'ms; Mailpit is the receiving end',
+    },
+    {
+      measure: `Sending: delivery peak memory, ${number(small.recipients)} against ${number(full.recipients)} recipients`,
+      result: `${number(small.deliveryPeakMb)} MB / ${number(full.deliveryPeakMb)} MB`,
+      target: '',
+      verdict: '',
+      note: 'VmHWM of a fresh delivery process per run: recipients stream in batches',
+    },
+  ];
+}
+
 export function markdownTable(rows: readonly Row[]): string {
   const header = ['Measure', 'Result', 'Target', 'Met', 'Why / note'];
   const cells = rows.map((r) => [r.measure, r.result, r.target, r.verdict, r.note].map((c) => c.replace(/\|/g, '\\|')));

@@ -16,8 +16,9 @@ trap 'printf "[bench] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((SECONDS 
 
 # shellcheck source=deploy/local/bootstrap.sh
 source "$(dirname -- "${BASH_SOURCE[0]}")/bootstrap.sh"
-# jaeger: the trace backend of the tracing benchmark (built from its Go module on first use).
-load_infra_env postgres kafka clickhouse jaeger
+# jaeger: the trace backend of the tracing benchmark; mailpit: the sending benchmark starts a private one from its
+# binary (both built from their Go modules on first use).
+load_infra_env postgres kafka clickhouse jaeger mailpit
 # Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.
 node deploy/local/dist/prune-topics.js
 

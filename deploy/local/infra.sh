@@ -8,8 +8,11 @@
 # components are built from their Go modules on first use (the Go module
 # proxy; Go 1.26 or newer) into <state folder>/tools, and are only brought up
 # when named: jaeger, the trace backend (Jaeger v2: OTLP/HTTP in, query API
-# and UI out, traces in memory; deploy/local/jaeger.yaml), and promtool,
-# Prometheus's rule checker (installed, not run). Also only when named, the
+# and UI out, traces in memory; deploy/local/jaeger.yaml), promtool,
+# Prometheus's rule checker (installed, not run), and mailpit, the local SMTP
+# server the delivery service sends to (SMTP in, web page and HTTP API out,
+# messages in <state folder>/mailpit, its "chaos" switch on so tests can make
+# it answer SMTP errors). Also only when named, the
 # local clusters: kafka-cluster, three Kafka KRaft nodes k1..k3 (each broker
 # and controller, one quorum) from the same jars, whose topics get replication
 # factor 3 and min.insync.replicas=2 by default; zookeeper (Apache ZooKeeper
@@ -36,15 +39,19 @@
 #       e.g. kafka-cli org.apache.kafka.tools.TopicCommand --list \
 #              --bootstrap-server 127.0.0.1:29092
 #
-# COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, kafka-cluster,
-# zookeeper or clickhouse-cluster (default: the first three; a plain `down`
-# stops all but promtool). Settings (environment): STATE_DIR (default <repo>/.state),
+# COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, mailpit,
+# kafka-cluster, zookeeper or clickhouse-cluster (default: the first three; a
+# plain `down` stops all but promtool). Settings (environment): STATE_DIR (default <repo>/.state),
 # PG_PORT=25432, KAFKA_PORT=29092, KAFKA_CONTROLLER_PORT=29093,
 # CLICKHOUSE_HTTP_PORT=28123, CLICKHOUSE_TCP_PORT=29000, JAEGER_OTLP_PORT=24318
 # (OTLP/HTTP), JAEGER_QUERY_PORT=26686 (query API and UI),
 # JAEGER_QUERY_GRPC_PORT=26685, JAEGER_HEALTH_PORT=23133, KAFKA_HEAP=-Xmx512m,
+# MAILPIT_SMTP_PORT=21025, MAILPIT_HTTP_PORT=28025 (web page and API),
+# MAILPIT_MAX_MESSAGES=100000 (older ones are deleted past it),
 # READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
-# JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path).
+# JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path),
+# mailpit MAILPIT_SMTP_URL (smtp://...?tls=off, as SMTP_URL takes it),
+# MAILPIT_API_URL and MAILPIT_BIN (tests start private ones with it).
 # KAFKA_CLUSTER_PORTS=29111,29112,29113 (nodes k1..k3),
 # KAFKA_CLUSTER_CONTROLLER_PORTS=29121,29122,29123, KAFKA_CLUSTER_HEAP=-Xmx384m
 # (each node); kafka-cluster exports KAFKA_CLUSTER_BROKERS.
@@ -78,6 +85,10 @@ JAEGER_HEALTH_PORT=${JAEGER_HEALTH_PORT:-23133}
 JAEGER_MODULE_VERSION=v1.76.0
 # Prometheus 3.x's Go module tags are v0.3xx: v0.316.0 is Prometheus 3.16.
 PROMETHEUS_MODULE_VERSION=v0.316.0
+MAILPIT_MODULE_VERSION=v1.33.1
+MAILPIT_SMTP_PORT=${MAILPIT_SMTP_PORT:-21025}
+MAILPIT_HTTP_PORT=${MAILPIT_HTTP_PORT:-28025}
+MAILPIT_MAX_MESSAGES=${MAILPIT_MAX_MESSAGES:-100000}
 # The single ClickHouse: chdb-core's version is the ClickHouse release it holds,
 # the release line of the image docker-compose.yml and deploy/k8s run
 # (deploy/test/clickhouse-version.test.ts keeps them together).
@@ -96,7 +107,7 @@ STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
 ALL_COMPONENTS=(postgres kafka clickhouse)
-OPTIONAL_COMPONENTS=(jaeger promtool kafka-cluster zookeeper clickhouse-cluster)
+OPTIONAL_COMPONENTS=(jaeger promtool mailpit kafka-cluster zookeeper clickhouse-cluster)
 CLICKHOUSE_NODES=(ch1 ch2 ch3 ch4)
 COMPONENTS=()
 POLICY_RC=/usr/sbin/policy-rc.d
@@ -310,7 +321,7 @@ missing_packages() {
         python3 -c 'import ensurepip, venv' 2>/dev/null || echo python3-venv
         command -v curl >/dev/null || echo curl
         ;;
-      jaeger) command -v curl >/dev/null || echo curl ;;
+      jaeger | mailpit) command -v curl >/dev/null || echo curl ;;
       kafka | kafka-cluster)
         command -v java >/dev/null || echo openjdk-17-jre-headless
         kafka_libs_cached || command -v mvn >/dev/null || echo maven
@@ -1321,12 +1332,13 @@ clickhouse_cluster_status() {
   done
 }
 
-# --- Go tools: Jaeger and promtool --------------------------------------------------
+# --- Go tools: Jaeger, promtool and Mailpit ----------------------------------------
 
 tools_paths() {
   TOOLS_HOME=$STATE_DIR/tools
   JAEGER_BIN=$TOOLS_HOME/jaeger-$JAEGER_MODULE_VERSION/jaeger
   PROMTOOL_BIN=$TOOLS_HOME/promtool-$PROMETHEUS_MODULE_VERSION/promtool
+  MAILPIT_BIN=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION/mailpit
 }
 
 # Builds PACKAGE of MODULE@VERSION into OUT once, into a temporary folder
@@ -1432,6 +1444,61 @@ jaeger_status() {
   fi
 }
 
+mailpit_paths() {
+  tools_paths
+  M_HOME=$STATE_DIR/mailpit
+  M_PID=$M_HOME/mailpit.pid
+  M_LOG=$M_HOME/mailpit.log
+}
+
+# The SMTP port a running Mailpit was started with (its command line).
+mailpit_running_port() { tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n 's/^127\.0\.0\.1:\([0-9]*\)$/\1/p' | tail -n 1; }
+
+# Its web UI's scripts are not in the module (they are built with npm), so its
+# page at / is bare; the API, which the tests use, is all there.
+mailpit_start() {
+  mailpit_paths
+  local pid
+  if pid=$(live_pid "$M_PID" "$MAILPIT_BIN"); then
+    [[ $(mailpit_running_port "$pid") == "$MAILPIT_SMTP_PORT" ]] ||
+      die "mailpit of $STATE_DIR already runs with another MAILPIT_SMTP_PORT; run 'down mailpit' first"
+    return 0
+  fi
+  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN"
+  require_free_port mailpit MAILPIT_SMTP_PORT "$MAILPIT_SMTP_PORT"
+  require_free_port mailpit MAILPIT_HTTP_PORT "$MAILPIT_HTTP_PORT"
+  mkdir -p -- "$M_HOME"
+  log "mailpit: starting (SMTP 127.0.0.1:$MAILPIT_SMTP_PORT, web and API http://127.0.0.1:$MAILPIT_HTTP_PORT)"
+  spawn "$M_PID" "$M_LOG" "$MAILPIT_BIN" --database "$M_HOME/mailpit.db" --max "$MAILPIT_MAX_MESSAGES" \
+    --listen "127.0.0.1:$MAILPIT_HTTP_PORT" --smtp-auth-accept-any --smtp-auth-allow-insecure --enable-chaos \
+    --disable-version-check --smtp "127.0.0.1:$MAILPIT_SMTP_PORT"
+}
+
+mailpit_wait() {
+  mailpit_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until curl -fsS --max-time 2 "http://127.0.0.1:$MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
+    live_pid "$M_PID" "$MAILPIT_BIN" >/dev/null || die_with_logs "mailpit exited during startup" "$M_LOG"
+    ((SECONDS < deadline)) || die_with_logs "mailpit not ready after ${READY_TIMEOUT}s" "$M_LOG"
+    sleep 0.1
+  done
+}
+
+mailpit_stop() {
+  mailpit_paths
+  stop_server mailpit "$M_PID" "$MAILPIT_BIN"
+}
+
+mailpit_status() {
+  mailpit_paths
+  local pid
+  if pid=$(live_pid "$M_PID" "$MAILPIT_BIN"); then
+    status_line mailpit running "$pid" "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
+  else
+    status_line mailpit stopped - "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
+  fi
+}
+
 # --- commands -------------------------------------------------------------------
 
 status_line() { printf '%-10s %-7s pid=%-7s %s\n' "$@" >&3; }
@@ -1448,6 +1515,12 @@ print_env() {
         echo "export JAEGER_QUERY_URL=http://127.0.0.1:$JAEGER_QUERY_PORT"
         ;;
       promtool) tools_paths && echo "export PROMTOOL=$PROMTOOL_BIN" ;;
+      mailpit)
+        tools_paths
+        echo "export MAILPIT_SMTP_URL=smtp://127.0.0.1:$MAILPIT_SMTP_PORT?tls=off"
+        echo "export MAILPIT_API_URL=http://127.0.0.1:$MAILPIT_HTTP_PORT"
+        echo "export MAILPIT_BIN=$MAILPIT_BIN"
+        ;;
       kafka-cluster) echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_brokers)" ;;
       zookeeper) echo "export ZOOKEEPER_ADDRESS=127.0.0.1:$ZOOKEEPER_PORT" ;;
       clickhouse-cluster)
@@ -1487,11 +1560,12 @@ cmd_up() {
   if has postgres; then postgres_start; fi
   if has promtool; then promtool_start; fi
   if has jaeger; then jaeger_start; fi
+  if has mailpit; then mailpit_start; fi
   if has clickhouse-cluster; then
     zookeeper_wait
     clickhouse_cluster_start
   fi
-  for c in postgres clickhouse zookeeper clickhouse-cluster kafka kafka-cluster jaeger promtool; do
+  for c in postgres clickhouse zookeeper clickhouse-cluster kafka kafka-cluster jaeger promtool mailpit; do
     if has "$c"; then
       "$(component_function "$c")_wait"
       log "$c: ready ($(since "$t0") since 'up' began)"
@@ -1537,7 +1611,7 @@ parse_components() {
   COMPONENTS=()
   for c in "$@"; do
     case $c in
-      postgres | kafka | clickhouse | jaeger | promtool | kafka-cluster | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
+      postgres | kafka | clickhouse | jaeger | promtool | mailpit | kafka-cluster | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
       # Needs zookeeper; listed after it, so that `down` stops the nodes first.
       clickhouse-cluster)
         has "$c" || COMPONENTS+=("$c")
@@ -1571,13 +1645,13 @@ main() {
   case $cmd in
     up | status | env) parse_components "$@" ;;
     # A plain `down` also stops the Jaeger that `npm test` or `npm run bench`
-    # started, and the clusters of `npm run test:cluster` (the ClickHouse
-    # cluster before its ZooKeeper).
+    # started, the Mailpit of `npm run up`, and the clusters of `npm run
+    # test:cluster` (the ClickHouse cluster before its ZooKeeper).
     down)
       if (($#)); then
         parse_components "$@"
       else
-        parse_components "${ALL_COMPONENTS[@]}" jaeger kafka-cluster clickhouse-cluster
+        parse_components "${ALL_COMPONENTS[@]}" jaeger mailpit kafka-cluster clickhouse-cluster
       fi
       ;;
     kafka-cli) ;;

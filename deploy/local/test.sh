@@ -27,7 +27,8 @@ npx buf lint proto
 npx tsc -p tsconfig.test.json
 # ESLint (type-aware) and Prettier: a warning fails the run.
 npm run --silent lint
-load_infra_env postgres kafka clickhouse
+# Mailpit: the delivery tests start private ones from its binary (MAILPIT_BIN), built from its Go module once.
+load_infra_env postgres kafka clickhouse mailpit
 # The trace backend (gateway/test/tracing.test.ts) and the alert rules' checker (deploy/test/observability.test.ts)
 # are built from their Go modules on a machine's first run, which takes minutes (bench/README.md, "Tracing"): that
 # goes on in the background while the other tests run, and those two wait for it (awaitGoTools in @mail/local,

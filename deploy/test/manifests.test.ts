@@ -39,6 +39,7 @@ const GRPC_PORTS: Record<ServiceName, number> = {
   'brand-guide': 50053,
   analytics: 50054,
   ingestion: 50055,
+  delivery: 50056,
 };
 const OPS_PORTS: Record<ProcessName, number> = {
   gateway: 9100,
@@ -47,6 +48,7 @@ const OPS_PORTS: Record<ProcessName, number> = {
   'brand-guide': 9103,
   analytics: 9104,
   ingestion: 9105,
+  delivery: 9106,
 };
 const GATEWAY_PORT = 8080;
 const AUTOSCALED: readonly ProcessName[] = ['gateway', 'ingestion', 'analytics'];
@@ -59,16 +61,20 @@ const SECRET_KEYS = [
   'SENDGRID_WEBHOOK_PUBLIC_KEY',
   'MAILGUN_WEBHOOK_SIGNING_KEY',
   'POSTMARK_WEBHOOK_BASIC_AUTH',
+  'RECIPIENTS_DATABASE_URL',
+  'SMTP_URL',
+  'UNSUBSCRIBE_SIGNING_KEY',
 ];
 /** Read by a process only in a one-shot Job, never set on its Deployment or in compose. */
 const JOB_ONLY_VARIABLES: Record<string, string> = { MIGRATE_ONLY: 'db-migrate' };
 /** Who may reach each service's gRPC port (NetworkPolicy). */
 const GRPC_CALLERS: Record<ServiceName, string[]> = {
   identity: ['gateway'],
-  campaign: ['gateway', 'ingestion'],
+  campaign: ['gateway', 'ingestion', 'delivery'],
   'brand-guide': ['gateway'],
-  analytics: ['gateway'],
+  analytics: ['gateway', 'delivery'],
   ingestion: [],
+  delivery: ['gateway'],
 };
 
 interface Container {
@@ -361,7 +367,7 @@ describe('Kubernetes manifests (kustomize overlays)', () => {
             envValue(deployment(objects, process).spec.template.spec.containers[0], objects, addressVariable(service)),
         ),
       );
-      expect([...dialled].sort()).toEqual(['analytics', 'brand-guide', 'campaign', 'identity']);
+      expect([...dialled].sort()).toEqual(['analytics', 'brand-guide', 'campaign', 'delivery', 'identity']);
       type ServiceSpec = { clusterIP?: string; ports: { port: number; targetPort: string | number }[] };
       for (const service of dialled) {
         const { spec } = find<KubeObject & { spec: ServiceSpec }>(objects, 'Service', service)!;

@@ -26,7 +26,7 @@ export interface AppDependencies {
   logger: Logger;
   /** The dashboard's sign-in settings; without them the page takes a pasted token. */
   dashboard?: DashboardConfig;
-  /** Routes that read their body raw (the signed webhook), mounted before JSON parsing. */
+  /** Routes that read their body raw (the signed webhook) or not at all (one-click unsubscribe), mounted before JSON parsing. */
   rawBodyRoutes?: express.Router;
   /** How long a body may take to arrive before the answer is 408; without them only Node's own limits apply. */
   timeouts?: RequestTimeouts;

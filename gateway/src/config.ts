@@ -61,7 +61,9 @@ export interface GatewayConfig {
   auth: AuthConfig;
   dashboard: DashboardConfig;
   webhook: WebhookConfig;
-  services: { identity: string; campaign: string; brandGuide: string; analytics: string };
+  /** Verifies one-click unsubscribe links (UNSUBSCRIBE_SIGNING_KEY, the key delivery signs them with); unset, none verifies. */
+  unsubscribeSigningKey?: string;
+  services: { identity: string; campaign: string; brandGuide: string; analytics: string; delivery: string };
 }
 
 /** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
@@ -163,11 +165,13 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     auth,
     dashboard,
     webhook,
+    unsubscribeSigningKey: env.optionalString('UNSUBSCRIBE_SIGNING_KEY'),
     services: {
       identity: env.string('IDENTITY_GRPC_ADDR', '127.0.0.1:50051'),
       campaign: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
       brandGuide: env.string('BRAND_GUIDE_GRPC_ADDR', '127.0.0.1:50053'),
       analytics: env.string('ANALYTICS_GRPC_ADDR', '127.0.0.1:50054'),
+      delivery: env.string('DELIVERY_GRPC_ADDR', '127.0.0.1:50056'),
     },
   };
 }

@@ -16,18 +16,20 @@ export function gatewayReadiness(
   const campaign = createHealthClient(services.campaign);
   const brandGuide = createHealthClient(services.brandGuide);
   const analytics = createHealthClient(services.analytics);
+  const delivery = createHealthClient(services.delivery);
   const readiness = new Readiness()
     .add('identity', () => identity.check())
     .add('campaign', () => campaign.check())
     .add('brand-guide', () => brandGuide.check())
     .add('analytics', () => analytics.check())
+    .add('delivery', () => delivery.check())
     // Up when any service that uses it can reach it: one service being down does not make Postgres look down.
-    .add('postgres', () => Promise.any([campaign, identity, brandGuide].map((client) => client.check('postgres'))))
+    .add('postgres', () => Promise.any([campaign, identity, brandGuide, delivery].map((client) => client.check('postgres'))))
     .add('clickhouse', () => analytics.check('clickhouse'))
     .add('kafka', checkKafka);
   if (checkIdentityProvider) readiness.add('identity-provider', checkIdentityProvider);
   return {
     readiness,
-    close: () => [identity, campaign, brandGuide, analytics].forEach((client) => client.close()),
+    close: () => [identity, campaign, brandGuide, analytics, delivery].forEach((client) => client.close()),
   };
 }

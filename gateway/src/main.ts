@@ -1,6 +1,7 @@
 // First: tracing patches the modules the imports below load (@mail/common, tracing).
 import '@mail/common/tracing';
 import http from 'node:http';
+import express from 'express';
 import { ConfigError, createLogger, onShutdown, startOpsServer } from '@mail/common';
 import { createApp } from './app';
 import { createJwtAuthenticator } from './auth/jwt';
@@ -11,6 +12,7 @@ import { answerClientError } from './errors/client-error';
 import { gatewayReadiness } from './health';
 import { serverTimeoutOptions } from './limits/request-timeout';
 import { loadOpenApiDocument } from './openapi/document';
+import { unsubscribeRouter } from './unsubscribe/router';
 import { createWebhook } from './webhook';
 
 function readConfigOrExit(): GatewayConfig {
@@ -26,6 +28,9 @@ function readConfigOrExit(): GatewayConfig {
 async function main(): Promise<void> {
   const config = readConfigOrExit();
   const logger = createLogger('gateway', config.logLevel);
+  if (config.unsubscribeSigningKey === undefined) {
+    logger.warn('UNSUBSCRIBE_SIGNING_KEY unset: every one-click unsubscribe link answers 404');
+  }
   if (config.auth.devAuthEnabled) {
     logger.warn('DEV_AUTH_ENABLED=1: token checks are OFF, every request acts as dev@example.com (platform admin)');
   }
@@ -33,6 +38,10 @@ async function main(): Promise<void> {
   const webhook = createWebhook(config.webhook, logger);
   const jwt = config.auth.devAuthEnabled ? undefined : createJwtAuthenticator(config.auth, logger);
   const health = gatewayReadiness(config.services, webhook.checkKafka, jwt?.checkProvider);
+  // Both publish events and read no JSON body: mounted before body parsing and authentication.
+  const rawBodyRoutes = express
+    .Router()
+    .use(webhook.router, unsubscribeRouter({ signingKey: config.unsubscribeSigningKey, publisher: webhook.publisher }));
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,
@@ -40,7 +49,7 @@ async function main(): Promise<void> {
     readiness: health.readiness,
     dashboard: config.dashboard,
     logger,
-    rawBodyRoutes: webhook.router,
+    rawBodyRoutes,
     timeouts: config.timeouts,
     fairUse: config.fairUse,
   });

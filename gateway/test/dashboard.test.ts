@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { startStack, uniqueSuffix, type Stack } from '@mail/local';
+import { Client } from 'pg';
+import { createTestPostgres, startMailpit, startStack, uniqueSuffix, type Mailpit, type Stack, type TestPostgres } from '@mail/local';
 import { launchChromium } from './support/chromium';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
@@ -21,6 +22,7 @@ const DAY_SECONDS = 86_400;
 
 /** The figures of the totals, in the page's order; the rates are the `_rate` ones. */
 const METRICS = [
+  'sent',
   'processed',
   'delivered',
   'delivery_rate',
@@ -48,6 +50,7 @@ type RateMetric = Extract<Metric, `${string}_rate`>;
 type Counts = Record<Exclude<Metric, RateMetric>, number> & Record<RateMetric, number | null>;
 /** The columns of the per-campaign and per-bucket tables. */
 const TABLE_METRICS: readonly Metric[] = [
+  'sent',
   'processed',
   'delivered',
   'delivery_rate',
@@ -98,6 +101,11 @@ interface Stats {
 
 let target: PrivateStack;
 let stack: Stack;
+/** For the campaign runs: where they send, and whom. */
+let mailpit: Mailpit;
+let recipients: TestPostgres;
+/** Accounts acc-1 .. acc-RUN_ACCOUNTS of the recipient database, plus one malformed address ('bad') and a repeat of acc-1's ('again'). */
+const RUN_ACCOUNTS = 30;
 let browser: Browser;
 let workspaceId: string;
 const campaigns: Record<'spring' | 'news' | 'ab', { id: string; name: string; category: string }> = {
@@ -221,8 +229,32 @@ beforeAll(async () => {
 
   const suffix = uniqueSuffix();
   browser = await launchChromium();
+  [mailpit, recipients] = await Promise.all([startMailpit('dashboard'), createTestPostgres('dashboard_recipients')]);
+  const db = new Client({ connectionString: recipients.url });
+  await db.connect();
+  try {
+    await db.query('CREATE TABLE accounts (account_id text PRIMARY KEY, email text NOT NULL, first_name text, last_name text)');
+    await db.query(
+      `INSERT INTO accounts SELECT 'acc-' || n, 'reader' || n || '@runs.example.com', 'Reader' || n, 'Last' FROM generate_series(1, $1::int) AS n`,
+      [RUN_ACCOUNTS],
+    );
+    await db.query(
+      `INSERT INTO accounts VALUES ('bad', 'not-an-address', 'Bad', 'Row'), ('again', 'Reader1@runs.example.com', 'Again', 'Row')`,
+    );
+  } finally {
+    await db.end();
+  }
   target = await startPrivateStack('dashboard', {
-    env: { NODE_ENV: 'development', LOG_LEVEL: 'warn', KAFKA_TOPIC_PARTITIONS: '1' },
+    env: {
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'warn',
+      KAFKA_TOPIC_PARTITIONS: '1',
+      RECIPIENTS_DATABASE_URL: recipients.url,
+      SMTP_URL: mailpit.smtpUrl,
+      UNSUBSCRIBE_SIGNING_KEY: `dashboard-${suffix}`,
+      // Slow enough that a run is still sending when its Pause button is pressed.
+      SEND_RATE_PER_SECOND: '10',
+    },
   });
   stack = target.stack;
 
@@ -265,6 +297,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await target?.close();
+  await mailpit?.close();
+  await recipients?.drop();
 });
 
 const formatCount = (value: number): string => value.toLocaleString('en-US');
@@ -341,6 +375,7 @@ async function expectPageShows(page: Page, api: Stats): Promise<void> {
   expect(shown.totals).toEqual(cellsOf(api.totals, METRICS));
   const totals = api.totals;
   expect(shown.funnel).toEqual({
+    'funnel-sent-value': formatCount(totals.sent),
     'funnel-processed-value': formatCount(totals.processed),
     'funnel-delivered-value': formatCount(totals.delivered),
     'funnel-delivery-rate': `${formatRate(totals.delivery_rate)} delivery rate`,
@@ -508,6 +543,7 @@ test('with token checks on, the page loads without a token and shows the API 401
       CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
       BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
       ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+      DELIVERY_GRPC_ADDR: stack.urls.grpc.delivery,
     },
   });
   try {
@@ -532,6 +568,158 @@ test('with token checks on, the page loads without a token and shows the API 401
   } finally {
     await jwtGateway.stopAll();
   }
+});
+
+interface Run {
+  id: string;
+  status: string;
+  counts: Record<'recipients' | 'sent' | 'failed' | 'suppressed' | 'invalid' | 'duplicates' | 'pending' | 'unknown', number>;
+}
+
+/** A run's row as the page shows it. */
+async function runRow(page: Page, runId: string) {
+  const row = page.locator(`[data-testid="runs-list"] tr[data-run-id="${runId}"]`);
+  const text = async (testId: string) => (await row.locator(`[data-testid="${testId}"]`).textContent())?.trim();
+  const bar = row.locator('[data-testid="run-progress-bar"]');
+  return {
+    status: await text('run-status'),
+    progress: await text('run-progress-text'),
+    bar: [Number(await bar.getAttribute('value')), Number(await bar.getAttribute('max'))],
+    counts: Object.fromEntries(
+      await Promise.all(
+        (['sent', 'failed', 'suppressed', 'invalid', 'duplicates', 'pending', 'unknown'] as const).map(async (key) => [
+          key,
+          await text(`run-${key}`),
+        ]),
+      ),
+    ),
+    actions: await row
+      .locator('[data-testid="run-actions"] button')
+      .evaluateAll((buttons) => buttons.map((b) => b.getAttribute('data-testid'))),
+  };
+}
+
+const shownRun = (run: Run) => ({
+  status: run.status,
+  progress: `${formatCount(run.counts.sent)} of ${formatCount(run.counts.recipients)} sent`,
+  bar: [run.counts.sent, Math.max(run.counts.recipients, 1)],
+  counts: Object.fromEntries(
+    (['sent', 'failed', 'suppressed', 'invalid', 'duplicates', 'pending', 'unknown'] as const).map((k) => [k, formatCount(run.counts[k])]),
+  ),
+});
+
+test('campaign runs: send now, watch the progress to the end, see the recipients by status; pause, resume and cancel', async () => {
+  const template = await api<{ id: string }>(
+    'POST',
+    '/templates/',
+    { name: 'Runs', subject: 'Hello {{first_name}}', text: 'Hi {{first_name}}. Leave: {{unsubscribe_url}}' },
+    workspaceId,
+  );
+  const accountIds = [...Array.from({ length: RUN_ACCOUNTS }, (_, i) => `acc-${i + 1}`), 'bad', 'again'];
+  const campaign = await api<{ id: string }>(
+    'POST',
+    '/email-campaigns/',
+    {
+      workspace_id: workspaceId,
+      name: 'A run to watch',
+      recipient_source: 'csv_account_ids',
+      csv_account_ids: accountIds,
+      from_email: 'news@sender.example.com',
+      template_id: template.id,
+    },
+    workspaceId,
+  );
+  const runOf = (id: string) => api<Run>('GET', `/campaign-runs/${id}`, undefined, workspaceId);
+
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${stack.urls.gateway}/dashboard#runs`);
+  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: 10_000 });
+  await page.selectOption('[data-testid="workspace"]', workspaceId);
+  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: 10_000 });
+  await page.selectOption('[data-testid="runs-campaign"]', campaign.id);
+  await page.waitForSelector('[data-testid="runs-view"][data-total="0"]', { timeout: 10_000 });
+
+  // Send now: the new run appears, its bar fills while it sends, and it ends completed with the API's figures.
+  await page.click('[data-testid="send-now"]');
+  const first = page.locator('[data-testid="runs-list"] tbody tr').first();
+  await first.waitFor({ timeout: 10_000 });
+  const runId = (await first.getAttribute('data-run-id'))!;
+  await page.waitForSelector(`tr[data-run-id="${runId}"][data-status="completed"]`, { timeout: 60_000 });
+  const completed = await runOf(runId);
+  expect(completed.counts).toMatchObject({ recipients: RUN_ACCOUNTS + 1, sent: RUN_ACCOUNTS, invalid: 1, duplicates: 1, pending: 0 });
+  expect(await runRow(page, runId)).toEqual({ ...shownRun(completed), actions: ['run-recipients'] });
+  expect((await mailpit.messages()).filter((message) => message.MessageID.startsWith(`${runId}.`))).toHaveLength(RUN_ACCOUNTS);
+  // Each sent message comes back through the pipeline as a `sent` event of the campaign: the funnel's first step.
+  const sentStats = await waitFor(
+    'the run’s sent events in the stats',
+    () => stats(utcDate(0), utcDate(0), 'day', campaign.id),
+    (answer) => answer.totals.sent === RUN_ACCOUNTS,
+  );
+  expect(sentStats.campaigns).toEqual([expect.objectContaining({ campaign_id: campaign.id, sent: RUN_ACCOUNTS })]);
+  const sentEvents = await api<{ total: number; items: Array<{ provider: string; event_type: string }> }>(
+    'GET',
+    `/campaign-events/?event_type=sent&campaign_id=${campaign.id}&page_size=500`,
+    undefined,
+    workspaceId,
+  );
+  expect(sentEvents.total).toBe(RUN_ACCOUNTS);
+  expect(new Set(sentEvents.items.map((event) => `${event.event_type} ${event.provider}`))).toEqual(new Set(['sent smtp']));
+
+  // Its recipients, all of them, then only the invalid one.
+  await page.click(`tr[data-run-id="${runId}"] [data-testid="run-recipients"]`);
+  await page.waitForSelector(`[data-testid="recipients-panel"][data-run-id="${runId}"][data-status="ready"][data-filter=""]`);
+  expect(await page.getAttribute('[data-testid="recipients-panel"]', 'data-total')).toBe(String(RUN_ACCOUNTS + 1));
+  await page.selectOption('[data-testid="recipients-status"]', 'invalid');
+  await page.waitForSelector('[data-testid="recipients-panel"][data-status="ready"][data-filter="invalid"]');
+  const invalid = await page
+    .locator('[data-testid="recipients-list"] tbody tr')
+    .evaluateAll((rows) => rows.map((row) => [row.getAttribute('data-email'), row.getAttribute('data-status')]));
+  const fromApi = await api<{ items: Array<{ email: string; status: string }> }>(
+    'GET',
+    `/campaign-runs/${runId}/recipients?status=invalid`,
+    undefined,
+    workspaceId,
+  );
+  expect(invalid).toEqual(fromApi.items.map((item) => [item.email, item.status]));
+  expect(invalid).toEqual([['not-an-address', 'invalid']]);
+
+  // Two more runs, each paused while it sends (10 messages a second): one resumed to its end, one cancelled
+  // after a confirmation.
+  const pausedRun = async (): Promise<string> => {
+    const known = await page
+      .locator('[data-testid="runs-list"] tbody tr')
+      .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')));
+    await page.click('[data-testid="send-now"]');
+    const row = page.locator(`[data-testid="runs-list"] tbody tr${known.map((id) => `:not([data-run-id="${id}"])`).join('')}`).first();
+    await row.waitFor({ timeout: 10_000 });
+    const id = (await row.getAttribute('data-run-id'))!;
+    await page.click(`tr[data-run-id="${id}"] [data-testid="run-pause"]`);
+    await page.waitForSelector(`tr[data-run-id="${id}"][data-status="paused"]`, { timeout: 10_000 });
+    const paused = await runOf(id);
+    expect(paused.status).toBe('paused');
+    expect(paused.counts.sent).toBeLessThan(RUN_ACCOUNTS);
+    expect((await runRow(page, id)).actions).toEqual(['run-recipients', 'run-resume', 'run-cancel']);
+    return id;
+  };
+  const resumedId = await pausedRun();
+  await page.click(`tr[data-run-id="${resumedId}"] [data-testid="run-resume"]`);
+  await page.waitForSelector(`tr[data-run-id="${resumedId}"][data-status="completed"]`, { timeout: 60_000 });
+  const resumed = await runOf(resumedId);
+  expect(resumed.counts).toMatchObject({ sent: RUN_ACCOUNTS, pending: 0 });
+  expect(await runRow(page, resumedId)).toEqual({ ...shownRun(resumed), actions: ['run-recipients'] });
+
+  const cancelledId = await pausedRun();
+  await page.click(`tr[data-run-id="${cancelledId}"] [data-testid="run-cancel"]`);
+  await page.click('[data-testid="confirm-yes"]');
+  await page.waitForSelector(`tr[data-run-id="${cancelledId}"][data-status="cancelled"]`, { timeout: 10_000 });
+  const cancelled = await runOf(cancelledId);
+  expect(cancelled.status).toBe('cancelled');
+  expect(cancelled.counts.sent).toBeLessThan(RUN_ACCOUNTS);
+  expect(await runRow(page, cancelledId)).toEqual({ ...shownRun(cancelled), actions: ['run-recipients'] });
+  expect(problems).toEqual([]);
+  await page.close();
 });
 
 test('an API failure is shown with its status and detail', async () => {

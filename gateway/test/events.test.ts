@@ -198,7 +198,7 @@ describe('GET /campaign-events/', () => {
         ],
       },
     });
-    const expected = "'open', 'click', 'bounce', 'unsubscribe', 'processed', 'delivered', 'deferred', 'dropped' or 'spamreport'";
+    const expected = "'open', 'click', 'bounce', 'unsubscribe', 'processed', 'delivered', 'deferred', 'dropped', 'spamreport' or 'sent'";
     expect(await get('/campaign-events/?page_size=501&event_type=spam&campaign_id=nope')).toEqual({
       status: 422,
       body: {
@@ -318,6 +318,7 @@ describe('GET /campaign-events/', () => {
 /** Every count (zero unless given) and the rates they make, null on a zero denominator. */
 function counts(values: Record<string, number> = {}): JsonObject {
   const all: Record<string, number> = {
+    sent: 0,
     processed: 0,
     delivered: 0,
     deferred: 0,

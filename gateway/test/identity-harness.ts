@@ -159,7 +159,7 @@ export async function startIdentityService(
     const stack = await startStack({
       stateDir: dir,
       logDir: dir,
-      processes: withWorkspaceContent ? ['identity', 'campaign', 'brand-guide', 'analytics'] : ['identity'],
+      processes: withWorkspaceContent ? ['identity', 'campaign', 'brand-guide', 'analytics', 'delivery'] : ['identity'],
       env: {
         DATABASE_URL: postgres.url,
         ...(clickhouse ? { CLICKHOUSE_DATABASE: clickhouse.database } : {}),
@@ -173,7 +173,12 @@ export async function startIdentityService(
       gatewayEnv: {
         IDENTITY_GRPC_ADDR: grpc.identity,
         ...(withWorkspaceContent
-          ? { CAMPAIGN_GRPC_ADDR: grpc.campaign, BRAND_GUIDE_GRPC_ADDR: grpc['brand-guide'], ANALYTICS_GRPC_ADDR: grpc.analytics }
+          ? {
+              CAMPAIGN_GRPC_ADDR: grpc.campaign,
+              BRAND_GUIDE_GRPC_ADDR: grpc['brand-guide'],
+              ANALYTICS_GRPC_ADDR: grpc.analytics,
+              DELIVERY_GRPC_ADDR: grpc.delivery,
+            }
           : {}),
       },
       stop: async () => {

@@ -244,6 +244,7 @@ it('stores a batch delivered three times once: listed and counted once', async (
   expect(stats.status).toBe(200);
   // Nothing was processed or delivered: the rates over them are null.
   const counts = {
+    sent: 0,
     processed: 0,
     delivered: 0,
     deferred: 0,

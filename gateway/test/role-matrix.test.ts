@@ -106,11 +106,26 @@ interface Fixtures {
   workspace: string;
   campaign: string;
   brandGuide: string;
+  template: string;
   suppressed: string;
   event: string;
 }
-const A: Fixtures = { workspace: '', campaign: '', brandGuide: '', suppressed: `a-${run}@suppressed.example`, event: crypto.randomUUID() };
-const B: Fixtures = { workspace: '', campaign: '', brandGuide: '', suppressed: `b-${run}@suppressed.example`, event: crypto.randomUUID() };
+const A: Fixtures = {
+  workspace: '',
+  campaign: '',
+  brandGuide: '',
+  template: '',
+  suppressed: `a-${run}@suppressed.example`,
+  event: crypto.randomUUID(),
+};
+const B: Fixtures = {
+  workspace: '',
+  campaign: '',
+  brandGuide: '',
+  template: '',
+  suppressed: `b-${run}@suppressed.example`,
+  event: crypto.randomUUID(),
+};
 const userIds: Partial<Record<Caller, string>> = {};
 
 interface Answer {
@@ -164,6 +179,7 @@ async function seedWorkspace(fixtures: Fixtures, name: string): Promise<void> {
     await root('POST', '/email-campaigns/', { workspace_id: fixtures.workspace, name: `${name} campaign` }, fixtures.workspace)
   ).id;
   fixtures.brandGuide = (await root('POST', '/brand-guides/', { name: `${name} guide` }, fixtures.workspace)).id;
+  fixtures.template = (await root('POST', '/templates/', { ...TEMPLATE, name: `${name} template` }, fixtures.workspace)).id;
   await suppress(fixtures.workspace, fixtures.suppressed);
   // One engagement event per workspace, as ingestion stores it (the webhook path is not under test here).
   const now = new Date().toISOString();
@@ -194,9 +210,13 @@ beforeAll(async () => {
   stack = await startStack({
     stateDir,
     logDir: path.join(stateDir, 'logs'),
-    processes: ['identity', 'campaign', 'brand-guide', 'analytics'],
+    processes: ['identity', 'campaign', 'brand-guide', 'analytics', 'delivery'],
     env: {
       DATABASE_URL: postgres.url,
+      // Runs and test sends are under access test only: no recipient database or SMTP server listens there, so
+      // every run stays sending (its recipients wait for the database) and nothing leaves.
+      SMTP_URL: 'smtp://127.0.0.1:9?tls=off',
+      RECIPIENTS_DATABASE_URL: 'postgres://mail:mail@127.0.0.1:9/recipients',
       CLICKHOUSE_URL: database.url,
       CLICKHOUSE_DATABASE: database.database,
       BOOTSTRAP_PLATFORM_ADMINS: ROOT_EMAIL,
@@ -212,6 +232,7 @@ beforeAll(async () => {
     CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
     BRAND_GUIDE_GRPC_ADDR: stack.urls.grpc['brand-guide'],
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+    DELIVERY_GRPC_ADDR: stack.urls.grpc.delivery,
   });
   clickhouse = createClickHouse(database.url, database.database);
   userIds.platform = (await root('GET', '/auth/me', undefined, null)).id;
@@ -249,6 +270,26 @@ type Builder = (caller: Caller) => Promise<Request> | Request;
 
 const freshCampaign = async () =>
   (await root('POST', '/email-campaigns/', { workspace_id: A.workspace, name: fresh('doomed campaign') })).id;
+const TEMPLATE = { subject: 'Hello {{first_name}}', text: 'Hi {{first_name}}' };
+const freshTemplate = async () => (await root('POST', '/templates/', { ...TEMPLATE, name: fresh('doomed template') })).id;
+/** A campaign of A that can be sent (its recipients are never read: the matrix checks access only). */
+const freshSendable = async () =>
+  (
+    await root('POST', '/email-campaigns/', {
+      workspace_id: A.workspace,
+      name: fresh('sendable campaign'),
+      recipient_source: 'csv_account_ids',
+      csv_account_ids: ['nobody'],
+      from_email: 'news@matrix.example.com',
+      template_id: A.template,
+    })
+  ).id;
+const freshRun = async () => (await root('POST', `/email-campaigns/${await freshSendable()}/runs`, {})).id;
+const freshPausedRun = async () => {
+  const id = await freshRun();
+  await root('POST', `/campaign-runs/${id}/pause`, {});
+  return id;
+};
 const freshGuide = async () => (await root('POST', '/brand-guides/', { name: fresh('doomed guide') })).id;
 const freshWorkspace = async () => (await root('POST', '/workspaces/', { name: fresh('doomed workspace') }, null)).id;
 const freshUser = async () => (await root('POST', '/users/', { email: `${fresh('user')}@matrix.example` }, null)).id;
@@ -281,6 +322,24 @@ const REQUESTS: Record<string, Builder> = {
   getBrandGuide: () => ({ path: `/brand-guides/${A.brandGuide}` }),
   updateBrandGuide: () => ({ path: `/brand-guides/${A.brandGuide}`, body: { description: fresh('described') } }),
   deleteBrandGuide: async () => ({ path: `/brand-guides/${await freshGuide()}` }),
+  // templates
+  listTemplates: () => ({ path: '/templates/' }),
+  createTemplate: () => ({ path: '/templates/', body: { ...TEMPLATE, name: fresh('created template') } }),
+  getTemplate: () => ({ path: `/templates/${A.template}` }),
+  updateTemplate: () => ({ path: `/templates/${A.template}`, body: { subject: fresh('subject') } }),
+  deleteTemplate: async () => ({ path: `/templates/${await freshTemplate()}` }),
+  // campaign runs
+  createCampaignRun: async () => ({ path: `/email-campaigns/${await freshSendable()}/runs`, body: {} }),
+  listCampaignRuns: () => ({ path: `/email-campaigns/${A.campaign}/runs` }),
+  getCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}` }),
+  listCampaignRunRecipients: async () => ({ path: `/campaign-runs/${await freshRun()}/recipients` }),
+  pauseCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}/pause`, body: {} }),
+  resumeCampaignRun: async () => ({ path: `/campaign-runs/${await freshPausedRun()}/resume`, body: {} }),
+  cancelCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}/cancel`, body: {} }),
+  testSendCampaign: async () => ({
+    path: `/email-campaigns/${await freshSendable()}/test-send`,
+    body: { emails: ['me@matrix.example.com'] },
+  }),
   // engagement and suppressions
   listEngagementEvents: () => ({ path: '/campaign-events/' }),
   getEngagementStats: () => ({ path: '/campaign-events/stats' }),
@@ -378,6 +437,11 @@ describe('the operation list', () => {
       'GET /campaign-events/stats',
       'GET /suppressions/',
       'GET /suppressions/{email}',
+      'GET /templates/',
+      'GET /templates/{id}',
+      'GET /email-campaigns/{id}/runs',
+      'GET /campaign-runs/{id}',
+      'GET /campaign-runs/{id}/recipients',
     ];
     const editor = [
       'POST /brand-guides/',
@@ -388,6 +452,14 @@ describe('the operation list', () => {
       'DELETE /email-campaigns/{id}',
       'POST /suppressions/',
       'DELETE /suppressions/{email}',
+      'POST /templates/',
+      'PUT /templates/{id}',
+      'DELETE /templates/{id}',
+      'POST /email-campaigns/{id}/runs',
+      'POST /email-campaigns/{id}/test-send',
+      'POST /campaign-runs/{id}/pause',
+      'POST /campaign-runs/{id}/resume',
+      'POST /campaign-runs/{id}/cancel',
     ];
     const admin = [
       'GET /workspaces/{id}/members',
@@ -445,9 +517,10 @@ describe('role matrix: every operation x every caller, acting on workspace A', (
 describe("cross-workspace: B's resources never reach A's members", () => {
   const members: Caller[] = ['platform', 'viewer', 'editor', 'admin'];
   const targets = [
-    { kind: 'campaign', base: '/email-campaigns/', id: () => B.campaign, update: { description: 'hijacked' } },
-    { kind: 'brand guide', base: '/brand-guides/', id: () => B.brandGuide, update: { description: 'hijacked' } },
-  ];
+    { kind: 'campaign', base: '/email-campaigns/', id: () => B.campaign, ownId: () => A.campaign, field: 'description' },
+    { kind: 'brand guide', base: '/brand-guides/', id: () => B.brandGuide, ownId: () => A.brandGuide, field: 'description' },
+    { kind: 'template', base: '/templates/', id: () => B.template, ownId: () => A.template, field: 'subject' },
+  ].map((target) => ({ ...target, update: { [target.field]: 'hijacked' } }));
   for (const target of targets) {
     for (const caller of members) {
       for (const method of ['GET', 'PUT', 'DELETE']) {
@@ -480,7 +553,7 @@ describe("cross-workspace: B's resources never reach A's members", () => {
       }
     }
     it(`outsider: GET/PUT/DELETE of A's ${target.kind} with header B -> 404`, async () => {
-      const id = target.kind === 'campaign' ? A.campaign : A.brandGuide;
+      const id = target.ownId();
       for (const method of ['GET', 'PUT', 'DELETE']) {
         const body = method === 'PUT' ? target.update : undefined;
         const answer = await api('outsider', method, `${target.base}${id}`, body, B.workspace);
@@ -493,11 +566,10 @@ describe("cross-workspace: B's resources never reach A's members", () => {
       const b = await api('outsider', 'GET', `${target.base}${target.id()}`, undefined, B.workspace);
       expect(b.status).toBe(200);
       expect(b.body).toMatchObject({ id: target.id(), workspace_id: B.workspace });
-      expect(b.body.description).not.toBe('hijacked');
-      const aId = target.kind === 'campaign' ? A.campaign : A.brandGuide;
-      const a = await api('viewer', 'GET', `${target.base}${aId}`, undefined, A.workspace);
+      expect(b.body[target.field]).not.toBe('hijacked');
+      const a = await api('viewer', 'GET', `${target.base}${target.ownId()}`, undefined, A.workspace);
       expect(a.status).toBe(200);
-      expect(a.body.description).not.toBe('hijacked');
+      expect(a.body[target.field]).not.toBe('hijacked');
     });
   }
 
@@ -514,6 +586,7 @@ describe('lists never carry the other workspace', () => {
   const lists = [
     '/email-campaigns/?page_size=500',
     '/brand-guides/?page_size=500',
+    '/templates/?page_size=500',
     '/suppressions/?page_size=500',
     '/campaign-events/?page_size=500',
   ];
@@ -524,7 +597,7 @@ describe('lists never carry the other workspace', () => {
         const answer = await api(caller, 'GET', list, undefined, A.workspace);
         expect([list, answer.status]).toEqual([list, 200]);
         const ids = (answer.body.items as { id?: string; email?: string; workspace_id?: string }[]).map((item) => item.id ?? item.email);
-        for (const foreign of [B.campaign, B.brandGuide, B.suppressed, B.event])
+        for (const foreign of [B.campaign, B.brandGuide, B.template, B.suppressed, B.event])
           expect([list, ids]).not.toEqual([list, expect.arrayContaining([foreign])]);
         expect(text(answer.body)).not.toContain(B.workspace);
         for (const item of answer.body.items as { workspace_id?: string }[]) {

@@ -96,7 +96,7 @@ beforeAll(async () => {
   const logger = createLogger('validation-test', 'silent');
   const app = createApp({
     document: loadOpenApiDocument(documentDir),
-    clients: createServiceClients({ identity: unused, campaign: unused, brandGuide: unused, analytics: unused }, logger),
+    clients: createServiceClients({ identity: unused, campaign: unused, brandGuide: unused, analytics: unused, delivery: unused }, logger),
     authenticator: devAuthenticator,
     readiness: new Readiness(),
     logger,

@@ -5,3 +5,5 @@ export * from './testing/grpc-service';
 export * from './testing/close-race';
 export * from './testing/jaeger';
 export * from './testing/cluster';
+export * from './testing/mailpit';
+export * from './recipients';

@@ -13,11 +13,11 @@ import { infraVariables } from './testing/infra';
  * (detached), by gateway end-to-end tests and by benchmarks and fault tests.
  */
 
-export type ServiceName = 'identity' | 'campaign' | 'brand-guide' | 'analytics' | 'ingestion';
+export type ServiceName = 'identity' | 'campaign' | 'brand-guide' | 'analytics' | 'ingestion' | 'delivery';
 export type ProcessName = ServiceName | 'gateway';
 
 /** Start order; the gateway comes last. */
-export const SERVICE_NAMES: readonly ServiceName[] = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion'];
+export const SERVICE_NAMES: readonly ServiceName[] = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion', 'delivery'];
 export const PROCESS_NAMES: readonly ProcessName[] = [...SERVICE_NAMES, 'gateway'];
 
 export interface ServicePorts {
@@ -36,6 +36,7 @@ export const DEFAULT_PORTS: StackPorts = {
   'brand-guide': { grpc: 50053, ops: 9103 },
   analytics: { grpc: 50054, ops: 9104 },
   ingestion: { grpc: 50055, ops: 9105 },
+  delivery: { grpc: 50056, ops: 9106 },
   gateway: 8080,
   gatewayOps: 9100,
 };
@@ -46,6 +47,7 @@ export const GRPC_ADDRESS_VARIABLES: Readonly<Record<ServiceName, string>> = {
   'brand-guide': 'BRAND_GUIDE_GRPC_ADDR',
   analytics: 'ANALYTICS_GRPC_ADDR',
   ingestion: 'INGESTION_GRPC_ADDR',
+  delivery: 'DELIVERY_GRPC_ADDR',
 };
 
 /** The services each process calls, whose addresses it gets (docs/CONVENTIONS.md). */
@@ -55,6 +57,7 @@ const DIALS: Readonly<Record<ProcessName, readonly ServiceName[]>> = {
   'brand-guide': [],
   analytics: [],
   ingestion: ['campaign'],
+  delivery: ['campaign', 'analytics'],
   gateway: SERVICE_NAMES,
 };
 
@@ -76,7 +79,7 @@ export interface StackOptions {
    */
   env?: Readonly<Record<string, string | undefined>>;
   ports?: StackPortChoice;
-  /** Which processes to start (default: all six). */
+  /** Which processes to start (default: all seven). */
   processes?: readonly ProcessName[];
   /** Own session, PID files, outlives this process (`npm run up`). Default: attached, dies with this process. */
   detached?: boolean;
@@ -193,7 +196,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     plans.set(name, {
       script: scripts.get(name)!,
       // Each process names itself in its traces (when tracing is configured: OTEL_EXPORTER_OTLP_ENDPOINT).
-      env: { ...shared.inherited, ...addressing, OTEL_SERVICE_NAME: name, ...caller, ...shared.fixed },
+      env: {
+        ...shared.inherited,
+        ...addressing,
+        ...(name === 'delivery' ? sendingDefaults({ ...shared.inherited, ...caller }) : {}),
+        OTEL_SERVICE_NAME: name,
+        ...caller,
+        ...shared.fixed,
+      },
       readyUrl: `${urls.ops[name]}/readyz`,
       logFile: path.join(logDir, `${name}.log`),
     });
@@ -388,6 +398,15 @@ function sharedEnvironment(caller: Record<string, string>, stateDir: string) {
   infraVariables(visible);
   if (visible.CLICKHOUSE_DATABASE === undefined) inherited.CLICKHOUSE_DATABASE = 'mail';
   return { inherited, fixed: { [STACK_MARKER_VARIABLE]: stateDir } };
+}
+
+/**
+ * Where a stack's delivery sends and reads recipients unless told (`npm run up` tells it: the local Mailpit
+ * and recipient database): nowhere, and its own database. The built-in defaults are `npm run up`'s Mailpit
+ * and recipient database, which another stack (a test's) must never reach.
+ */
+function sendingDefaults(env: Record<string, string>): Record<string, string> {
+  return { SMTP_URL: 'smtp://127.0.0.1:1?tls=off', RECIPIENTS_DATABASE_URL: env.DATABASE_URL };
 }
 
 async function resolvePorts(choice: StackPortChoice, caller: Record<string, string>): Promise<StackPorts> {

@@ -1,5 +1,7 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ensureRecipientDatabase } from './recipients';
 import { DEFAULT_PORTS, SERVICE_NAMES, runningDetached, startStack, type StackUrls } from './stack';
 import { infraEnv } from './testing/infra';
 
@@ -13,6 +15,8 @@ import { infraEnv } from './testing/infra';
 interface Summary {
   urls: StackUrls;
   infra: string;
+  /** Mailpit's web page, and its SMTP address. */
+  mailpit?: { web: string; smtp: string };
   logDir: string;
   notes: string[];
 }
@@ -35,6 +39,18 @@ async function main(): Promise<void> {
     );
   }
 
+  // Sending goes to the local Mailpit (deploy/local/up.sh started it) and the local recipient database, unless
+  // the environment says otherwise. Runs sign one-click unsubscribe links and the gateway verifies them with one
+  // key: a first run makes one and keeps it in the state folder, so the links of messages already sent stay valid.
+  if (!isSet(env.SMTP_URL) && isSet(env.MAILPIT_SMTP_URL)) env.SMTP_URL = env.MAILPIT_SMTP_URL;
+  if (!isSet(env.RECIPIENTS_DATABASE_URL)) {
+    const recipients = new URL(infraEnv(env).databaseUrl);
+    recipients.pathname = '/recipients';
+    env.RECIPIENTS_DATABASE_URL = recipients.toString();
+    await ensureRecipientDatabase(env.RECIPIENTS_DATABASE_URL);
+  }
+  if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = keptSecret('unsubscribe-signing-key');
+
   const running = runningDetached(stateDir);
   if (running.length > 0) {
     const saved = readSummary();
@@ -56,6 +72,7 @@ async function main(): Promise<void> {
   const summary: Summary = {
     urls: stack.urls,
     infra: `${infra.databaseUrl}  kafka ${infra.kafkaBrokers.join(',')}  ${infra.clickhouseUrl}`,
+    mailpit: isSet(env.MAILPIT_API_URL) ? { web: env.MAILPIT_API_URL!.trim(), smtp: env.SMTP_URL ?? '' } : undefined,
     logDir,
     notes,
   };
@@ -63,7 +80,7 @@ async function main(): Promise<void> {
   printSummary(summary);
 }
 
-function printSummary({ urls, infra, logDir, notes }: Summary): void {
+function printSummary({ urls, infra, mailpit, logDir, notes }: Summary): void {
   const pad = (text: string, width: number): string => text.padEnd(width);
   const lines = [
     '',
@@ -75,6 +92,7 @@ function printSummary({ urls, infra, logDir, notes }: Summary): void {
     '  Services    gRPC address       ops (/readyz, /metrics)',
     ...SERVICE_NAMES.map((name) => `    ${pad(name, 12)}${pad(urls.grpc[name], 19)}${urls.ops[name]}`),
     `  Servers     ${infra}`,
+    ...(mailpit ? [`  Mailpit     ${mailpit.web}   (every message sent; SMTP ${mailpit.smtp})`] : []),
     `  Logs        ${path.join(logDir, '<name>.log')}`,
     '  Stop        npm run down   (stops the services, the gateway and the servers)',
   ];
@@ -92,6 +110,16 @@ function readSummary(): Summary | undefined {
 
 function isSet(value: string | undefined): boolean {
   return value !== undefined && value.trim() !== '';
+}
+
+/** A random secret kept in the state folder under `name` (readable by its owner only), made on first use. */
+function keptSecret(name: string): string {
+  const file = path.join(stateDir, name);
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const secret = crypto.randomBytes(32).toString('base64url');
+  fs.mkdirSync(stateDir, { recursive: true });
+  fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
 }
 
 main().catch((error: unknown) => {

@@ -113,7 +113,7 @@ test('starts the services, then the gateway, on free ports with the environment 
     DEFAULT_PORTS.gatewayOps,
     ...SERVICE_NAMES.flatMap((s) => [DEFAULT_PORTS[s].grpc, DEFAULT_PORTS[s].ops]),
   ];
-  expect(new Set(ports).size).toBe(12);
+  expect(new Set(ports).size).toBe(2 + 2 * SERVICE_NAMES.length);
   expect(ports.filter((port) => defaults.includes(port))).toEqual([]);
   expect(stack.urls.gateway).toBe(`http://127.0.0.1:${stack.ports.gateway}`);
 
@@ -133,6 +133,13 @@ test('starts the services, then the gateway, on free ports with the environment 
   }
   expect((await report(stack.urls.ops.ingestion)).env.CAMPAIGN_GRPC_ADDR).toBe(stack.urls.grpc.campaign);
   expect((await report(stack.urls.ops.identity)).env.CAMPAIGN_GRPC_ADDR).toBeUndefined();
+  // Delivery sends nowhere and reads recipients from the stack's own database unless the caller says otherwise.
+  expect((await report(stack.urls.ops.delivery)).env).toMatchObject({
+    CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
+    ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+    SMTP_URL: 'smtp://127.0.0.1:1?tls=off',
+    RECIPIENTS_DATABASE_URL: infra.databaseUrl,
+  });
 
   for (const name of PROCESS_NAMES) {
     const { env } = await report(stack.urls.ops[name]);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './tools';
 
-export const SERVICES = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion'] as const;
+export const SERVICES = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion', 'delivery'] as const;
 export const PROCESSES = [...SERVICES, 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 export type ProcessName = (typeof PROCESSES)[number];

@@ -15,6 +15,8 @@ export interface Me {
 
 /** Event counts are distinct provider events, unique counts exact distinct addresses; a rate is null on a zero denominator. */
 export interface EngagementCounts {
+  /** Handed over by our own sender (campaign runs). */
+  sent: number;
   processed: number;
   delivered: number;
   deferred: number;
@@ -144,6 +146,47 @@ export interface CampaignSummary {
   name: string;
 }
 
+export type RunStatus = 'queued' | 'sending' | 'paused' | 'completed' | 'cancelled' | 'failed';
+export type RecipientStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'suppressed' | 'invalid' | 'unknown';
+
+export interface RunCounts {
+  recipients: number;
+  sent: number;
+  failed: number;
+  suppressed: number;
+  invalid: number;
+  duplicates: number;
+  pending: number;
+  unknown: number;
+}
+
+/** A campaign run (gateway/openapi/runs.yaml). */
+export interface CampaignRun {
+  id: string;
+  workspace_id: string;
+  campaign_id: string;
+  trigger: 'schedule' | 'manual';
+  scheduled_for: string | null;
+  status: RunStatus;
+  failure: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  counts: RunCounts;
+  variants: Array<{ id: string; label: string | null; weight: number; recipients: number; sent: number }> | null;
+}
+
+export interface RunRecipient {
+  email: string;
+  status: RecipientStatus;
+  variant_id: string | null;
+  message_id: string | null;
+  sent_at: string | null;
+  error: string | null;
+}
+
+export type RunAction = 'pause' | 'resume' | 'cancel';
+
 /** GET /dashboard/config.json. */
 export interface DashboardSettings {
   issuer: string | null;
@@ -169,6 +212,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  409: 'Conflict',
   422: 'Unprocessable Content',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
@@ -223,6 +267,32 @@ export class Api {
 
   async liftSuppression(workspaceId: string, email: string): Promise<void> {
     await this.send('DELETE', `/suppressions/${encodeURIComponent(email)}`, workspaceId, {});
+  }
+
+  runs(workspaceId: string, campaignId: string, page: number, pageSize: number, signal?: AbortSignal): Promise<Page<CampaignRun>> {
+    const params = { page: String(page), page_size: String(pageSize) };
+    return this.get<Page<CampaignRun>>(`/email-campaigns/${encodeURIComponent(campaignId)}/runs`, workspaceId, params, signal);
+  }
+
+  async sendNow(workspaceId: string, campaignId: string): Promise<CampaignRun> {
+    const response = await this.send('POST', `/email-campaigns/${encodeURIComponent(campaignId)}/runs`, workspaceId, {}, {});
+    return (await response.json()) as CampaignRun;
+  }
+
+  async runAction(workspaceId: string, runId: string, action: RunAction): Promise<CampaignRun> {
+    const response = await this.send('POST', `/campaign-runs/${encodeURIComponent(runId)}/${action}`, workspaceId, {}, {});
+    return (await response.json()) as CampaignRun;
+  }
+
+  runRecipients(
+    workspaceId: string,
+    runId: string,
+    query: { status?: RecipientStatus; page: number; page_size: number },
+    signal?: AbortSignal,
+  ): Promise<Page<RunRecipient>> {
+    const params: Record<string, string> = { page: String(query.page), page_size: String(query.page_size) };
+    if (query.status) params.status = query.status;
+    return this.get<Page<RunRecipient>>(`/campaign-runs/${encodeURIComponent(runId)}/recipients`, workspaceId, params, signal);
   }
 
   /** The address's newest events (one page). */

@@ -5,6 +5,7 @@ import { byId } from './dom';
 import { utcDate } from './format';
 import { renderCampaigns, renderFunnel, renderLinks, renderSeriesTable, renderSuppressions, renderTotals, renderVariants } from './render';
 import { Session } from './session';
+import { RunsView } from './runs';
 import { LookupView, SuppressionsView } from './suppressions';
 
 /**
@@ -141,10 +142,14 @@ function fillWorkspaces(workspaces: Array<[string, string]>): void {
 async function loadWorkspace(): Promise<void> {
   sessionStorage.setItem(WORKSPACE_KEY, ui.workspace.value);
   ui.campaign.replaceChildren(new Option('All campaigns', ''));
-  await Promise.all([loadStats(), currentView() === 'suppressions' ? suppressions.load() : Promise.resolve()]);
+  await Promise.all([
+    loadStats(),
+    currentView() === 'suppressions' ? suppressions.load() : Promise.resolve(),
+    currentView() === 'runs' ? runs.load() : Promise.resolve(),
+  ]);
 }
 
-/** Editors and above change suppressions; a viewer sees neither button. */
+/** Editors and above change suppressions and start, pause, resume and cancel runs; a viewer sees none of the buttons. */
 function canEdit(): boolean {
   const role = me?.memberships.find((m) => m.workspace_id === ui.workspace.value)?.role;
   return role !== undefined && role !== 'viewer';
@@ -155,11 +160,11 @@ async function campaignName(workspaceId: string, id: string): Promise<string> {
   return campaigns.find((c) => c.id === id)?.name ?? id;
 }
 
-type View = 'stats' | 'suppressions' | 'lookup';
+type View = 'stats' | 'suppressions' | 'lookup' | 'runs';
 
 function currentView(): View {
   const view = location.hash.slice(1);
-  return view === 'suppressions' || view === 'lookup' ? view : 'stats';
+  return view === 'suppressions' || view === 'lookup' || view === 'runs' ? view : 'stats';
 }
 
 function showView(): void {
@@ -168,16 +173,20 @@ function showView(): void {
   ui.main.hidden = view !== 'stats';
   byId('suppressions-view').hidden = view !== 'suppressions';
   byId('lookup-view').hidden = view !== 'lookup';
+  byId('runs-view').hidden = view !== 'runs';
   for (const link of document.querySelectorAll<HTMLAnchorElement>('nav.views a')) {
     if (link.dataset.view === view) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   if (view === 'suppressions' && me) void suppressions.load();
+  if (view === 'runs' && me) void runs.load();
+  else runs.stop();
 }
 
 const context = { api, workspaceId: () => ui.workspace.value, canEdit, lookUp: (email: string) => void openLookup(email) };
 const suppressions = new SuppressionsView(context);
 const lookup = new LookupView(context, campaignName);
+const runs = new RunsView(context);
 
 async function openLookup(email: string): Promise<void> {
   location.hash = 'lookup';

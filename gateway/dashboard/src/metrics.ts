@@ -13,6 +13,7 @@ const rate = (key: RateKey, label: string): Metric => ({ key, label, format: for
 
 /** Every figure of EngagementCounts, in the order the totals show them. */
 export const METRICS: readonly Metric[] = [
+  count('sent', 'Sent'),
   count('processed', 'Processed'),
   count('delivered', 'Delivered'),
   rate('delivery_rate', 'Delivery rate'),
@@ -40,6 +41,7 @@ const metricsOf = (...keys: Array<keyof EngagementCounts>): readonly Metric[] =>
 
 /** The columns of the per-campaign, per-bucket and per-variant tables: the funnel and what goes wrong. */
 export const TABLE_METRICS = metricsOf(
+  'sent',
   'processed',
   'delivered',
   'delivery_rate',

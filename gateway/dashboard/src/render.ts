@@ -54,9 +54,10 @@ function metricCells(counts: EngagementCounts, metrics: readonly Metric[] = TABL
 }
 
 /**
- * The funnel of the chosen range and campaign: processed -> delivered ->
- * unique opens -> unique clicks, each step with its rate, and the opens with
- * their machine share beside the unique opens.
+ * The funnel of the chosen range and campaign: sent (by our own sender) ->
+ * processed (by the provider) -> delivered -> unique opens -> unique clicks,
+ * each step with its rate, and the opens with their machine share beside the
+ * unique opens.
  */
 export function renderFunnel(container: HTMLElement, totals: EngagementCounts): void {
   const step = (id: string, label: string, value: number, ...notes: Array<[string, string]>) =>
@@ -68,6 +69,7 @@ export function renderFunnel(container: HTMLElement, totals: EngagementCounts): 
       ...notes.map(([noteId, text]) => el('span', { class: 'step-note', 'data-testid': `funnel-${noteId}` }, text)),
     );
   container.replaceChildren(
+    step('sent', 'Sent', totals.sent),
     step('processed', 'Processed', totals.processed),
     step('delivered', 'Delivered', totals.delivered, ['delivery-rate', `${formatRate(totals.delivery_rate)} delivery rate`]),
     step(

@@ -74,6 +74,7 @@ function eventJson(event: analyticsV1.EventRecord): Json {
 function countsJson(counts: analyticsV1.EngagementCounts | undefined): Json {
   const rate = (value: number | undefined) => value ?? null;
   return {
+    sent: counts?.sent ?? 0,
     processed: counts?.processed ?? 0,
     delivered: counts?.delivered ?? 0,
     deferred: counts?.deferred ?? 0,

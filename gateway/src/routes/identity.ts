@@ -97,14 +97,16 @@ export const identityRoutes: RouteModule = (router, { clients }) => {
 
   // The workspace's campaigns, brand guides and engagement data go first, each service closing the workspace to
   // new ones, so nothing outlives it (a campaign would keep its provider_category_id, the event store the
-  // addresses). Should a step fail, the answer is an error and the workspace stays, emptied and closed:
+  // addresses). Its runs go once campaign has closed it (no run can start after that), and stop sending. Should a step fail, the answer is an error and the workspace stays, emptied and closed:
   // repeating the DELETE finishes it.
   router.delete('/workspaces/:id', async (req, res) => {
     const workspaceId = id(req);
     await callService(service.getWorkspace.bind(service), { id: workspaceId });
     // Every step settles before the answer, so a 503 describes the state the workspace is left in.
     const closing = await Promise.allSettled([
-      callService(clients.campaign.closeWorkspace.bind(clients.campaign), { workspaceId }),
+      callService(clients.campaign.closeWorkspace.bind(clients.campaign), { workspaceId }).then(() =>
+        callService(clients.delivery.closeWorkspace.bind(clients.delivery), { workspaceId }),
+      ),
       callService(clients.brandGuide.closeWorkspace.bind(clients.brandGuide), { workspaceId }),
       callService(clients.analytics.closeWorkspace.bind(clients.analytics), { workspaceId }),
     ]);

@@ -14,6 +14,8 @@ export interface Webhook {
   router: Router;
   /** Readiness of Kafka for the webhook: topics created and the broker answering. */
   checkKafka: () => Promise<void>;
+  /** The webhook's producer, shared with the one-click unsubscribe (which publishes events too). */
+  publisher: EventPublisher;
   /** After HTTP drained. */
   close: () => Promise<void>;
 }
@@ -44,6 +46,7 @@ export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
   }
   return {
     router: webhookRouter({ providers, requireCredentials: config.requireCredentials, publisher }),
+    publisher,
     checkKafka: async () => {
       if (!topics.ready()) throw new Error('kafka topics not created yet');
       await admin.describeCluster();

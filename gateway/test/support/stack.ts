@@ -43,6 +43,8 @@ export interface GatewayStackOptions {
   clickhouse?: boolean;
   /** Names of workspaces to create, one after the other; their ids come back in this order. */
   workspaces?: string[];
+  /** More environment for the processes (it wins over the private databases' addresses). */
+  env?: Record<string, string>;
 }
 
 export interface GatewayStack {
@@ -78,6 +80,7 @@ export async function startGatewayStack(options: GatewayStackOptions): Promise<G
     ]);
     const env: Record<string, string> = { DATABASE_URL: postgres.url, LOG_LEVEL: 'warn' };
     if (clickhouse) Object.assign(env, { CLICKHOUSE_URL: clickhouse.url, CLICKHOUSE_DATABASE: clickhouse.database });
+    Object.assign(env, options.env);
     stack = await startStack({ stateDir, logDir: path.join(stateDir, 'logs'), processes: options.processes, env });
 
     const addresses = Object.fromEntries(options.processes.map((name) => [GRPC_ADDRESS_VARIABLES[name], stack!.urls.grpc[name]]));

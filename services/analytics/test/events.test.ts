@@ -218,6 +218,14 @@ describe('ListEvents of every stored type', () => {
     }),
     dropped: event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'dropped', occurred_at: on(5) }),
     spamreport: event({ workspace_id: workspaceId, campaign_id: C1, event_type: 'spamreport', occurred_at: on(6) }),
+    sent: event({
+      workspace_id: workspaceId,
+      campaign_id: C1,
+      variant_id: variantId,
+      event_type: 'sent',
+      provider: 'smtp',
+      occurred_at: on(7),
+    }),
   };
   const listOf = async (filter: Record<string, unknown> = {}) => {
     const response = await analytics.rpc('listEvents', { filter: { workspaceId, ...filter }, page: { page: 1, pageSize: 50 } });
@@ -237,6 +245,7 @@ describe('ListEvents of every stored type', () => {
     [EventType.EVENT_TYPE_DEFERRED, 'deferred'],
     [EventType.EVENT_TYPE_DROPPED, 'dropped'],
     [EventType.EVENT_TYPE_SPAM_REPORT, 'spamreport'],
+    [EventType.EVENT_TYPE_SENT, 'sent'],
   ] as const)('lists the events of type %s on request', async (eventType, name) => {
     const { ids: found, total, events } = await listOf({ eventType });
     expect({ found, total }).toEqual({ found: idsOf(name), total: 1 });

@@ -39,6 +39,7 @@ function generated(): EventRow[] {
     'deferred',
     'dropped',
     'spamreport',
+    'sent',
   ] as const;
   return Array.from({ length: 600 }, (_, i) => {
     const type = types[(i * 7) % types.length];
@@ -140,6 +141,7 @@ function expectedCounts(rows: EventRow[]) {
   const uniqueOpens = distinct((row) => row.event_type === 'open' && row.machine_open === 0);
   const uniqueClicks = distinct((row) => row.event_type === 'click');
   return {
+    sent: count((row) => row.event_type === 'sent'),
     processed,
     delivered,
     deferred: count((row) => row.event_type === 'deferred'),

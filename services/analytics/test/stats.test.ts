@@ -235,7 +235,8 @@ describe('GetStats of delivery events, machine opens and rates', () => {
   beforeAll(async () => {
     const addresses = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'].map((name) => `${name}@example.com`);
     await analytics.insertEvents([
-      // 10 processed; 8 delivered (one of them redelivered below), 1 deferred, 1 dropped; 2 bounced.
+      // 11 sent by our own sender; 10 processed; 8 delivered (one of them redelivered below), 1 deferred, 1 dropped; 2 bounced.
+      ...[...addresses, 'k@example.com'].map((email) => row('sent', email, '2026-04-01T07:59:00Z', { provider: 'smtp' })),
       ...addresses.map((email) => row('processed', email, '2026-04-01T08:00:00Z')),
       ...addresses.slice(0, 7).map((email) => row('delivered', email, '2026-04-01T08:01:00Z')),
       redelivered,
@@ -262,6 +263,7 @@ describe('GetStats of delivery events, machine opens and rates', () => {
 
   // Computed by hand from the events above.
   const EXPECTED = {
+    sent: 11,
     processed: 10,
     delivered: 8,
     deferred: 1,

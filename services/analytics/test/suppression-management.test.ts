@@ -155,3 +155,25 @@ describe('the list', () => {
     ]);
   });
 });
+
+describe('FilterSuppressed (the delivery service check at hand-over)', () => {
+  it('answers which of the addresses are suppressed in the workspace now: signals and additions, not lifted ones', async () => {
+    await signals('filter-bounced@example.com', ['hard_bounce', at(2)]);
+    await add('filter-manual@example.com');
+    await add('filter-lifted@example.com');
+    await analytics.rpc('liftSuppression', { workspaceId: W, email: 'filter-lifted@example.com', actor: editor });
+    await add('filter-elsewhere@example.com', undefined, OTHER);
+    const { emails } = await analytics.rpc('filterSuppressed', {
+      workspaceId: W,
+      emails: [
+        'Filter-Bounced@Example.com',
+        'filter-manual@example.com',
+        'filter-lifted@example.com',
+        'filter-elsewhere@example.com',
+        'filter-never@example.com',
+      ],
+    });
+    expect([...emails].sort()).toEqual(['filter-bounced@example.com', 'filter-manual@example.com']);
+    expect((await analytics.rpc('filterSuppressed', { workspaceId: W, emails: [] })).emails).toEqual([]);
+  });
+});

@@ -4,6 +4,7 @@ import { ChangeFeed, runService } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
 import { readConfig } from './config';
 import { campaignHandlers } from './grpc/handlers';
+import { templateHandlers } from './grpc/template-handlers';
 import { CATEGORY_CHANNEL } from './store/campaigns';
 import { openDatabase } from './store/database';
 
@@ -19,7 +20,10 @@ void runService({
     // The gateway's /readyz asks this service for "postgres" by name.
     readiness.add('postgres', () => db.raw('select 1'));
     return {
-      grpcServices: [{ definition: campaignV1.CampaignServiceService, implementation: campaignHandlers(logger, db, feed) }],
+      grpcServices: [
+        { definition: campaignV1.CampaignServiceService, implementation: campaignHandlers(logger, db, feed) },
+        { definition: campaignV1.TemplateServiceService, implementation: templateHandlers(logger, db) },
+      ],
       close: [
         { name: 'close category feed', run: () => feed.close() },
         { name: 'close postgres', run: () => db.destroy() },

@@ -14,6 +14,7 @@ export const PROTO_EVENT_TYPES: Readonly<Record<StoredEventType, eventsV1.EventT
   deferred: EventType.EVENT_TYPE_DEFERRED,
   dropped: EventType.EVENT_TYPE_DROPPED,
   spamreport: EventType.EVENT_TYPE_SPAM_REPORT,
+  sent: EventType.EVENT_TYPE_SENT,
 };
 
 /** The stored bounce types of the proto's ('none': no bounce type, on every event but a bounce). */

@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClickHouse, readSystemTables } from './client';
 import { StoreLayout, type TableSpec } from './layout';
-import { enum8, identifier, raw, sql, str, type SqlFragment } from './sql';
+import { enum8, identifier, list, raw, sql, str, type SqlFragment } from './sql';
 import { migrateFromV1, V1_TABLE } from './migration';
 import { DERIVED_TABLE_NAMES, derivedTablesCurrent, ensureEventRollups } from './rollups';
 import { ensureSuppressionState, suppressionLiftAuditTable, suppressionManualTable } from './suppression';
@@ -23,9 +23,12 @@ import { closedWorkspacesTable } from './workspace-erasure';
 /** What a marketer reads as engagement: the event list shows these unless asked for another type. */
 export const ENGAGEMENT_EVENT_TYPES = ['open', 'click', 'bounce', 'unsubscribe'] as const;
 export type EngagementEventType = (typeof ENGAGEMENT_EVENT_TYPES)[number];
-/** The other stored types: what the provider reports of a message's way to the inbox, and spam reports. */
-export const DELIVERY_EVENT_TYPES = ['processed', 'delivered', 'deferred', 'dropped', 'spamreport'] as const;
-/** Every type the events table stores, in the order of its Enum8 values (1-9). */
+/**
+ * The other stored types: what the provider reports of a message's way to the inbox, spam reports, and
+ * `sent` (our own sender handed the message over; added after the others, see WIDENED_ENUMS).
+ */
+export const DELIVERY_EVENT_TYPES = ['processed', 'delivered', 'deferred', 'dropped', 'spamreport', 'sent'] as const;
+/** Every type the events table stores, in the order of its Enum8 values (1-10). */
 export const EVENT_TYPES = [...ENGAGEMENT_EVENT_TYPES, ...DELIVERY_EVENT_TYPES] as const;
 export type StoredEventType = (typeof EVENT_TYPES)[number];
 export const BOUNCE_TYPES = ['none', 'hard', 'soft'] as const;
@@ -228,6 +231,52 @@ async function addMissingColumns(client: ClickHouseClient, layout: StoreLayout):
   }
 }
 
+/**
+ * Enum columns that gained members after their tables were first released (event_type: 'sent'), with the
+ * tables that hold them. Adding members keeps every stored value, so ClickHouse changes the metadata only,
+ * also where the column is part of the sorting key (event_rollup_daily).
+ */
+const WIDENED_ENUMS: { column: string; type: SqlFragment; tables: string[] }[] = [
+  { column: 'event_type', type: EVENT_TYPE_ENUM, tables: ['events', 'event_rollup_daily', 'events_by_address'] },
+];
+
+/** The tables (local and Distributed) whose enum column of WIDENED_ENUMS has another type than today's. */
+async function narrowEnums(
+  client: ClickHouseClient,
+  layout: StoreLayout,
+): Promise<{ table: SqlFragment; column: string; type: SqlFragment }[]> {
+  const found: { table: SqlFragment; column: string; type: SqlFragment }[] = [];
+  for (const { column, type, tables } of WIDENED_ENUMS) {
+    const targets = tables.flatMap((name) =>
+      layout.sharded(name)
+        ? [
+            { name: layout.localName(name), table: layout.local(name) },
+            { name, table: layout.table(name) },
+          ]
+        : [{ name, table: layout.local(name) }],
+    );
+    const rows = await readSystemTables<{ table: string; type: string }>(
+      client,
+      sql`SELECT table, type FROM system.columns
+        WHERE database = ${str(layout.database)} AND name = ${str(column)} AND table IN (${list(targets.map((target) => str(target.name)))})`,
+    );
+    const compact = (text: string) => text.replace(/\s+/g, '');
+    const typeOf = new Map(rows.map((row) => [row.table, compact(row.type)]));
+    for (const target of targets) {
+      const current = typeOf.get(target.name);
+      if (current !== undefined && current !== compact(type.text)) found.push({ table: target.table, column, type });
+    }
+  }
+  return found;
+}
+
+/** Gives the enum columns of WIDENED_ENUMS today's members; local tables first, then the Distributed ones over them. */
+async function widenEnums(client: ClickHouseClient, layout: StoreLayout): Promise<void> {
+  for (const { table, column, type } of await narrowEnums(client, layout)) {
+    await client.command({ query: sql`ALTER TABLE ${table}${layout.onCluster} MODIFY COLUMN ${identifier(column)} ${type}`.text });
+  }
+}
+
 /** Every table and view a complete store has on each server. */
 function storeObjects(layout: StoreLayout): string[] {
   const tables = [
@@ -252,6 +301,7 @@ async function storeComplete(client: ClickHouseClient, layout: StoreLayout): Pro
   const present = new Set(tables.map((row) => row.name));
   if (present.has(V1_TABLE) || !storeObjects(layout).every((name) => present.has(name))) return false;
   for (const { table, column } of ADDED_COLUMNS) if (!(await columnExists(client, layout, table, column))) return false;
+  if ((await narrowEnums(client, layout)).length > 0) return false;
   return derivedTablesCurrent(client, layout);
 }
 
@@ -259,7 +309,7 @@ async function storeComplete(client: ClickHouseClient, layout: StoreLayout): Pro
  * Creates the database and tables if missing, adds the columns newer than
  * their tables (addMissingColumns), takes a v1 store over
  * (migrateFromV1), then creates the derived tables (filled from the stored
- * events) and suppression_state (filled from the signals already stored);
+ * events), widens the enums of tables made earlier (widenEnums) and suppression_state (filled from the signals already stored);
  * safe to run from every replica at start-up.
  * It connects to `default`, because a client bound to a database that does
  * not exist yet cannot run CREATE DATABASE.
@@ -278,6 +328,7 @@ export async function ensureEventSchema(urls: string | readonly string[], databa
     await addMissingColumns(client, layout);
     await migrateFromV1(client, layout);
     await ensureEventRollups(client, layout);
+    await widenEnums(client, layout);
   } finally {
     await client.close();
   }

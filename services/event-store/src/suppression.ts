@@ -54,12 +54,13 @@ export const suppressionLiftAuditTable: TableSpec = {
 };
 
 /**
- * The addresses of a workspace (or one of them) suppressed by hand now:
- * (email, suppressed_at), suppressed_at the earliest addition after the
- * address's last audited lift.
+ * The addresses of a workspace (or one of them, or those of a list) suppressed
+ * by hand now: (email, suppressed_at), suppressed_at the earliest addition
+ * after the address's last audited lift.
  */
-export function manualSuppressions(workspaceId: string, email?: string): SqlFragment {
-  const scope = join([sql`workspace_id = ${uuid(workspaceId)}`, ...(email === undefined ? [] : [sql`email = ${str(email)}`])], ' AND ');
+export function manualSuppressions(workspaceId: string, email?: string | string[]): SqlFragment {
+  const addresses = email === undefined ? [] : [typeof email === 'string' ? sql`email = ${str(email)}` : sql`email IN ${stringSet(email)}`];
+  const scope = join([sql`workspace_id = ${uuid(workspaceId)}`, ...addresses], ' AND ');
   return sql`
     SELECT email, min(added_at) AS suppressed_at
     FROM (SELECT email, added_at, added_at_ms FROM suppression_manual WHERE ${scope}) AS additions

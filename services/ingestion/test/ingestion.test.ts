@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { NO_VARIANT } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
@@ -158,6 +159,74 @@ it('stores an event once however often it is delivered', async () => {
   expect(await ingestion.count(countWhere('events', p))).toBe(300);
   expect(await ingestion.count(countWhere('events', p, 'FINAL'))).toBe(300);
   expect(await ingestion.count(`SELECT uniqExact(id) AS n FROM events WHERE provider_event_id LIKE '${p}%'`)).toBe(300);
+});
+
+it('takes the workspace and campaign an event names itself (our sender, one-click unsubscribe) over its categories', async () => {
+  const p = `named-${uniqueSuffix()}`;
+  const variantId = crypto.randomUUID();
+  const named = { workspaceId: campaignB.workspaceId.toUpperCase(), campaignId: campaignB.id.toUpperCase() };
+  const events = [
+    engagementEvent({
+      providerEventId: `${p}-sent`,
+      provider: 'smtp',
+      eventType: EventType.EVENT_TYPE_SENT,
+      email: `sent-${p}@example.com`,
+      categories: [categoryA],
+      variantId,
+      ...named,
+    }),
+    engagementEvent({
+      providerEventId: `${p}-unsubscribe`,
+      eventType: EventType.EVENT_TYPE_UNSUBSCRIBE,
+      email: `gone-${p}@example.com`,
+      ...named,
+    }),
+    // Only one of the two ids: the categories decide.
+    engagementEvent({ providerEventId: `${p}-half`, categories: [categoryA], workspaceId: campaignB.workspaceId }),
+    // Ids that are not UUIDs name nothing: kept unmatched, as an event without a known category.
+    engagementEvent({ providerEventId: `${p}-bad`, workspaceId: 'not-a-uuid', campaignId: campaignB.id }),
+  ];
+  await ingestion.produce(events);
+  await ingestion.waitUntilCaughtUp();
+
+  const stored = await ingestion.rows<{
+    provider_event_id: string;
+    workspace_id: string;
+    campaign_id: string;
+    variant_id: string;
+    event_type: string;
+  }>(
+    `SELECT provider_event_id, workspace_id, campaign_id, variant_id, toString(event_type) AS event_type
+     FROM events WHERE provider_event_id LIKE '${p}%' ORDER BY provider_event_id`,
+  );
+  expect(stored).toEqual([
+    {
+      provider_event_id: `${p}-half`,
+      workspace_id: campaignA.workspaceId,
+      campaign_id: campaignA.id,
+      variant_id: NO_VARIANT,
+      event_type: 'open',
+    },
+    {
+      provider_event_id: `${p}-sent`,
+      workspace_id: campaignB.workspaceId,
+      campaign_id: campaignB.id,
+      variant_id: variantId,
+      event_type: 'sent',
+    },
+    {
+      provider_event_id: `${p}-unsubscribe`,
+      workspace_id: campaignB.workspaceId,
+      campaign_id: campaignB.id,
+      variant_id: NO_VARIANT,
+      event_type: 'unsubscribe',
+    },
+  ]);
+  expect(await ingestion.count(countWhere('unmatched_events', `${p}-bad`))).toBe(1);
+  const signals = await ingestion.rows<{ workspace_id: string; email: string; reason: string }>(
+    `SELECT workspace_id, email, toString(reason) AS reason FROM suppression_signals WHERE provider_event_id LIKE '${p}%'`,
+  );
+  expect(signals).toEqual([{ workspace_id: campaignB.workspaceId, email: `gone-${p}@example.com`, reason: 'unsubscribe' }]);
 });
 
 it('sends records it cannot decode to the dead-letter topic and carries on', async () => {

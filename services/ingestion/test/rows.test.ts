@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { NO_VARIANT } from '@mail/event-store';
 import { eventsV1 } from '@mail/proto';
-import { toRows, variantOf } from '../src/domain/rows';
+import { campaignOf, toRows, variantOf } from '../src/domain/rows';
 import { fromUnmatched } from '../src/domain/unmatched';
 import type { CategoryMatch } from '../src/grpc/categories';
 import { engagementEvent } from './harness';
@@ -31,6 +31,40 @@ describe('variantOf', () => {
 
   it('attributes nothing for a campaign without variants', () => {
     expect(variantOf(engagementEvent({ providerEventId: 'e', variantId: variantA }), { ...match, variantIds: [] })).toBe(NO_VARIANT);
+  });
+});
+
+describe('campaignOf', () => {
+  const matches = new Map([['cat', match]]);
+  const named = { workspaceId: crypto.randomUUID(), campaignId: crypto.randomUUID() };
+
+  it('takes the workspace and campaign the event names, lower-cased, with its variant, over its categories', () => {
+    const event = engagementEvent({
+      providerEventId: 'e',
+      categories: ['cat'],
+      workspaceId: named.workspaceId.toUpperCase(),
+      campaignId: named.campaignId,
+      variantId: variantA.toUpperCase(),
+    });
+    expect(campaignOf(event, matches)).toEqual({ providerCategoryId: '', ...named, variantIds: [variantA] });
+    expect(toRows(event, campaignOf(event, matches), 1).event).toMatchObject({
+      ...{ workspace_id: named.workspaceId, campaign_id: named.campaignId },
+      variant_id: variantA,
+    });
+  });
+
+  it.each([
+    ['only a workspace', { workspaceId: named.workspaceId }],
+    ['only a campaign', { campaignId: named.campaignId }],
+    ['a workspace that is no UUID', { workspaceId: 'w', campaignId: named.campaignId }],
+    ['a campaign that is no UUID', { workspaceId: named.workspaceId, campaignId: '' }],
+  ])('falls back to the categories for an event that names %s', (_, ids) => {
+    expect(campaignOf(engagementEvent({ providerEventId: 'e', categories: ['cat'], ...ids }), matches)).toBe(match);
+  });
+
+  it('attributes no variant when the named variant is no UUID', () => {
+    const event = engagementEvent({ providerEventId: 'e', ...named, variantId: 'variant-a' });
+    expect(toRows(event, campaignOf(event, matches), 1).event?.variant_id).toBe(NO_VARIANT);
   });
 });
 

@@ -5,6 +5,8 @@ import { SUPPRESSION_REASONS, type SuppressionReason } from './suppression';
 
 /** Distinct provider events. */
 export interface EventCounts {
+  /** Handed over by our own sender. */
+  sent: number;
   processed: number;
   delivered: number;
   deferred: number;
@@ -40,6 +42,7 @@ export interface Rates {
 export type Counts = EventCounts & UniqueCounts & Rates;
 
 export const NO_EVENTS: EventCounts = {
+  sent: 0,
   processed: 0,
   delivered: 0,
   deferred: 0,

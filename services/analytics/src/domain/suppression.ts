@@ -10,8 +10,8 @@ export { SUPPRESSION_REASONS, type SuppressionReason };
 export const NOTE_MAX_LENGTH = 1000;
 
 export interface SuppressionFilter {
-  /** Exact address, normalized. */
-  email?: string;
+  /** Exact address, normalized; or one of several. */
+  email?: string | string[];
   reason?: SuppressionReason;
   /** A part of the address, lower case. */
   query?: string;

@@ -10,6 +10,7 @@ import { readStats } from '../store/stats';
 import {
   addSuppression,
   exportSuppressions,
+  filterSuppressed,
   liftSuppression,
   listSuppressions,
   suppressionHistory,
@@ -115,6 +116,12 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
     exportSuppressions: serverStream(logger, 'ExportSuppressions', async function* (request) {
       const batches = exportSuppressions(store, validWorkspaceId(request.workspaceId), suppressionFilter(request));
       for await (const rows of batches) yield { suppressions: rows.map(suppressionToProto) };
+    }),
+
+    filterSuppressed: unary(logger, 'FilterSuppressed', async (request) => {
+      const workspaceId = validWorkspaceId(request.workspaceId);
+      const emails = [...new Set(request.emails.map(normalizeEmail))];
+      return { emails: emails.length === 0 ? [] : await filterSuppressed(store, workspaceId, emails) };
     }),
 
     getSuppression: unary(logger, 'GetSuppression', async (request) => {

@@ -19,6 +19,7 @@ const BUCKET_FUNCTION: Record<Interval, chsql.SqlFragment> = {
 interface CountRow {
   /** `${campaign id} ${variant id}`, or a bucket start in unix seconds. */
   key: string | number;
+  sent: string;
   processed: string;
   delivered: string;
   deferred: string;
@@ -48,6 +49,7 @@ export interface Link {
 export type StatsData = Omit<StatsInput, 'filter' | 'interval'> & { links: Link[] };
 
 const eventCounts = (row: CountRow): EventCounts => ({
+  sent: Number(row.sent),
   processed: Number(row.processed),
   delivered: Number(row.delivered),
   deferred: Number(row.deferred),
@@ -131,6 +133,7 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
       (from) =>
         store.rows<CountRow>(sql`
           SELECT key,
+            sumIf(events, event_type = 'sent') AS sent,
             sumIf(events, event_type = 'processed') AS processed,
             sumIf(events, event_type = 'delivered') AS delivered,
             sumIf(events, event_type = 'deferred') AS deferred,

@@ -5,7 +5,7 @@ import type { Actor, SuppressionFilter, SuppressionReason } from '../domain/supp
 import type { EventStore } from './connection';
 import { timeConditions } from './conditions';
 
-const { int, join, raw, sql, str, uuid } = chsql;
+const { int, join, raw, sql, str, stringSet, uuid } = chsql;
 
 export interface SuppressionRow {
   email: string;
@@ -34,7 +34,9 @@ interface Scope extends SuppressionFilter {
 export function suppressedAddresses(workspaceId: string, scope: Scope = {}): chsql.SqlFragment {
   const stateConditions = [
     sql`workspace_id = ${uuid(workspaceId)}`,
-    ...(scope.email === undefined ? [] : [sql`email = ${str(scope.email)}`]),
+    ...(scope.email === undefined
+      ? []
+      : [typeof scope.email === 'string' ? sql`email = ${str(scope.email)}` : sql`email IN ${stringSet(scope.email)}`]),
     raw.trusted("reason != 'none'"),
   ];
   const conditions = [
@@ -85,6 +87,12 @@ export function exportSuppressions(store: EventStore, workspaceId: string, filte
 }
 
 /** Suppresses the address by hand as of `now`, and answers its suppression after that. */
+/** Of the addresses (normalized, at least one), those suppressed in the workspace now. */
+export async function filterSuppressed(store: EventStore, workspaceId: string, emails: string[]): Promise<string[]> {
+  const rows = await store.rows<{ email: string }>(sql`SELECT email FROM (${suppressedAddresses(workspaceId, { email: emails })})`);
+  return rows.map((row) => row.email);
+}
+
 export async function addSuppression(
   store: EventStore,
   workspaceId: string,

@@ -66,3 +66,10 @@ export interface CategoryMatch {
   /** Every variant of the campaign, lower-case. */
   variantIds: string[];
 }
+
+export interface ScheduledCampaign {
+  campaignId: string;
+  workspaceId: string;
+  scheduleCron: string;
+  scheduleSetAt: Date;
+}

@@ -23,6 +23,7 @@ import {
   getCampaign,
   listCampaigns,
   releaseCategory,
+  listScheduledCampaigns,
   resolveCategories,
   updateCampaign,
 } from '../store/campaigns';
@@ -132,6 +133,7 @@ export function campaignHandlers(logger: Logger, db: Knex, feed: ChangeFeed): ca
     resolveCategories: unary(logger, 'ResolveCategories', async (request) => ({
       matches: await resolveCategories(db, request.providerCategoryIds),
     })),
+    listScheduledCampaigns: unary(logger, 'ListScheduledCampaigns', async () => ({ campaigns: await listScheduledCampaigns(db) })),
 
     watchCategoryChanges: watchChanges(feed, (providerCategoryId) => ({ providerCategoryIds: [providerCategoryId] })),
     releaseProviderCategory: unary(logger, 'ReleaseProviderCategory', async (request) => {

@@ -21,6 +21,7 @@ import type {
   CategoryRelease,
   NewCampaign,
   Page,
+  ScheduledCampaign,
   VariantDraft,
 } from '../domain/model';
 import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
@@ -308,13 +309,18 @@ export async function deleteCampaign(db: Knex, workspaceId: string, id: string):
 }
 
 /**
- * Deletes every campaign of a workspace being deleted, and takes no new ones
- * there. Its categories stay bound to it (retired): events that still name
- * them must never be stored for another workspace, so only a platform admin's
- * release (releaseCategory) frees one. Resolves to how many campaigns it deleted.
+ * Deletes every campaign and template of a workspace being deleted, and takes
+ * no new ones there. Its categories stay bound to it (retired): events that
+ * still name them must never be stored for another workspace, so only a
+ * platform admin's release (releaseCategory) frees one. Resolves to how many
+ * campaigns it deleted.
  */
 export function closeWorkspaceCampaigns(db: Knex, workspaceId: string): Promise<number> {
-  return closeWorkspace(db, workspaceId, (connection) => deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId }));
+  return closeWorkspace(db, workspaceId, async (connection) => {
+    const deleted = await deleteAnnounced(db, connection, 'workspace_id = :workspaceId', { workspaceId });
+    await run(connection, db.raw('DELETE FROM templates WHERE workspace_id = :workspaceId', { workspaceId }));
+    return deleted;
+  });
 }
 
 // The owner row is locked first: a campaign write claiming the category (its trigger upserts that row) waits,
@@ -359,5 +365,15 @@ export async function resolveCategories(db: Knex, providerCategoryIds: string[])
   const { rows } = await withConnection(db, (connection) =>
     run<CategoryMatch>(connection, db.raw(RESOLVE_CATEGORIES, { providerCategoryIds })),
   );
+  return rows;
+}
+
+const SCHEDULED_CAMPAIGNS = `SELECT id AS "campaignId", workspace_id AS "workspaceId", schedule_cron AS "scheduleCron",
+    schedule_set_at AS "scheduleSetAt"
+  FROM campaigns WHERE is_active AND schedule_cron IS NOT NULL`;
+
+/** Across all workspaces: the delivery scheduler's input. */
+export async function listScheduledCampaigns(db: Knex): Promise<ScheduledCampaign[]> {
+  const { rows } = await withConnection(db, (connection) => run<ScheduledCampaign>(connection, db.raw(SCHEDULED_CAMPAIGNS)));
   return rows;
 }

@@ -91,7 +91,58 @@ export const migrations: Migration[] = [
     },
   },
   {
-    name: '004_category_releases',
+    name: '004_templates',
+    async up(db) {
+      // A template always has a body: html, text or both (checked by the domain too, with a 422).
+      await db.raw(`
+        CREATE TABLE templates (
+          id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+          workspace_id uuid NOT NULL,
+          name text NOT NULL,
+          subject text NOT NULL,
+          html text,
+          text text,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          updated_at timestamptz NOT NULL DEFAULT now(),
+          CHECK (html IS NOT NULL OR text IS NOT NULL)
+        );
+        CREATE INDEX templates_workspace_newest_idx ON templates (workspace_id, created_at DESC, id DESC);
+      `);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE templates');
+    },
+  },
+  {
+    name: '005_schedule_set_at',
+    async up(db) {
+      // The delivery scheduler fires only the fire times after a schedule was set (or the campaign
+      // activated): a campaign that gets a schedule must not be fired for times before it had one.
+      await db.raw(`
+        ALTER TABLE campaigns ADD COLUMN schedule_set_at timestamptz NOT NULL DEFAULT now();
+        CREATE FUNCTION mark_schedule_set() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.schedule_cron IS DISTINCT FROM OLD.schedule_cron OR (NEW.is_active AND NOT OLD.is_active) THEN
+            NEW.schedule_set_at := now();
+          END IF;
+          RETURN NEW;
+        END
+        $$;
+        CREATE TRIGGER campaigns_mark_schedule_set BEFORE UPDATE OF schedule_cron, is_active ON campaigns
+          FOR EACH ROW EXECUTE FUNCTION mark_schedule_set();
+        CREATE INDEX campaigns_scheduled_idx ON campaigns (id) WHERE is_active AND schedule_cron IS NOT NULL;
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        DROP TRIGGER campaigns_mark_schedule_set ON campaigns;
+        DROP FUNCTION mark_schedule_set();
+        ALTER TABLE campaigns DROP COLUMN schedule_set_at;
+      `);
+    },
+  },
+  {
+    name: '006_category_releases',
     async up(db) {
       // A deleted workspace's categories stay in category_owners (retired): only a platform admin's explicit
       // release frees one, and each release is recorded here, who and when.

@@ -82,8 +82,26 @@ export function variantOf(event: EngagementEvent, match: CategoryMatch): string 
   return variantId !== undefined && match.variantIds.includes(variantId) ? variantId : NO_VARIANT;
 }
 
-/** The campaign of an event: the first of its categories that names one (SendGrid keeps the order they were given in). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The campaign an event names itself: our own sender and one-click unsubscribe set workspace_id and
+ * campaign_id, and the variant they sent. Ids that are not both UUIDs name nothing (the categories decide).
+ */
+function namedCampaign(event: EngagementEvent): CategoryMatch | undefined {
+  const { workspaceId, campaignId, variantId } = event;
+  if (workspaceId === undefined || campaignId === undefined || !UUID.test(workspaceId) || !UUID.test(campaignId)) return undefined;
+  const variantIds = variantId !== undefined && UUID.test(variantId) ? [variantId.toLowerCase()] : [];
+  return { providerCategoryId: '', workspaceId: workspaceId.toLowerCase(), campaignId: campaignId.toLowerCase(), variantIds };
+}
+
+/**
+ * The campaign of an event: the one it names itself, else the first of its categories that names one (SendGrid keeps
+ * the order they were given in).
+ */
 export function campaignOf(event: EngagementEvent, matches: Map<string, CategoryMatch>): CategoryMatch | undefined {
+  const named = namedCampaign(event);
+  if (named) return named;
   for (const id of event.categories) {
     const match = matches.get(id);
     if (match) return match;

@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePorts } from '../stack';
+
+/**
+ * A private Mailpit (the binary `infra.sh up mailpit` built, MAILPIT_BIN) on
+ * free ports with its own database: a test reads exactly the messages it
+ * caused, and may switch its "chaos" (SMTP errors) without touching anyone
+ * else's. Reads go through Mailpit's HTTP API.
+ */
+export interface MailpitMessage {
+  ID: string;
+  MessageID: string;
+  From: { Name: string; Address: string };
+  To: { Name: string; Address: string }[];
+  Subject: string;
+}
+
+export interface MailpitMessageDetail extends MailpitMessage {
+  HTML: string;
+  Text: string;
+}
+
+export interface Mailpit {
+  /** For SMTP_URL: plain SMTP (`?tls=off`). */
+  smtpUrl: string;
+  apiUrl: string;
+  /** The Mailpit process (benchmarks read its CPU time). */
+  pid: number | undefined;
+  /** How many messages it holds. */
+  count(): Promise<number>;
+  /** Deletes every message. */
+  clear(): Promise<void>;
+  /** Every stored message, newest first. */
+  messages(): Promise<MailpitMessage[]>;
+  message(id: string): Promise<MailpitMessageDetail>;
+  /** The message's headers, names lower-cased (header names are case-insensitive). */
+  headers(id: string): Promise<Record<string, string[]>>;
+  /** Makes RCPT TO answer `errorCode` with `probability` percent (0 turns it off). */
+  recipientChaos(errorCode: number, probability: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startMailpit(label: string): Promise<Mailpit> {
+  const binary = process.env.MAILPIT_BIN?.trim();
+  if (!binary) throw new Error('MAILPIT_BIN not set: `npm test` exports it (infra.sh up mailpit builds Mailpit once)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `mailpit-${label}-`));
+  const [smtp, http] = await freePorts(2);
+  const log = fs.openSync(path.join(dir, 'mailpit.log'), 'a');
+  const child: ChildProcess = spawn(
+    binary,
+    [
+      '--database',
+      path.join(dir, 'mailpit.db'),
+      '--max',
+      '200000',
+      '--listen',
+      `127.0.0.1:${http}`,
+      '--smtp',
+      `127.0.0.1:${smtp}`,
+      '--smtp-auth-accept-any',
+      '--smtp-auth-allow-insecure',
+      '--enable-chaos',
+      '--disable-version-check',
+      '--quiet',
+    ],
+    { stdio: ['ignore', log, log] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const apiUrl = `http://127.0.0.1:${http}`;
+  const api = async <T>(route: string, init?: RequestInit): Promise<T> => {
+    const response = await fetch(`${apiUrl}${route}`, init);
+    if (!response.ok) throw new Error(`mailpit ${init?.method ?? 'GET'} ${route}: ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
+  };
+  const close = async (): Promise<void> => {
+    child.kill('SIGTERM');
+    await exited;
+    fs.closeSync(log);
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      if ((await fetch(`${apiUrl}/readyz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (attempt > 200 || child.exitCode !== null) {
+      await close();
+      throw new Error(`mailpit did not start (${path.join(dir, 'mailpit.log')})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    smtpUrl: `smtp://127.0.0.1:${smtp}?tls=off`,
+    apiUrl,
+    pid: child.pid,
+    count: async () => (await api<{ total: number }>('/api/v1/messages?limit=1')).total,
+    async clear() {
+      const answer = await fetch(`${apiUrl}/api/v1/messages`, { method: 'DELETE' });
+      if (!answer.ok) throw new Error(`mailpit DELETE /api/v1/messages: ${answer.status}`);
+    },
+    async messages() {
+      const all: MailpitMessage[] = [];
+      for (;;) {
+        const page = await api<{ messages: MailpitMessage[]; total: number }>(`/api/v1/messages?start=${all.length}&limit=5000`);
+        all.push(...page.messages);
+        if (page.messages.length === 0 || all.length >= page.total) return all;
+      }
+    },
+    message: (id) => api<MailpitMessageDetail>(`/api/v1/message/${id}`),
+    async headers(id) {
+      const headers = await api<Record<string, string[]>>(`/api/v1/message/${id}/headers`);
+      return Object.fromEntries(Object.entries(headers).map(([name, values]) => [name.toLowerCase(), values]));
+    },
+    async recipientChaos(errorCode, probability) {
+      await api('/api/v1/chaos', {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ Recipient: { ErrorCode: errorCode, Probability: probability } }),
+      });
+    },
+    close,
+  };
+}

@@ -1,0 +1,88 @@
+import { ConfigError, type EnvReader } from '@mail/common';
+import { PROVIDERS, type Provider } from './domain/headers';
+
+export interface SmtpConfig {
+  url: string;
+  provider: Provider;
+  /** Connections of the pool, per process. */
+  maxConnections: number;
+}
+
+export interface DeliveryConfig {
+  databaseUrl: string;
+  recipientsDatabaseUrl: string;
+  /** The time limit of each statement on the recipient database. */
+  recipientsQueryTimeoutMs: number;
+  campaignAddress: string;
+  analyticsAddress: string;
+  kafkaBrokers: string[];
+  eventsTopic: string;
+  smtp: SmtpConfig;
+  /** Messages a second per transport, across every replica; 0: no limit. */
+  sendRatePerSecond: number;
+  /** Recipients a sender claims at once. */
+  sendBatchSize: number;
+  /** Batches a process sends at the same time. */
+  sendConcurrency: number;
+  /** Attempts of a message that meets temporary failures before it is `failed`. */
+  sendMaxAttempts: number;
+  /** The first retry's wait; each further one doubles it. */
+  sendRetryBaseMs: number;
+  /** A process whose heartbeat is older than this is dead: its messages in flight become `unknown`. */
+  workerLeaseMs: number;
+  schedulerIntervalMs: number;
+  runMissedGraceMs: number;
+  publicBaseUrl: string;
+  unsubscribeSigningKey: string;
+}
+
+/** `?tls=off` in SMTP_URL: plain SMTP, for a local Mailpit; refused in production. */
+function smtpConfig(env: EnvReader, production: boolean): SmtpConfig {
+  const url = env.string('SMTP_URL', 'smtp://127.0.0.1:21025?tls=off');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
+  }
+  if (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL');
+  if (production && parsed.searchParams.get('tls') === 'off')
+    throw new ConfigError('SMTP_URL may not say tls=off when NODE_ENV=production');
+  const provider = env.string('SMTP_PROVIDER', 'none');
+  if (!(PROVIDERS as readonly string[]).includes(provider)) throw new ConfigError(`SMTP_PROVIDER must be one of ${PROVIDERS.join(', ')}`);
+  return { url, provider: provider as Provider, maxConnections: env.int('SMTP_MAX_CONNECTIONS', 5) };
+}
+
+/** Alone for MIGRATE_ONLY=1, which needs nothing else (the migration Job sets nothing else). */
+export function readDatabaseUrl(env: EnvReader): string {
+  return env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail');
+}
+
+export function readConfig(env: EnvReader): DeliveryConfig {
+  const production = env.optionalString('NODE_ENV') === 'production';
+  const unsubscribeSigningKey = env.optionalString('UNSUBSCRIBE_SIGNING_KEY');
+  if (unsubscribeSigningKey === undefined && production) {
+    throw new ConfigError('UNSUBSCRIBE_SIGNING_KEY must be set when NODE_ENV=production');
+  }
+  return {
+    databaseUrl: readDatabaseUrl(env),
+    recipientsDatabaseUrl: env.string('RECIPIENTS_DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/recipients'),
+    recipientsQueryTimeoutMs: env.int('RECIPIENTS_QUERY_TIMEOUT_MS', 60_000),
+    campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
+    analyticsAddress: env.string('ANALYTICS_GRPC_ADDR', '127.0.0.1:50054'),
+    kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:29092']),
+    eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
+    smtp: smtpConfig(env, production),
+    sendRatePerSecond: env.int('SEND_RATE_PER_SECOND', 0),
+    sendBatchSize: env.int('SEND_BATCH_SIZE', 50),
+    sendConcurrency: env.int('SEND_CONCURRENCY', 4),
+    sendMaxAttempts: env.int('SEND_MAX_ATTEMPTS', 5),
+    sendRetryBaseMs: env.int('SEND_RETRY_BASE_MS', 30_000),
+    workerLeaseMs: env.int('SEND_WORKER_LEASE_MS', 30_000),
+    schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 5_000),
+    runMissedGraceMs: env.int('RUN_MISSED_GRACE_MS', 3_600_000),
+    publicBaseUrl: env.string('PUBLIC_BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+    // Development only (refused above in production): links signed with it verify only with the same default.
+    unsubscribeSigningKey: unsubscribeSigningKey ?? 'development-unsubscribe-key',
+  };
+}

@@ -1,0 +1,141 @@
+import type { Knex } from 'knex';
+import { InvalidArgumentError, NotFoundError, unary, type Logger } from '@mail/common';
+import type { deliveryV1 } from '@mail/proto';
+import { LISTED_STATUSES, isUuid, pageWindow, type Page, type Run, type RunRecipient } from '../domain/run';
+import { startRun } from '../sending/runs';
+import { testSend } from '../sending/test-send';
+import type { SenderOptions, UnsubscribeClaims } from '../sending/sender';
+import type { SmtpTransport } from '../sending/transport';
+import { actOnRun, deleteWorkspaceRuns, getRun, listRecipients, listRuns } from '../store/runs';
+import type { Upstream } from './clients';
+
+const orUndefined = <T>(value: T | null): T | undefined => value ?? undefined;
+
+function runToProto(run: Run | undefined): deliveryV1.Run {
+  if (!run) throw new Error('the run was not stored');
+  return {
+    id: run.id,
+    workspaceId: run.workspaceId,
+    campaignId: run.campaignId,
+    trigger: run.trigger,
+    scheduledFor: orUndefined(run.scheduledFor),
+    status: run.status,
+    failure: orUndefined(run.failure),
+    createdAt: run.createdAt,
+    startedAt: orUndefined(run.startedAt),
+    finishedAt: orUndefined(run.finishedAt),
+    counts: run.counts,
+    variants: run.variants ? { variants: run.variants.map((variant) => ({ ...variant, label: orUndefined(variant.label) })) } : undefined,
+  };
+}
+
+function recipientToProto(recipient: RunRecipient): deliveryV1.RunRecipient {
+  return {
+    email: recipient.email,
+    status: recipient.status,
+    variantId: orUndefined(recipient.variantId),
+    messageId: orUndefined(recipient.messageId),
+    sentAt: orUndefined(recipient.sentAt),
+    error: orUndefined(recipient.error),
+  };
+}
+
+function pageInfo<T>({ total, page, pageSize }: Page<T>): { total: number; page: number; pageSize: number } {
+  return { total, page, pageSize };
+}
+
+/** The workspace a call acts in; one that is not even a UUID does not exist. */
+function scope(workspaceId: string): string {
+  if (!isUuid(workspaceId)) throw new NotFoundError('Workspace');
+  return workspaceId.toLowerCase();
+}
+
+function campaignIdOf(id: string): string {
+  if (!isUuid(id)) throw new NotFoundError('Campaign');
+  return id.toLowerCase();
+}
+
+function statusFilter(status: string | undefined): string | undefined {
+  if (status === undefined || (LISTED_STATUSES as readonly string[]).includes(status)) return status;
+  throw new InvalidArgumentError([
+    {
+      loc: ['status'],
+      type: 'enum',
+      msg: `Input should be ${LISTED_STATUSES.slice(0, -1)
+        .map((value) => `'${value}'`)
+        .join(', ')} or '${LISTED_STATUSES[LISTED_STATUSES.length - 1]}'`,
+      input: status,
+      ctx: { expected: LISTED_STATUSES.map((value) => `'${value}'`).join(', ') },
+    },
+  ]);
+}
+
+export interface HandlerParts {
+  db: Knex;
+  upstream: Upstream;
+  transport: SmtpTransport;
+  signUnsubscribe(claims: UnsubscribeClaims): string;
+  options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'>;
+}
+
+export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV1.DeliveryServiceServer {
+  const { db, upstream } = parts;
+  return {
+    createRun: unary(logger, 'CreateRun', async (request) => ({
+      run: runToProto(
+        await startRun(db, upstream, {
+          workspaceId: scope(request.workspaceId),
+          campaignId: campaignIdOf(request.campaignId),
+          scheduledFor: null,
+        }),
+      ),
+    })),
+    getRun: unary(logger, 'GetRun', async (request) => ({ run: runToProto(await getRun(db, scope(request.workspaceId), request.id)) })),
+    listRuns: unary(logger, 'ListRuns', async (request) => {
+      const workspaceId = scope(request.workspaceId);
+      const campaignId = campaignIdOf(request.campaignId);
+      // A campaign of another workspace, or none, is a 404 rather than an empty list.
+      await upstream.getCampaign(workspaceId, campaignId);
+      const page = await listRuns(db, workspaceId, campaignId, pageWindow(request.page));
+      return { runs: page.items.map(runToProto), page: pageInfo(page) };
+    }),
+    listRunRecipients: unary(logger, 'ListRunRecipients', async (request) => {
+      const page = await listRecipients(
+        db,
+        scope(request.workspaceId),
+        request.runId,
+        statusFilter(request.status),
+        pageWindow(request.page),
+      );
+      return { recipients: page.items.map(recipientToProto), page: pageInfo(page) };
+    }),
+    pauseRun: unary(logger, 'PauseRun', async (request) => ({
+      run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'pause')),
+    })),
+    resumeRun: unary(logger, 'ResumeRun', async (request) => ({
+      run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'resume')),
+    })),
+    cancelRun: unary(logger, 'CancelRun', async (request) => ({
+      run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'cancel')),
+    })),
+    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => ({
+      deletedRuns: await deleteWorkspaceRuns(db, scope(request.workspaceId)),
+    })),
+    testSend: unary(logger, 'TestSend', async (request) => {
+      const outcomes = await testSend(parts, parts.options, {
+        workspaceId: scope(request.workspaceId),
+        campaignId: campaignIdOf(request.campaignId),
+        emails: request.emails,
+        variantId: request.variantId,
+      });
+      return {
+        outcomes: outcomes.map((outcome) => ({
+          email: outcome.email,
+          status: outcome.status,
+          messageId: orUndefined(outcome.messageId),
+          error: orUndefined(outcome.error),
+        })),
+      };
+    }),
+  };
+}

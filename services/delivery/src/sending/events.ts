@@ -1,0 +1,92 @@
+import { createHash } from 'node:crypto';
+import type { Admin, Kafka, Message, Producer } from 'kafkajs';
+import {
+  EVENT_BATCH_SCHEMA,
+  RECORD_SCHEMA_HEADER,
+  createIdempotentProducer,
+  partitionOfKey,
+  readPartitionCount,
+  sendToPartitions,
+} from '@mail/common';
+import { eventsV1 } from '@mail/proto';
+import type { SentRecipient } from '../store/sending';
+
+/** The normalized `sent` event of a message our own sender handed over (provider `smtp`). */
+export function sentEvent(sent: SentRecipient, receivedAt: Date): eventsV1.EngagementEvent {
+  return {
+    // The same message always gives the same id: ingestion drops a republished event as a duplicate.
+    providerEventId: `smtp-sent-${createHash('sha256').update(`${sent.runId}:${sent.email}`).digest('hex').slice(0, 32)}`,
+    providerMessageId: sent.messageId,
+    provider: 'smtp',
+    eventType: eventsV1.EventType.EVENT_TYPE_SENT,
+    bounceType: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
+    bounceClass: eventsV1.BounceClass.BOUNCE_CLASS_UNSPECIFIED,
+    email: sent.email,
+    occurredAt: sent.sentAt,
+    receivedAt,
+    categories: sent.providerCategoryId === null ? [] : [sent.providerCategoryId],
+    rawJson: JSON.stringify({ run_id: sent.runId, message_id: sent.messageId }),
+    machineOpen: false,
+    variantId: sent.variantId ?? undefined,
+    workspaceId: sent.workspaceId,
+    campaignId: sent.campaignId,
+  };
+}
+
+/**
+ * Publishes sent events to the events topic as the webhook does: one
+ * EngagementEventBatch record per partition, each event in the partition its
+ * address keys, acknowledged by all in-sync replicas.
+ */
+export class SentEventPublisher {
+  private producer?: Producer;
+  private partitions?: number;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly admin: Admin,
+    private readonly topic: string,
+  ) {}
+
+  async publish(sent: SentRecipient[]): Promise<void> {
+    const producer = await this.connected();
+    const partitions = this.partitions ?? (this.partitions = await readPartitionCount(this.admin, this.topic));
+    const receivedAt = new Date();
+    const byPartition = new Map<number, Buffer[]>();
+    for (const item of sent) {
+      const partition = partitionOfKey(item.email, partitions);
+      const event = Buffer.from(eventsV1.EngagementEvent.encode(sentEvent(item, receivedAt)).finish());
+      const bytes = Buffer.from(eventsV1.EngagementEventBatch.encode({ events: [event] }).finish());
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), bytes]);
+    }
+    const records: Message[] = [...byPartition].map(([partition, values]) => ({
+      partition,
+      headers: { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA },
+      value: Buffer.concat(values),
+    }));
+    try {
+      await sendToPartitions(producer, this.topic, records);
+    } catch (error) {
+      // A failed send may have left part of it with the broker: the next one starts a new producer session.
+      this.producer = undefined;
+      this.partitions = undefined;
+      await producer.disconnect().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.producer?.disconnect().catch(() => undefined);
+    this.producer = undefined;
+  }
+
+  private async connected(): Promise<Producer> {
+    if (!this.producer) {
+      await this.admin.connect();
+      const producer = createIdempotentProducer(this.kafka);
+      await producer.connect();
+      this.producer = producer;
+    }
+    return this.producer;
+  }
+}

@@ -1,0 +1,299 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@mail/common';
+import { providerHeaders, type Provider } from '../domain/headers';
+import { SINGLE_TEMPLATE, type RunPlan } from '../domain/plan';
+import { addressOf, fieldsOf, messageIdOf } from '../domain/recipient';
+import { compileTemplate, renderMessage, type CompiledTemplate, type RenderedMessage } from '../domain/render';
+import { retryDelayMs } from '../domain/run';
+import { pickVariant } from '../domain/variants';
+import type { Upstream } from '../grpc/clients';
+import { deliveryMetrics } from '../metrics';
+import { SourceError, type RecipientDatabase } from '../store/recipient-database';
+import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
+import type { SentEventPublisher } from './events';
+import { RateLimiter } from './rate-limiter';
+import type { OutgoingMessage, SmtpTransport } from './transport';
+
+export interface UnsubscribeClaims {
+  workspaceId: string;
+  campaignId: string;
+  runId: string;
+  email: string;
+}
+
+export interface SenderOptions {
+  provider: Provider;
+  batchSize: number;
+  concurrency: number;
+  /** Messages of one batch on their way at once (the SMTP pool's connections). */
+  connections: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  workerLeaseMs: number;
+  ratePerSecond: number;
+  publicBaseUrl: string;
+}
+
+export interface SenderParts {
+  store: SendingStore;
+  recipients: RecipientDatabase;
+  upstream: Upstream;
+  transport: SmtpTransport;
+  events: SentEventPublisher;
+  signUnsubscribe(claims: UnsubscribeClaims): string;
+}
+
+const IDLE_MS = 200;
+const PUBLISH_BATCH = 500;
+
+/** The one-click unsubscribe link of a message (also its List-Unsubscribe header). */
+export function unsubscribeUrl(publicBaseUrl: string, token: string): string {
+  return `${publicBaseUrl}/unsubscribe/${token}`;
+}
+
+/** The message of a campaign to one address, ready for the transport. */
+export function composeMessage(
+  plan: RunPlan,
+  template: CompiledTemplate,
+  recipient: { email: string; fields: Record<string, unknown>; variantId: string | null },
+  context: { runId: string; messageId: string; unsubscribeUrl: string; provider: Provider },
+): OutgoingMessage {
+  const rendered: RenderedMessage = renderMessage(template, recipient.fields, context.unsubscribeUrl);
+  return {
+    ...rendered,
+    from: { name: plan.fromName, address: plan.fromEmail },
+    replyTo: plan.replyTo,
+    to: recipient.email,
+    messageId: context.messageId,
+    headers: {
+      'List-Unsubscribe': `<${context.unsubscribeUrl}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      ...providerHeaders(context.provider, {
+        category: plan.providerCategoryId,
+        variantId: recipient.variantId,
+        runId: context.runId,
+        messageId: context.messageId,
+      }),
+    },
+  };
+}
+
+/**
+ * A process's share of the sending: it loads runs' recipients from the
+ * recipient database, claims ready recipients of the highest-priority sending
+ * run, hands them to SMTP one at a time with the commit before each hand-over
+ * (store/sending.ts), publishes the sent events, and keeps its heartbeat, by
+ * which the others tell that it died.
+ */
+export class Sender {
+  readonly workerId = randomUUID();
+  private running = false;
+  private readonly loops: Promise<void>[] = [];
+  private readonly compiled = new Map<string, Map<string, CompiledTemplate>>();
+  private readonly limiter: RateLimiter;
+
+  constructor(
+    private readonly parts: SenderParts,
+    private readonly options: SenderOptions,
+    private readonly logger: Logger,
+  ) {
+    this.limiter = new RateLimiter(parts.store, parts.transport.key, options.ratePerSecond);
+  }
+
+  async start(): Promise<void> {
+    await this.parts.store.heartbeat(this.workerId);
+    this.running = true;
+    this.loops.push(
+      this.every(Math.max(100, Math.floor(this.options.workerLeaseMs / 4)), () => this.maintain(), 'maintenance'),
+      this.repeat(() => this.loadNext(), 'loading'),
+      this.repeat(() => this.publishSent(), 'publishing sent events'),
+      ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending')),
+    );
+    this.logger.info({ workerId: this.workerId }, 'sender started');
+  }
+
+  /** Finishes the messages on their way, gives the claims back and leaves. */
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+    await this.parts.store.retire(this.workerId);
+  }
+
+  private async maintain(): Promise<void> {
+    await this.parts.store.heartbeat(this.workerId);
+    const unknown = await this.parts.store.reapDeadWorkers(this.options.workerLeaseMs);
+    if (unknown > 0) {
+      this.logger.warn({ unknown }, 'messages of a dead sender recorded unknown');
+      deliveryMetrics.messages.inc({ outcome: 'unknown' }, unknown);
+    }
+    await this.parts.store.completeFinishedRuns();
+  }
+
+  /** Runs `work` until stopped; `work` resolves to whether it found something to do. */
+  private async repeat(work: () => Promise<boolean>, name: string): Promise<void> {
+    while (this.running) {
+      let busy = false;
+      try {
+        busy = await work();
+      } catch (error) {
+        this.logger.warn({ err: error }, `${name} failed`);
+      }
+      if (!busy) await sleep(IDLE_MS);
+    }
+  }
+
+  private async every(intervalMs: number, work: () => Promise<void>, name: string): Promise<void> {
+    while (this.running) {
+      try {
+        await work();
+      } catch (error) {
+        this.logger.warn({ err: error }, `${name} failed`);
+      }
+      await sleep(intervalMs);
+    }
+  }
+
+  private async loadNext(): Promise<boolean> {
+    const run = await this.parts.store.claimLoad(this.workerId, this.options.workerLeaseMs);
+    if (!run) return false;
+    try {
+      await this.load(run);
+    } catch (error) {
+      if (!(error instanceof SourceError)) {
+        await this.parts.store.releaseLoad(run.id, this.workerId);
+        throw error;
+      }
+      this.logger.warn({ runId: run.id, err: error }, 'run failed: its recipients cannot be read');
+      await this.parts.store.failRun(run.id, error.message);
+    }
+    return true;
+  }
+
+  /** Streams the run's source in from where its load stopped; never more than a batch in memory. */
+  private async load(run: LoadingRun): Promise<void> {
+    const variants = run.plan.variants;
+    for await (const batch of this.parts.recipients.stream(run.plan.source, run.loadPosition)) {
+      const recipients = batch.rows.map((row) => {
+        const address = addressOf(row);
+        return {
+          email: address.email,
+          valid: address.valid,
+          error: address.valid ? null : `Invalid address: ${address.reason}`,
+          variantId: address.valid && variants ? pickVariant(variants, run.id, address.email).id : null,
+          fields: fieldsOf(row),
+        };
+      });
+      if (!this.running || !(await this.parts.store.addRecipients(run.id, this.workerId, recipients, batch.position))) {
+        await this.parts.store.releaseLoad(run.id, this.workerId);
+        return;
+      }
+    }
+    await this.parts.store.finishLoad(run.id, this.workerId);
+  }
+
+  private async sendNext(): Promise<boolean> {
+    for (const run of await this.parts.store.readyRuns()) {
+      const claimed = await this.parts.store.claim(run.id, this.workerId, this.options.batchSize);
+      if (claimed.length === 0) continue;
+      await this.sendBatch(run, claimed);
+      return true;
+    }
+    return false;
+  }
+
+  private async sendBatch(run: ActiveRun, claimed: ClaimedRecipient[]): Promise<void> {
+    const { store } = this.parts;
+    let suppressed: Set<string>;
+    try {
+      suppressed = await this.parts.upstream.suppressed(
+        run.workspaceId,
+        claimed.map((recipient) => recipient.email),
+      );
+    } catch (error) {
+      // Without the suppression state nothing may go out: the batch waits for analytics.
+      await store.release(run.id, this.workerId);
+      throw error;
+    }
+    await store.markSuppressed(run.id, this.workerId, [...suppressed]);
+    deliveryMetrics.messages.inc({ outcome: 'suppressed' }, suppressed.size);
+    const queue = claimed.filter((recipient) => !suppressed.has(recipient.email));
+    let stopped = false;
+    const lane = async (): Promise<void> => {
+      for (let next = queue.shift(); next && !stopped; next = queue.shift()) {
+        if (!this.running || !(await this.sendOne(run, next))) stopped = true;
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.min(this.options.connections, queue.length) }, lane));
+    } finally {
+      if (stopped || queue.length > 0) await store.release(run.id, this.workerId);
+    }
+  }
+
+  /** One message; resolves to false when the run stopped sending (paused, cancelled) before it went. */
+  private async sendOne(run: ActiveRun, recipient: ClaimedRecipient): Promise<boolean> {
+    const { store } = this.parts;
+    const messageId = messageIdOf(run.id, recipient.email, run.plan.fromEmail);
+    let message: OutgoingMessage;
+    try {
+      const token = this.parts.signUnsubscribe({
+        workspaceId: run.workspaceId,
+        campaignId: run.campaignId,
+        runId: run.id,
+        email: recipient.email,
+      });
+      message = composeMessage(run.plan, this.template(run, recipient.variantId), recipient, {
+        runId: run.id,
+        messageId,
+        unsubscribeUrl: unsubscribeUrl(this.options.publicBaseUrl, token),
+        provider: this.options.provider,
+      });
+    } catch (error) {
+      await store.recordFinal(
+        run.id,
+        this.workerId,
+        recipient.email,
+        'failed',
+        `The template could not be rendered: ${(error as Error).message}`,
+      );
+      deliveryMetrics.messages.inc({ outcome: 'failed' });
+      return true;
+    }
+    await this.limiter.take();
+    if (!(await store.startHandOver(run.id, this.workerId, recipient.email, messageId))) return false;
+    const outcome = await this.parts.transport.send(message);
+    const attempt = recipient.attempts + 1;
+    if (outcome.kind === 'sent') {
+      await store.recordSent(run.id, this.workerId, recipient.email);
+      deliveryMetrics.messages.inc({ outcome: 'sent' });
+    } else if (outcome.kind === 'retry' && attempt < this.options.maxAttempts) {
+      await store.recordRetry(run.id, this.workerId, recipient.email, outcome.error, retryDelayMs(attempt, this.options.retryBaseMs));
+      deliveryMetrics.messages.inc({ outcome: 'retried' });
+    } else {
+      const final = outcome.kind === 'unknown' ? 'unknown' : 'failed';
+      await store.recordFinal(run.id, this.workerId, recipient.email, final, outcome.error);
+      deliveryMetrics.messages.inc({ outcome: final });
+    }
+    return true;
+  }
+
+  /** The run's templates, compiled once per process. */
+  private template(run: ActiveRun, variantId: string | null): CompiledTemplate {
+    let templates = this.compiled.get(run.id);
+    if (!templates) {
+      templates = new Map(Object.entries(run.plan.templates).map(([key, content]) => [key, compileTemplate(content)]));
+      if (this.compiled.size > 100) this.compiled.clear();
+      this.compiled.set(run.id, templates);
+    }
+    const template = templates.get(variantId ?? SINGLE_TEMPLATE);
+    if (!template) throw new Error(`the run has no template for variant ${variantId}`);
+    return template;
+  }
+
+  private async publishSent(): Promise<boolean> {
+    const published = await this.parts.store.publishSent(PUBLISH_BATCH, (sent) => this.parts.events.publish(sent));
+    deliveryMetrics.sentEventsPublished.inc(published);
+    return published === PUBLISH_BATCH;
+  }
+}

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import { InvalidArgumentError, invalidEmail, parseEmail, ConflictError, type Violation } from '@mail/common';
+import { cannotSend, planTestSend } from '../domain/plan';
+import { compileTemplate } from '../domain/render';
+import type { Upstream } from '../grpc/clients';
+import { composeMessage, unsubscribeUrl, type SenderOptions, type UnsubscribeClaims } from './sender';
+import type { OutgoingMessage, SmtpTransport } from './transport';
+
+export const TEST_SEND_MAX = 10;
+
+/** A test message's run_id (in its headers and unsubscribe link): it belongs to no run. */
+const TEST_RUN_ID = 'test-send';
+
+export interface TestSendOutcome {
+  email: string;
+  status: 'sent' | 'failed';
+  messageId: string | null;
+  error: string | null;
+}
+
+function validEmails(emails: string[]): string[] {
+  const violations: Violation[] = [];
+  if (emails.length < 1 || emails.length > TEST_SEND_MAX) {
+    violations.push({
+      loc: ['emails'],
+      type: emails.length < 1 ? 'too_short' : 'too_long',
+      msg: `List should have at ${emails.length < 1 ? 'least 1 item' : `most ${TEST_SEND_MAX} items`} after validation, not ${emails.length}`,
+      input: emails,
+      ctx: {
+        field_type: 'List',
+        [emails.length < 1 ? 'min_length' : 'max_length']: emails.length < 1 ? 1 : TEST_SEND_MAX,
+        actual_length: emails.length,
+      },
+    });
+  }
+  const valid = emails.map((email, index) => {
+    const parsed = parseEmail(email);
+    if ('reason' in parsed) violations.push(invalidEmail(['emails', index], email, parsed.reason));
+    return 'email' in parsed ? parsed.email.toLowerCase() : email;
+  });
+  if (violations.length > 0) throw new InvalidArgumentError(violations);
+  return [...new Set(valid)];
+}
+
+/**
+ * Sends the campaign's message (with the recipient's `email` as its only
+ * field) to each address at once, outside any run: no suppression check, no
+ * rate limit, no retry and no sent event; each address's outcome is answered.
+ */
+export async function testSend(
+  parts: { upstream: Upstream; transport: SmtpTransport; signUnsubscribe(claims: UnsubscribeClaims): string },
+  options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'>,
+  request: { workspaceId: string; campaignId: string; emails: string[]; variantId?: string },
+): Promise<TestSendOutcome[]> {
+  const emails = validEmails(request.emails);
+  const campaign = await parts.upstream.getCampaign(request.workspaceId, request.campaignId);
+  const result = await planTestSend(campaign, parts.upstream.templates(request.workspaceId), request.variantId);
+  if ('missing' in result) throw new ConflictError(cannotSend(result.missing));
+  const { plan } = result;
+  const [key, content] = Object.entries(plan.templates)[0];
+  const template = compileTemplate(content);
+  const variantId = plan.variants ? key : null;
+  return Promise.all(
+    emails.map(async (email): Promise<TestSendOutcome> => {
+      const domain = plan.fromEmail.slice(plan.fromEmail.lastIndexOf('@') + 1);
+      const messageId = `${TEST_RUN_ID}.${randomUUID()}@${domain}`;
+      const token = parts.signUnsubscribe({ workspaceId: request.workspaceId, campaignId: campaign.id, runId: TEST_RUN_ID, email });
+      let message: OutgoingMessage;
+      try {
+        const context = {
+          runId: TEST_RUN_ID,
+          messageId,
+          unsubscribeUrl: unsubscribeUrl(options.publicBaseUrl, token),
+          provider: options.provider,
+        };
+        message = composeMessage(plan, template, { email, fields: { email }, variantId }, context);
+      } catch (error) {
+        return { email, status: 'failed', messageId: null, error: `The template could not be rendered: ${(error as Error).message}` };
+      }
+      const outcome = await parts.transport.send(message);
+      return outcome.kind === 'sent'
+        ? { email, status: 'sent', messageId, error: null }
+        : { email, status: 'failed', messageId: null, error: outcome.error };
+    }),
+  );
+}

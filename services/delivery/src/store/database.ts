@@ -1,0 +1,75 @@
+import type { Knex } from 'knex';
+import { openPostgres, type Migration } from '@mail/common';
+
+export const migrations: Migration[] = [
+  {
+    name: '001_runs',
+    async up(db) {
+      // One run per campaign and fire time: replicas and restarts of the scheduler insert it once.
+      // claimed_at: when a sender last took recipients of the run (runs of one priority take turns).
+      // run_recipients holds one row per address of a run (the unique key drops repeats); seq keeps the
+      // source's order. loader_id names the process streaming the source in, load_position where it is.
+      await db.raw(`
+        CREATE TABLE runs (
+          id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+          workspace_id uuid NOT NULL,
+          campaign_id uuid NOT NULL,
+          trigger text NOT NULL CHECK (trigger IN ('schedule', 'manual')),
+          scheduled_for timestamptz,
+          status text NOT NULL CHECK (status IN ('queued', 'sending', 'paused', 'completed', 'cancelled', 'failed')),
+          failure text,
+          send_priority integer NOT NULL,
+          plan jsonb,
+          loader_id text,
+          load_position integer NOT NULL DEFAULT 0,
+          loaded boolean NOT NULL DEFAULT false,
+          duplicates integer NOT NULL DEFAULT 0,
+          claimed_at timestamptz,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          started_at timestamptz,
+          finished_at timestamptz,
+          UNIQUE (campaign_id, scheduled_for)
+        );
+        CREATE INDEX runs_campaign_newest_idx ON runs (campaign_id, created_at DESC, id DESC);
+        CREATE INDEX runs_active_idx ON runs (send_priority DESC, created_at) WHERE status IN ('queued', 'sending', 'paused');
+        CREATE TABLE run_recipients (
+          run_id uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+          email text NOT NULL,
+          seq bigserial NOT NULL,
+          status text NOT NULL
+            CHECK (status IN ('pending', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown')),
+          variant_id uuid,
+          fields jsonb NOT NULL,
+          worker_id text,
+          attempts integer NOT NULL DEFAULT 0,
+          retry_at timestamptz NOT NULL DEFAULT '-infinity',
+          message_id text,
+          sent_at timestamptz,
+          error text,
+          event_published boolean NOT NULL DEFAULT false,
+          PRIMARY KEY (run_id, email)
+        );
+        CREATE INDEX run_recipients_ready_idx ON run_recipients (run_id, retry_at, seq) WHERE status = 'pending';
+        CREATE INDEX run_recipients_in_flight_idx ON run_recipients (worker_id) WHERE status IN ('claimed', 'sending');
+        CREATE INDEX run_recipients_unpublished_idx ON run_recipients (sent_at) WHERE status = 'sent' AND NOT event_published;
+        CREATE INDEX run_recipients_listing_idx ON run_recipients (run_id, status, seq);
+        CREATE TABLE workers (
+          id text PRIMARY KEY,
+          heartbeat_at timestamptz NOT NULL
+        );
+        CREATE TABLE rate_buckets (
+          transport text PRIMARY KEY,
+          tokens double precision NOT NULL,
+          refilled_at timestamptz NOT NULL
+        );
+      `);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE rate_buckets; DROP TABLE workers; DROP TABLE run_recipients; DROP TABLE runs;');
+    },
+  },
+];
+
+export function openDatabase(url: string): Promise<Knex> {
+  return openPostgres({ url, schema: 'delivery', migrations, poolMax: 20 });
+}

@@ -1,0 +1,347 @@
+import type { Knex } from 'knex';
+import { withConnection, withTransaction } from '@mail/common';
+import type { RunPlan } from '../domain/plan';
+
+/**
+ * The senders' SQL: exactly once rests on these statements (docs/api.md,
+ * "Campaign runs"). A recipient goes pending -> claimed (a sender took it) ->
+ * sending (committed right before its SMTP hand-over) -> sent, failed or back
+ * to pending for a retry. A process that stops beating its heartbeat is dead:
+ * its claimed rows go back to pending, its sending rows become unknown, which
+ * nothing sends again. A settled recipient keeps the worker_id of the process
+ * that settled it.
+ */
+
+export interface LoadingRun {
+  id: string;
+  workspaceId: string;
+  campaignId: string;
+  plan: RunPlan;
+  loadPosition: number;
+}
+
+export interface StoredRecipient {
+  email: string;
+  valid: boolean;
+  error: string | null;
+  variantId: string | null;
+  fields: Record<string, unknown>;
+}
+
+export interface ClaimedRecipient {
+  email: string;
+  variantId: string | null;
+  fields: Record<string, unknown>;
+  attempts: number;
+}
+
+export interface ActiveRun {
+  id: string;
+  workspaceId: string;
+  campaignId: string;
+  plan: RunPlan;
+}
+
+export interface SentRecipient {
+  runId: string;
+  workspaceId: string;
+  campaignId: string;
+  email: string;
+  variantId: string | null;
+  messageId: string;
+  sentAt: Date;
+  providerCategoryId: string | null;
+}
+
+/** A live worker's heartbeat is younger than the lease; the database's clock decides, for every replica alike. */
+const DEAD = `SELECT id FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)`;
+
+export class SendingStore {
+  constructor(private readonly db: Knex) {}
+
+  async heartbeat(workerId: string): Promise<void> {
+    await this.query(`INSERT INTO workers (id, heartbeat_at) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`, [
+      workerId,
+    ]);
+  }
+
+  /** On a clean stop: its claims go back at once, nothing of it is in flight. */
+  async retire(workerId: string): Promise<void> {
+    await this.query(`UPDATE run_recipients SET status = 'pending', worker_id = NULL WHERE worker_id = $1 AND status = 'claimed'`, [
+      workerId,
+    ]);
+    await this.query('DELETE FROM workers WHERE id = $1', [workerId]);
+  }
+
+  /** The rows of dead workers: claimed back to pending, sending to unknown. Resolves to how many became unknown. */
+  async reapDeadWorkers(leaseMs: number): Promise<number> {
+    return withTransaction(this.db, async (connection) => {
+      await connection.query(
+        `UPDATE run_recipients SET status = 'pending', worker_id = NULL WHERE status = 'claimed' AND worker_id IN (${DEAD})`,
+        [leaseMs],
+      );
+      const { rowCount } = await connection.query(
+        `UPDATE run_recipients SET status = 'unknown',
+           error = 'The sending process stopped after handing the message over and before recording the answer'
+         WHERE status = 'sending' AND worker_id IN (${DEAD})`,
+        [leaseMs],
+      );
+      await connection.query(`DELETE FROM workers WHERE id IN (${DEAD})`, [leaseMs]);
+      return rowCount ?? 0;
+    });
+  }
+
+  /** A run whose recipients are not all in yet and that no live worker loads: this worker loads it now. */
+  async claimLoad(workerId: string, leaseMs: number): Promise<LoadingRun | undefined> {
+    const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: RunPlan; load_position: number }>(
+      `UPDATE runs SET loader_id = $1,
+         status = CASE WHEN status = 'queued' THEN 'sending' ELSE status END,
+         started_at = coalesce(started_at, now())
+       WHERE id = (
+         SELECT id FROM runs
+         WHERE status IN ('queued', 'sending', 'paused') AND NOT loaded
+           AND (loader_id IS NULL OR loader_id NOT IN (SELECT id FROM workers
+             WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)))
+         ORDER BY send_priority DESC, created_at
+         LIMIT 1 FOR UPDATE SKIP LOCKED)
+       RETURNING id, workspace_id, campaign_id, plan, load_position`,
+      [workerId, leaseMs],
+    );
+    const [row] = rows;
+    return (
+      row && { id: row.id, workspaceId: row.workspace_id, campaignId: row.campaign_id, plan: row.plan, loadPosition: row.load_position }
+    );
+  }
+
+  /**
+   * Adds a batch of the source's rows and moves the load position past them,
+   * in one transaction, while this worker still loads the run and it is not
+   * cancelled. An address already in the run is a duplicate. Resolves to false
+   * when the load is no longer this worker's to do.
+   */
+  async addRecipients(runId: string, workerId: string, recipients: StoredRecipient[], position: number): Promise<boolean> {
+    return withTransaction(this.db, async (connection) => {
+      const { rows: owned } = await connection.query(
+        `SELECT 1 FROM runs WHERE id = $1 AND loader_id = $2 AND status IN ('sending', 'paused') FOR UPDATE`,
+        [runId, workerId],
+      );
+      if (owned.length === 0) return false;
+      const { rowCount } = await connection.query(
+        `INSERT INTO run_recipients (run_id, email, status, variant_id, fields, error)
+         SELECT $1, r.email, CASE WHEN r.valid THEN 'pending' ELSE 'invalid' END, r.variant_id, r.fields, r.error
+         FROM jsonb_to_recordset($2::jsonb) AS r(email text, valid boolean, variant_id uuid, fields jsonb, error text)
+         ON CONFLICT (run_id, email) DO NOTHING`,
+        [
+          runId,
+          JSON.stringify(
+            recipients.map((r) => ({ email: r.email, valid: r.valid, variant_id: r.variantId, fields: r.fields, error: r.error })),
+          ),
+        ],
+      );
+      await connection.query('UPDATE runs SET load_position = $2, duplicates = duplicates + $3 WHERE id = $1', [
+        runId,
+        position,
+        recipients.length - (rowCount ?? 0),
+      ]);
+      return true;
+    });
+  }
+
+  /** Gives the load up (stopping, or the source unreachable for now): another worker, or this one later, resumes it. */
+  async releaseLoad(runId: string, workerId: string): Promise<void> {
+    await this.query('UPDATE runs SET loader_id = NULL WHERE id = $1 AND loader_id = $2', [runId, workerId]);
+  }
+
+  async finishLoad(runId: string, workerId: string): Promise<void> {
+    await this.query('UPDATE runs SET loaded = true WHERE id = $1 AND loader_id = $2', [runId, workerId]);
+  }
+
+  /** A run whose source cannot be read ends `failed` with the reason; nothing of it is sent any more. */
+  async failRun(runId: string, failure: string): Promise<void> {
+    await this.query(
+      `UPDATE runs SET status = 'failed', failure = $2, finished_at = now() WHERE id = $1 AND status IN ('queued', 'sending', 'paused')`,
+      [runId, failure],
+    );
+  }
+
+  /**
+   * Runs that are sending and have recipients ready, higher send_priority
+   * first; runs of one priority take turns (the one whose recipients were
+   * taken longest ago first), so a long run of one workspace does not hold
+   * back another's.
+   */
+  async readyRuns(): Promise<ActiveRun[]> {
+    const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: RunPlan }>(
+      `SELECT id, workspace_id, campaign_id, plan FROM runs r
+       WHERE status = 'sending'
+         AND EXISTS (SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status = 'pending' AND rr.retry_at <= now())
+       ORDER BY send_priority DESC, claimed_at NULLS FIRST, created_at
+       LIMIT 20`,
+    );
+    return rows.map((row) => ({ id: row.id, workspaceId: row.workspace_id, campaignId: row.campaign_id, plan: row.plan }));
+  }
+
+  /** Takes up to `limit` ready recipients of a run that is still sending, in source order; committed at once. */
+  async claim(runId: string, workerId: string, limit: number): Promise<ClaimedRecipient[]> {
+    const { rows } = await this.query<{ email: string; variant_id: string | null; fields: Record<string, unknown>; attempts: number }>(
+      `WITH turn AS (UPDATE runs SET claimed_at = clock_timestamp() WHERE id = $1)
+       UPDATE run_recipients rr SET status = 'claimed', worker_id = $2
+       FROM (
+         SELECT run_id, email FROM run_recipients
+         WHERE run_id = $1 AND status = 'pending' AND retry_at <= now()
+           AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND status = 'sending')
+         ORDER BY retry_at, seq
+         LIMIT $3 FOR UPDATE SKIP LOCKED
+       ) picked
+       WHERE rr.run_id = picked.run_id AND rr.email = picked.email
+       RETURNING rr.email, rr.variant_id, rr.fields, rr.attempts`,
+      [runId, workerId, limit],
+    );
+    return rows.map((row) => ({ email: row.email, variantId: row.variant_id, fields: row.fields, attempts: row.attempts }));
+  }
+
+  /** Claimed recipients that turned out suppressed at hand-over. */
+  async markSuppressed(runId: string, workerId: string, emails: string[]): Promise<void> {
+    if (emails.length === 0) return;
+    await this.query(
+      `UPDATE run_recipients SET status = 'suppressed'
+       WHERE run_id = $1 AND email = ANY ($3) AND worker_id = $2 AND status = 'claimed'`,
+      [runId, workerId, emails],
+    );
+  }
+
+  /**
+   * The commit before the hand-over: the recipient is `sending` from here on,
+   * if this worker still holds it and its run still sends (pause and cancel
+   * take effect between messages). False: do not send.
+   */
+  async startHandOver(runId: string, workerId: string, email: string, messageId: string): Promise<boolean> {
+    const { rowCount } = await this.query(
+      `UPDATE run_recipients SET status = 'sending', attempts = attempts + 1, message_id = $4
+       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'claimed'
+         AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND status = 'sending')`,
+      [runId, workerId, email, messageId],
+    );
+    return rowCount === 1;
+  }
+
+  async recordSent(runId: string, workerId: string, email: string): Promise<void> {
+    await this.query(
+      `UPDATE run_recipients SET status = 'sent', sent_at = now(), error = NULL
+       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'sending'`,
+      [runId, workerId, email],
+    );
+  }
+
+  /** `failed` or `unknown` with the server's answer (or the connection's error, or why it could not be rendered). */
+  async recordFinal(runId: string, workerId: string, email: string, status: 'failed' | 'unknown', error: string): Promise<void> {
+    await this.query(
+      `UPDATE run_recipients SET status = $4, error = $5
+       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status IN ('claimed', 'sending')`,
+      [runId, workerId, email, status, error],
+    );
+  }
+
+  /** A temporary failure: pending again, not before `retryInMs`. */
+  async recordRetry(runId: string, workerId: string, email: string, error: string, retryInMs: number): Promise<void> {
+    await this.query(
+      `UPDATE run_recipients SET status = 'pending', error = $4, worker_id = NULL,
+         retry_at = now() + make_interval(secs => $5::double precision / 1000)
+       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'sending'`,
+      [runId, workerId, email, error, retryInMs],
+    );
+  }
+
+  /** This worker's claims of a run it stops sending (paused, cancelled, a dependency down) go back to pending. */
+  async release(runId: string, workerId: string): Promise<void> {
+    await this.query(
+      `UPDATE run_recipients SET status = 'pending', worker_id = NULL WHERE run_id = $1 AND worker_id = $2 AND status = 'claimed'`,
+      [runId, workerId],
+    );
+  }
+
+  /** Sending runs whose recipients are all in and all settled are completed. */
+  async completeFinishedRuns(): Promise<void> {
+    await this.query(
+      `UPDATE runs r SET status = 'completed', finished_at = now()
+       WHERE status = 'sending' AND loaded
+         AND NOT EXISTS (SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status IN ('pending', 'claimed', 'sending'))`,
+    );
+  }
+
+  /**
+   * Takes up to `limit` sent recipients whose `sent` event is not published,
+   * passes them to `publish`, and marks them published when it resolves (the
+   * outbox of the sent events: a process that dies before publishing leaves
+   * them for the next pass).
+   */
+  async publishSent(limit: number, publish: (sent: SentRecipient[]) => Promise<void>): Promise<number> {
+    return withTransaction(this.db, async (connection) => {
+      const { rows } = await connection.query<{
+        run_id: string;
+        workspace_id: string;
+        campaign_id: string;
+        email: string;
+        variant_id: string | null;
+        message_id: string;
+        sent_at: Date;
+        provider_category_id: string | null;
+      }>(
+        `SELECT rr.run_id, r.workspace_id, r.campaign_id, rr.email, rr.variant_id, rr.message_id, rr.sent_at,
+           r.plan->>'providerCategoryId' AS provider_category_id
+         FROM run_recipients rr JOIN runs r ON r.id = rr.run_id
+         WHERE rr.status = 'sent' AND NOT rr.event_published
+         ORDER BY rr.sent_at
+         LIMIT $1 FOR UPDATE OF rr SKIP LOCKED`,
+        [limit],
+      );
+      if (rows.length === 0) return 0;
+      await publish(
+        rows.map((row) => ({
+          runId: row.run_id,
+          workspaceId: row.workspace_id,
+          campaignId: row.campaign_id,
+          email: row.email,
+          variantId: row.variant_id,
+          messageId: row.message_id,
+          sentAt: row.sent_at,
+          providerCategoryId: row.provider_category_id,
+        })),
+      );
+      await connection.query(
+        `UPDATE run_recipients rr SET event_published = true
+         FROM unnest($1::uuid[], $2::text[]) AS done(run_id, email)
+         WHERE rr.run_id = done.run_id AND rr.email = done.email`,
+        [rows.map((row) => row.run_id), rows.map((row) => row.email)],
+      );
+      return rows.length;
+    });
+  }
+
+  /**
+   * Takes up to `wanted` tokens of the transport's bucket (`rate` a second,
+   * holding at most one second's worth), shared by every replica. Resolves to
+   * how many it got (0 when the bucket is empty).
+   */
+  async takeTokens(transport: string, rate: number, wanted: number): Promise<number> {
+    await this.query(
+      `INSERT INTO rate_buckets (transport, tokens, refilled_at) VALUES ($1, $2, clock_timestamp()) ON CONFLICT (transport) DO NOTHING`,
+      [transport, rate],
+    );
+    const { rows } = await this.query<{ granted: number }>(
+      `UPDATE rate_buckets b SET tokens = a.available - least(floor(a.available), $3), refilled_at = clock_timestamp()
+       FROM (
+         SELECT least($2::double precision, tokens + $2 * extract(epoch FROM clock_timestamp() - refilled_at)) AS available
+         FROM rate_buckets WHERE transport = $1 FOR UPDATE
+       ) a
+       WHERE b.transport = $1
+       RETURNING least(floor(a.available), $3)::integer AS granted`,
+      [transport, rate, wanted],
+    );
+    return rows[0]?.granted ?? 0;
+  }
+
+  private query<Row extends object = Record<string, unknown>>(text: string, values: unknown[] = []) {
+    return withConnection(this.db, (connection) => connection.query<Row & Record<string, unknown>>(text, values));
+  }
+}

@@ -1,0 +1,225 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { call, createClient, createKafka, createLogger } from '@mail/common';
+import {
+  ACCOUNTS_TABLE,
+  createTestClickHouse,
+  createTestPostgres,
+  freePorts,
+  infraEnv,
+  startMailpit,
+  startStack,
+  uniqueSuffix,
+  type Mailpit,
+  type Stack,
+  type TestClickHouse,
+  type TestPostgres,
+} from '@mail/local';
+import { campaignV1, deliveryV1 } from '@mail/proto';
+
+/**
+ * The delivery service's world for a test file: the real campaign, analytics
+ * and delivery processes (startStack) over private Postgres and ClickHouse
+ * databases, a private recipient database with its `accounts` table, a private
+ * Mailpit, and a private events topic; gRPC clients for campaign, templates
+ * and delivery.
+ */
+export interface DeliveryWorld {
+  stack: Stack;
+  mailpit: Mailpit;
+  env: Record<string, string>;
+  recipients: TestPostgres;
+  delivery: deliveryV1.DeliveryServiceClient;
+  campaigns: campaignV1.CampaignServiceClient;
+  templates: campaignV1.TemplateServiceClient;
+  workspaceId: string;
+  stateDir: string;
+  /** A second delivery process on the same databases (another replica); stopped by close(). */
+  startReplica(): Promise<ChildProcess>;
+  close(): Promise<void>;
+}
+
+const REPO_ROOT = path.resolve(__dirname, '../../..');
+
+/** Adds `count` accounts (the table as `npm run up` creates it) with addresses at `domain`. */
+export async function fillAccounts(url: string, count: number, domain: string, start = 0): Promise<void> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(ACCOUNTS_TABLE);
+    await client.query(
+      `INSERT INTO accounts (account_id, email, first_name, last_name)
+       SELECT 'acc-' || lpad(n::text, 7, '0'), 'user' || n || '@' || $3, 'First' || n, 'Last' || n
+       FROM generate_series($1::int, $2::int) AS n`,
+      [start, start + count - 1, domain],
+    );
+  } finally {
+    await client.end();
+  }
+}
+
+export async function startDeliveryWorld(label: string, env: Record<string, string> = {}): Promise<DeliveryWorld> {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `delivery-${label}-`));
+  const opened: { postgres?: TestPostgres; recipients?: TestPostgres; clickhouse?: TestClickHouse; mailpit?: Mailpit; stack?: Stack } = {};
+  const replicas: ChildProcess[] = [];
+  const clients: { close(): void }[] = [];
+  const close = async (): Promise<void> => {
+    for (const client of clients) client.close();
+    await Promise.all(
+      replicas.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGKILL');
+          }),
+      ),
+    );
+    await opened.stack?.stopAll();
+    await opened.mailpit?.close();
+    await Promise.all([opened.postgres?.drop(), opened.recipients?.drop(), opened.clickhouse?.drop()]);
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  };
+  try {
+    [opened.postgres, opened.recipients, opened.clickhouse, opened.mailpit] = await Promise.all([
+      createTestPostgres(`delivery_${label}`),
+      createTestPostgres(`recipients_${label}`),
+      createTestClickHouse(`delivery_${label}`),
+      startMailpit(label),
+    ]);
+    const topic = `delivery-${label}-${uniqueSuffix()}`;
+    const admin = createKafka('delivery-test', infraEnv().kafkaBrokers, createLogger('test', 'silent')).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+    await admin.disconnect();
+    const worldEnv: Record<string, string> = {
+      DATABASE_URL: opened.postgres.url,
+      CLICKHOUSE_URL: opened.clickhouse.url,
+      CLICKHOUSE_DATABASE: opened.clickhouse.database,
+      RECIPIENTS_DATABASE_URL: opened.recipients.url,
+      SMTP_URL: opened.mailpit.smtpUrl,
+      KAFKA_EVENTS_TOPIC: topic,
+      UNSUBSCRIBE_SIGNING_KEY: `test-key-${uniqueSuffix()}`,
+      PUBLIC_BASE_URL: 'http://gateway.example.com',
+      LOG_LEVEL: 'warn',
+      ...env,
+    };
+    opened.stack = await startStack({
+      stateDir,
+      logDir: path.join(stateDir, 'logs'),
+      processes: ['campaign', 'analytics', 'delivery'],
+      env: worldEnv,
+    });
+    const stack = opened.stack;
+    const delivery = createClient(deliveryV1.DeliveryServiceClient, stack.urls.grpc.delivery);
+    const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
+    const templates = createClient(campaignV1.TemplateServiceClient, stack.urls.grpc.campaign);
+    clients.push(delivery, campaigns, templates);
+    const startReplica = async (): Promise<ChildProcess> => {
+      const [grpcPort, opsPort] = await freePorts(2);
+      const log = fs.openSync(path.join(stateDir, 'logs', `delivery-replica-${replicas.length + 1}.log`), 'a');
+      const child = spawn(process.execPath, [path.join(REPO_ROOT, 'services/delivery/dist/main.js')], {
+        env: {
+          ...process.env,
+          ...worldEnv,
+          DELIVERY_GRPC_ADDR: `127.0.0.1:${grpcPort}`,
+          OPS_PORT: String(opsPort),
+          CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
+          ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+        },
+        stdio: ['ignore', log, log],
+      });
+      replicas.push(child);
+      for (let attempt = 0; attempt < 300; attempt += 1) {
+        const ready = await fetch(`http://127.0.0.1:${opsPort}/readyz`).then(
+          (answer) => answer.ok,
+          () => false,
+        );
+        if (ready) return child;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error('the delivery replica did not become ready');
+    };
+    return {
+      stack,
+      mailpit: opened.mailpit,
+      env: worldEnv,
+      recipients: opened.recipients,
+      delivery,
+      campaigns,
+      templates,
+      workspaceId: crypto.randomUUID(),
+      stateDir,
+      startReplica,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** A template and an active single-template campaign reading `query` from the recipient database. */
+export async function createSendableCampaign(
+  world: DeliveryWorld,
+  query: string,
+  fields: Partial<campaignV1.CampaignInput> = {},
+): Promise<campaignV1.Campaign> {
+  const template = await call(world.templates.createTemplate.bind(world.templates), {
+    workspaceId: world.workspaceId,
+    template: { name: 'Hello', subject: 'Hello {{first_name}}', html: '<p>Hi {{first_name}}</p>', text: 'Hi {{first_name}}' },
+  });
+  const { campaign } = await call(world.campaigns.createCampaign.bind(world.campaigns), {
+    workspaceId: world.workspaceId,
+    campaign: {
+      workspaceId: world.workspaceId,
+      name: 'Exactly once',
+      recipientSource: campaignV1.RecipientSource.RECIPIENT_SOURCE_MSSQL_QUERY,
+      mssqlQuery: query,
+      fromEmail: 'news@sender.example.com',
+      deliveryMode: campaignV1.DeliveryMode.DELIVERY_MODE_SINGLE_TEMPLATE,
+      templateId: template.id,
+      ...fields,
+    },
+  });
+  if (!campaign) throw new Error('no campaign');
+  return campaign;
+}
+
+/** Polls the run until `done` holds for it (or the time is up, which fails the test). */
+export async function waitForRun(
+  world: DeliveryWorld,
+  runId: string,
+  done: (run: deliveryV1.Run) => boolean,
+  timeoutMs = 240_000,
+): Promise<deliveryV1.Run> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    // The delivery process may be restarting: an unanswered call is tried again.
+    const run = await call(world.delivery.getRun.bind(world.delivery), { workspaceId: world.workspaceId, id: runId }).then(
+      (answer) => answer.run,
+      (error: unknown) => void (last = error),
+    );
+    if (run && done(run)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not get there in time: ${JSON.stringify(run ?? String(last))}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** Every recipient of a run, all pages. */
+export async function allRecipients(world: DeliveryWorld, runId: string): Promise<deliveryV1.RunRecipient[]> {
+  const all: deliveryV1.RunRecipient[] = [];
+  for (let page = 1; ; page += 1) {
+    const answer = await call(world.delivery.listRunRecipients.bind(world.delivery), {
+      workspaceId: world.workspaceId,
+      runId,
+      page: { page, pageSize: 500 },
+    });
+    all.push(...answer.recipients);
+    if (answer.recipients.length < 500) return all;
+  }
+}
