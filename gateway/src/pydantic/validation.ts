@@ -1,6 +1,13 @@
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, providerCategoryProblem, readOnlySelectProblem, templateProblem } from '@mail/common';
+import {
+  MSSQL_QUERY_MAX_LENGTH,
+  cronProblem,
+  parseEmail,
+  providerCategoryProblem,
+  readOnlySelectProblem,
+  templateProblem,
+} from '@mail/common';
 import { HttpError, notFound, unprocessable } from '../errors/http-error';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { memoizeValidatorRouteMatchers } from '../openapi/route-matchers';
