@@ -34,6 +34,8 @@ export interface ClickHouseOptions {
   settings?: ClickHouseSettings;
   /** The servers form this cluster: the settings of cluster mode are added (clusterSettings). */
   cluster?: string;
+  /** Requests in flight per server (10 unless said otherwise); more wait, first come first served. */
+  maxOpenConnections?: number;
 }
 
 /**
@@ -96,7 +98,7 @@ export function createClickHouse(urls: string | readonly string[], database: str
       database,
       request_timeout: requestTimeoutMs,
       log: { level: ClickHouseLogLevel.OFF },
-      max_open_connections: 10,
+      max_open_connections: options.maxOpenConnections ?? 10,
       compression: { request: false, response: true },
       clickhouse_settings: {
         date_time_input_format: 'best_effort',
