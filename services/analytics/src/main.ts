@@ -12,11 +12,11 @@ void runService({
   defaults: { grpcAddress: '127.0.0.1:50054', opsPort: 9104 },
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
-    const store = await openEventStore(config.clickhouse);
-    readiness.add('clickhouse', () => store.ping());
+    const events = await openEventStore(config.clickhouse, config.reads);
+    readiness.add('clickhouse', () => events.ping());
     return {
-      grpcServices: [{ definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(logger, store) }],
-      close: [{ name: 'close clickhouse', run: () => store.close() }],
+      grpcServices: [{ definition: analyticsV1.AnalyticsServiceService, implementation: analyticsHandlers(logger, events) }],
+      close: [{ name: 'close clickhouse', run: () => events.close() }],
     };
   },
 });

@@ -43,20 +43,23 @@ export interface Analytics {
   close(): Promise<void>;
 }
 
+/** The service's defaults (analytics' config). */
+export const READ_LIMITS = { slots: 8, waitMs: 3_000 };
+
 /** The analytics handlers on 127.0.0.1:0 over a private ClickHouse database. */
 export async function startAnalytics(label: string): Promise<Analytics> {
   const service = await startTestGrpcService({
     database: () => createTestClickHouse(label),
     client: analyticsV1.AnalyticsServiceClient,
     open: async (database) => {
-      const store = await openEventStore({ urls: [database.url], database: database.database });
+      const events = await openEventStore({ urls: [database.url], database: database.database }, READ_LIMITS);
       const clickhouse = createClickHouse(database.url, database.database);
       return {
         definition: analyticsV1.AnalyticsServiceService,
-        implementation: analyticsHandlers(createLogger('analytics', process.env.LOG_LEVEL ?? 'silent'), store),
+        implementation: analyticsHandlers(createLogger('analytics', process.env.LOG_LEVEL ?? 'silent'), events),
         resources: clickhouse,
         close: async () => {
-          await store.close();
+          await events.close();
           await clickhouse.close();
         },
       };

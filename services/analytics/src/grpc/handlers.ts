@@ -4,7 +4,7 @@ import { analyticsV1 } from '@mail/proto';
 import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
 import { actorOf, validManualSuppression, type SuppressionFilter, type SuppressionReason } from '../domain/suppression';
-import type { EventStore } from '../store/connection';
+import type { EventDatabase } from '../store/connection';
 import { listEvents, type StoredEvent } from '../store/events';
 import { readStats } from '../store/stats';
 import {
@@ -68,21 +68,22 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
   };
 }
 
-export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV1.AnalyticsServiceServer {
+export function analyticsHandlers(logger: Logger, events: EventDatabase): analyticsV1.AnalyticsServiceServer {
   return {
     listEvents: unary(logger, 'ListEvents', async (request) => {
       const [filter, window] = validateAll(
         () => validFilter(request.filter),
         () => pageWindow(request.page),
       );
-      const { events, total } = await listEvents(store, listedTypes(filter), window);
-      return { events: events.map(eventToProto), page: { total, page: window.page, pageSize: window.pageSize } };
+      const listed = listedTypes(filter);
+      const page = await events.call(filter.workspaceId, (store) => listEvents(store, listed, window));
+      return { events: page.events.map(eventToProto), page: { total: page.total, page: window.page, pageSize: window.pageSize } };
     }),
 
     getStats: unary(logger, 'GetStats', async (request) => {
       const filter = validFilter(request.filter);
       const interval = validInterval(request.interval);
-      const { links, ...data } = await readStats(store, filter, interval);
+      const { links, ...data } = await events.call(filter.workspaceId, (store) => readStats(store, filter, interval));
       const stats = assembleStats({ filter, interval, ...data });
       return {
         // The domain's shapes are the messages': rates absent on a zero denominator, leaders absent when none.
@@ -106,7 +107,9 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
         () => validWorkspaceId(request.workspaceId),
         () => pageWindow(request.page),
       );
-      const { suppressions, total } = await listSuppressions(store, workspaceId, window, suppressionFilter(request));
+      const { suppressions, total } = await events.call(workspaceId, (store) =>
+        listSuppressions(store, workspaceId, window, suppressionFilter(request)),
+      );
       return {
         suppressions: suppressions.map(suppressionToProto),
         page: { total, page: window.page, pageSize: window.pageSize },
@@ -114,19 +117,21 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
     }),
 
     exportSuppressions: serverStream(logger, 'ExportSuppressions', async function* (request) {
-      const batches = exportSuppressions(store, validWorkspaceId(request.workspaceId), suppressionFilter(request));
+      const workspaceId = validWorkspaceId(request.workspaceId);
+      const batches = events.stream(workspaceId, (store) => exportSuppressions(store, workspaceId, suppressionFilter(request)));
       for await (const rows of batches) yield { suppressions: rows.map(suppressionToProto) };
     }),
 
     filterSuppressed: unary(logger, 'FilterSuppressed', async (request) => {
       const workspaceId = validWorkspaceId(request.workspaceId);
       const emails = [...new Set(request.emails.map(normalizeEmail))];
-      return { emails: emails.length === 0 ? [] : await filterSuppressed(store, workspaceId, emails) };
+      return { emails: emails.length === 0 ? [] : await events.call(workspaceId, (store) => filterSuppressed(store, workspaceId, emails)) };
     }),
 
     getSuppression: unary(logger, 'GetSuppression', async (request) => {
       const email = normalizeEmail(request.email);
-      const history = await suppressionHistory(store, validWorkspaceId(request.workspaceId), email);
+      const workspaceId = validWorkspaceId(request.workspaceId);
+      const history = await events.call(workspaceId, (store) => suppressionHistory(store, workspaceId, email));
       return {
         email,
         suppression: history.current && suppressionToProto(history.current),
@@ -152,18 +157,22 @@ export function analyticsHandlers(logger: Logger, store: EventStore): analyticsV
         () => validWorkspaceId(request.workspaceId),
         () => validManualSuppression(request.email, request.note),
       );
-      const row = await addSuppression(store, workspaceId, email, note, actorOf(request.actor), new Date());
+      const row = await events.call(workspaceId, (store) =>
+        addSuppression(store, workspaceId, email, note, actorOf(request.actor), new Date()),
+      );
       return { suppression: suppressionToProto(row) };
     }),
 
     liftSuppression: unary(logger, 'LiftSuppression', async (request) => {
       const workspaceId = validWorkspaceId(request.workspaceId);
-      await liftSuppression(store, workspaceId, normalizeEmail(request.email), actorOf(request.actor), new Date());
+      const email = normalizeEmail(request.email);
+      await events.call(workspaceId, (store) => liftSuppression(store, workspaceId, email, actorOf(request.actor), new Date()));
       return {};
     }),
 
     closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => {
-      await eraseWorkspace(store, validWorkspaceId(request.workspaceId));
+      const workspaceId = validWorkspaceId(request.workspaceId);
+      await events.call(workspaceId, (store) => eraseWorkspace(store, workspaceId));
       return {};
     }),
   };
