@@ -10,19 +10,20 @@
  *   validation  the 422 of a body failing in 450,000 places (the first 1,000 listed), one call at a time
  *   sending   a run of BENCH_SENDING_RECIPIENTS into Mailpit: messages/s, CPU per message, time to the first
  *             message, memory against a run of BENCH_SENDING_SMALL_RECIPIENTS, and a plain SMTP client's rate
+ *   fairness  workspace B's stats p95 idle and while workspace A holds its allowed stats calls open (own stack)
  *
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
  * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
  * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
  * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query, tracing,
- * validation, sending;
- * default all),
+ * validation, sending, fairness; default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
  * (bench_suite_analytics), BENCH_QUERY_CLICKHOUSE_URLS (the servers the query benchmark runs on, one after the other,
  * each with the same data set; default CLICKHOUSE_URL; bench/README.md, "ClickHouse 26.9 and 18.16"), BENCH_PIPELINE_EVENTS (200000), BENCH_PROVIDER_EVENTS (20000), BENCH_CONCURRENCY (16),
  * BENCH_LATENCY_SECONDS (15), BENCH_RATE (300), BENCH_SECONDS (10), BENCH_WARM_UP_SECONDS (10),
  * BENCH_QUIET_LOAD (1.5 × cores), BENCH_QUIET_WAIT_SECONDS (600; 0 = do not wait), BENCH_TRACING_EVENTS (100000),
- * BENCH_VALIDATION_CALLS (20), BENCH_SENDING_RECIPIENTS (100000), BENCH_SENDING_SMALL_RECIPIENTS (10000).
+ * BENCH_VALIDATION_CALLS (20), BENCH_SENDING_RECIPIENTS (100000), BENCH_SENDING_SMALL_RECIPIENTS (10000),
+ * BENCH_FAIRNESS_EVENTS (1000000), BENCH_FAIRNESS_RUNS (40), BENCH_FAIRNESS_HOLDERS (16).
  * Linux only (CPU and memory figures come from /proc).
  */
 import fs from 'node:fs';
@@ -32,6 +33,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { PROCESS_NAMES } from '@mail/local';
 import { startBenchStack } from './bench-stack';
 import { campaignSettings, runCampaignBench, type CampaignResult } from './campaign-bench';
+import { fairnessSettings, runFairnessBench, type FairnessResult } from './fairness-bench';
 import { log } from './measure';
 import { MemorySampler } from './memory';
 import { runPipelineBench, pipelineSettings, type PipelineResult } from './pipeline-bench';
@@ -42,6 +44,7 @@ import {
   TARGETS,
   campaignRows,
   describeMachine,
+  fairnessRows,
   machineLine,
   markdownTable,
   memoryRows,
@@ -67,6 +70,7 @@ const BENCHMARKS = [
   'query',
   'tracing',
   'sending',
+  'fairness',
 ] as const;
 type Benchmark = (typeof BENCHMARKS)[number];
 const RESULTS_DIR = path.resolve(__dirname, '..', 'results');
@@ -128,6 +132,7 @@ async function main(): Promise<void> {
   let query: QueryResult | undefined;
   let tracing: TracingResult | undefined;
   let sending: SendingResult | undefined;
+  let fairness: FairnessResult | undefined;
   // A benchmark that fails is reported as such; the others still count.
   const failures: Partial<Record<Benchmark, string>> = {};
   const attempt = async <T>(name: Benchmark, run: () => Promise<T>): Promise<T | undefined> => {
@@ -169,6 +174,9 @@ async function main(): Promise<void> {
     tracing = await attempt('tracing', () => runTracingBench());
     if (benchmarks.has('sending') && (pipeline || campaign || query || tracing)) await waitUntilSettled('sending');
     sending = await attempt('sending', () => runSendingBench(sendingSettings()));
+    if (benchmarks.has('fairness') && (pipeline || campaign || validation || query || tracing || sending))
+      await waitUntilSettled('fairness');
+    fairness = await attempt('fairness', () => runFairnessBench(fairnessSettings()));
   } finally {
     memory.stop();
   }
@@ -181,6 +189,7 @@ async function main(): Promise<void> {
     ...(query ? queryRows(query) : []),
     ...(tracing ? tracingRows(tracing) : []),
     ...(sending ? sendingRows(sending) : []),
+    ...(fairness ? fairnessRows(fairness) : []),
     ...Object.entries(failures).map(([name, error]): Row => ({
       measure: `${name} benchmark`,
       result: 'not measured',
@@ -217,6 +226,7 @@ async function main(): Promise<void> {
     query,
     tracing,
     sending,
+    fairness,
     failures,
     memoryMb: memory.results(),
     benchClientPeakMb: statusMb(process.pid, 'VmHWM'),

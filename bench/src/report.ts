@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import type { CampaignResult, PhaseResult } from './campaign-bench';
+import type { FairnessResult } from './fairness-bench';
 import type { MemoryFigure } from './memory';
 import type { PipelineResult } from './pipeline-bench';
 import type { ProviderResult } from './provider-bench';
@@ -23,6 +24,8 @@ export const TARGETS = {
   campaignP99Ms: 20,
   /** The analytics targets hold at this many events. */
   queryEvents: 10_000_000,
+  /** A workspace's stats p95 while another holds its allowed reads, over its idle p95. */
+  fairnessRatio: 2,
 } as const;
 
 export interface Machine {
@@ -238,6 +241,36 @@ export function validationRows(result: ValidationResult): Row[] {
       target: '',
       verdict: '',
       note: `${number(result.entries)} entries listed, ${number(result.answerBytes)} bytes answered`,
+    },
+  ];
+}
+
+export function fairnessRows(result: FairnessResult): Row[] {
+  const { settings, idle, loaded, aAlone } = result;
+  const statuses = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([status, n]) => `${number(n)} × ${status}`)
+      .join(', ');
+  const refused = Object.entries(loaded.bStatuses).some(([status]) => status !== '200');
+  const met = result.ratio <= TARGETS.fairnessRatio && !refused;
+  const events = `${number(settings.events)} events in A, ${number(settings.events / 10)} in B`;
+  const phaseNote = (phase: typeof idle) => `ClickHouse round trip p95 ${ms(phase.clickhouse.p95Ms)}, load average ${phase.load}`;
+  return [
+    {
+      measure: `Workspace B's GET /campaign-events/stats, idle (${events})`,
+      result: `p50 ${ms(idle.b.p50Ms)}, p95 ${ms(idle.b.p95Ms)} (${idle.b.runs} runs)`,
+      target: '',
+      verdict: '',
+      note: `${phaseNote(idle)}; A's call alone p50 ${ms(aAlone.p50Ms)}, p95 ${ms(aAlone.p95Ms)}`,
+    },
+    {
+      measure: `The same while workspace A holds ${settings.holders} stats calls open (its limit)`,
+      result: `p50 ${ms(loaded.b.p50Ms)}, p95 ${ms(loaded.b.p95Ms)} (×${result.ratio} idle; ${statuses(loaded.bStatuses)})`,
+      target: `p95 ≤ ${TARGETS.fairnessRatio} × idle, never refused`,
+      verdict: met ? 'met' : 'MISSED',
+      note:
+        `${phaseNote(loaded)}; A answered ${loaded.aAnsweredPerSecond}/s with 200 (${statuses(loaded.aStatuses)}), ` +
+        `p50 ${ms(loaded.aLatencies.p50Ms)}, p95 ${ms(loaded.aLatencies.p95Ms)}`,
     },
   ];
 }
