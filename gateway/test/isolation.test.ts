@@ -17,7 +17,13 @@ afterEach(() => {
 test('a test gateway publishes to the exported broker and dials only the services it is given', () => {
   const config = readGatewayConfig(new EnvReader(gatewayTestEnv({ CAMPAIGN_GRPC_ADDR: '127.0.0.1:45001' })));
   expect(config.webhook.kafkaBrokers).toEqual(['127.0.0.1:28092']);
-  expect(config.services).toEqual({ identity: UNREACHABLE, campaign: '127.0.0.1:45001', brandGuide: UNREACHABLE, analytics: UNREACHABLE });
+  expect(config.services).toEqual({
+    identity: UNREACHABLE,
+    campaign: '127.0.0.1:45001',
+    brandGuide: UNREACHABLE,
+    analytics: UNREACHABLE,
+    delivery: UNREACHABLE,
+  });
 });
 
 test('a test gateway refuses to start when the broker is not exported', () => {
