@@ -1,6 +1,7 @@
 export * from './campaign-fields';
 export * from './change-feed';
 export * from './change-watch';
+export * from './columns';
 export * from './config';
 export * from './errors';
 export * from './grpc-client';

@@ -1,5 +1,13 @@
 import type { Knex } from 'knex';
-import { NotFoundError, OPEN_WORKSPACE, closeWorkspace, containsNul, containsPattern, insertIntoOpenWorkspace } from '@mail/common';
+import {
+  NotFoundError,
+  OPEN_WORKSPACE,
+  recordColumns,
+  closeWorkspace,
+  containsNul,
+  containsPattern,
+  insertIntoOpenWorkspace,
+} from '@mail/common';
 import type { BrandGuide, BrandGuidePatch, NewBrandGuide, Page } from '../domain/model';
 import { isUuid, type PageWindow } from '../domain/validation';
 
@@ -11,27 +19,15 @@ const COLUMN_OF: Record<keyof NewBrandGuide, string> = {
   isActive: 'is_active',
 };
 
-const COLUMNS = [
-  'id',
-  ...Object.entries(COLUMN_OF).map(([field, column]) => `${column} as ${field}`),
-  'created_at as createdAt',
-  'updated_at as updatedAt',
-];
+const COLUMNS = recordColumns<NewBrandGuide>(COLUMN_OF);
 
 const notFound = (): NotFoundError => new NotFoundError('Brand guide');
-
-function toColumns(fields: Partial<NewBrandGuide>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(fields).map(([field, value]) => [COLUMN_OF[field as keyof NewBrandGuide], value]));
-}
 
 /** Inserted only while the workspace is open (workspace-states of @mail/common). */
 const CREATE_BRAND_GUIDE = `WITH workspace AS (${OPEN_WORKSPACE})
   INSERT INTO brand_guides (workspace_id, name, description, prompt_content, is_active)
   SELECT workspace.workspace_id, :name, :description, :promptContent, :isActive FROM workspace
-  RETURNING id, ${Object.entries(COLUMN_OF)
-    .map(([field, column]) => `${column} AS "${field}"`)
-    .join(', ')},
-    created_at AS "createdAt", updated_at AS "updatedAt"`;
+  RETURNING ${COLUMNS.returning}`;
 
 export function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandGuide> {
   return insertIntoOpenWorkspace(db, guide.workspaceId, async () => {
@@ -42,7 +38,7 @@ export function createBrandGuide(db: Knex, guide: NewBrandGuide): Promise<BrandG
 
 export async function getBrandGuide(db: Knex, workspaceId: string, id: string): Promise<BrandGuide> {
   const guide = isUuid(id)
-    ? await db('brand_guides').where({ id, workspace_id: workspaceId }).first<BrandGuide | undefined>(COLUMNS)
+    ? await db('brand_guides').where({ id, workspace_id: workspaceId }).first<BrandGuide | undefined>(COLUMNS.select)
     : undefined;
   if (!guide) throw notFound();
   return guide;
@@ -70,7 +66,7 @@ export async function listBrandGuides(
     base.clone().count({ total: '*' }),
     base
       .clone()
-      .select<BrandGuide[]>(COLUMNS)
+      .select<BrandGuide[]>(COLUMNS.select)
       .orderBy([
         { column: 'created_at', order: 'desc' },
         { column: 'id', order: 'desc' },
@@ -85,8 +81,8 @@ export async function updateBrandGuide(db: Knex, workspaceId: string, id: string
   if (!isUuid(id)) throw notFound();
   const [updated] = await db('brand_guides')
     .where({ id, workspace_id: workspaceId })
-    .update({ ...toColumns(patch), updated_at: db.raw('clock_timestamp()') })
-    .returning<(BrandGuide | undefined)[]>(COLUMNS);
+    .update({ ...COLUMNS.toColumns(patch), updated_at: db.raw('clock_timestamp()') })
+    .returning<(BrandGuide | undefined)[]>(COLUMNS.select);
   if (!updated) throw notFound();
   return updated;
 }

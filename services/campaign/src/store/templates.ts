@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { NotFoundError, OPEN_WORKSPACE, containsNul, containsPattern, insertIntoOpenWorkspace } from '@mail/common';
+import { NotFoundError, OPEN_WORKSPACE, recordColumns, containsNul, containsPattern, insertIntoOpenWorkspace } from '@mail/common';
 import type { Page } from '../domain/model';
 import { checkPatchedBody, type NewTemplate, type Template, type TemplatePatch } from '../domain/template';
 import { isUuid, type PageWindow } from '../domain/validation';
@@ -12,24 +12,15 @@ const COLUMN_OF: Record<keyof NewTemplate, string> = {
   text: 'text',
 };
 
-const COLUMNS = [
-  'id',
-  ...Object.entries(COLUMN_OF).map(([field, column]) => `${column} as ${field}`),
-  'created_at as createdAt',
-  'updated_at as updatedAt',
-];
+const COLUMNS = recordColumns<NewTemplate>(COLUMN_OF);
 
 const notFound = (): NotFoundError => new NotFoundError('Template');
-
-function toColumns(fields: Partial<NewTemplate>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(fields).map(([field, value]) => [COLUMN_OF[field as keyof NewTemplate], value]));
-}
 
 /** Inserted only while the workspace is open (workspace-states of @mail/common). */
 const CREATE_TEMPLATE = `WITH workspace AS (${OPEN_WORKSPACE})
   INSERT INTO templates (workspace_id, name, subject, html, text)
   SELECT workspace.workspace_id, :name, :subject, :html, :text FROM workspace
-  RETURNING id, workspace_id AS "workspaceId", name, subject, html, text, created_at AS "createdAt", updated_at AS "updatedAt"`;
+  RETURNING ${COLUMNS.returning}`;
 
 export function createTemplate(db: Knex, template: NewTemplate): Promise<Template> {
   return insertIntoOpenWorkspace(db, template.workspaceId, async () => {
@@ -40,7 +31,7 @@ export function createTemplate(db: Knex, template: NewTemplate): Promise<Templat
 
 export async function getTemplate(db: Knex, workspaceId: string, id: string): Promise<Template> {
   const template = isUuid(id)
-    ? await db('templates').where({ id, workspace_id: workspaceId }).first<Template | undefined>(COLUMNS)
+    ? await db('templates').where({ id, workspace_id: workspaceId }).first<Template | undefined>(COLUMNS.select)
     : undefined;
   if (!template) throw notFound();
   return template;
@@ -61,7 +52,7 @@ export async function listTemplates(
     base.clone().count({ total: '*' }),
     base
       .clone()
-      .select<Template[]>(COLUMNS)
+      .select<Template[]>(COLUMNS.select)
       .orderBy([
         { column: 'created_at', order: 'desc' },
         { column: 'id', order: 'desc' },
@@ -76,13 +67,13 @@ export async function listTemplates(
 export async function updateTemplate(db: Knex, workspaceId: string, id: string, patch: TemplatePatch): Promise<Template> {
   if (!isUuid(id)) throw notFound();
   return db.transaction(async (trx) => {
-    const stored = await trx('templates').where({ id, workspace_id: workspaceId }).forUpdate().first<Template | undefined>(COLUMNS);
+    const stored = await trx('templates').where({ id, workspace_id: workspaceId }).forUpdate().first<Template | undefined>(COLUMNS.select);
     if (!stored) throw notFound();
     checkPatchedBody(stored, patch);
     const [updated] = await trx('templates')
       .where({ id })
-      .update({ ...toColumns(patch), updated_at: trx.raw('clock_timestamp()') })
-      .returning<Template[]>(COLUMNS);
+      .update({ ...COLUMNS.toColumns(patch), updated_at: trx.raw('clock_timestamp()') })
+      .returning<Template[]>(COLUMNS.select);
     return updated;
   });
 }
