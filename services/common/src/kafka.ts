@@ -1,4 +1,14 @@
-import { Kafka, Partitioners, logLevel, type Admin, type ITopicConfig, type Message, type Producer, type logCreator } from 'kafkajs';
+import {
+  Kafka,
+  KafkaJSError,
+  Partitioners,
+  logLevel,
+  type Admin,
+  type ITopicConfig,
+  type Message,
+  type Producer,
+  type logCreator,
+} from 'kafkajs';
 import { ConfigError } from './config';
 import type { Logger } from './logger';
 
@@ -130,10 +140,47 @@ export function topicConfig(topic: string, settings: TopicSettings): ITopicConfi
   };
 }
 
-/** Creates the topics that are missing (existing ones are left as they are) and returns the names it created. */
-export async function ensureTopics(admin: Admin, topics: ITopicConfig[]): Promise<string[]> {
+/** How long ensureTopics waits for every partition of its topics to have a leader. */
+const TOPIC_LEADERS_WAIT_MS = 30_000;
+
+/**
+ * Creates the topics that are missing (existing ones are left as they are),
+ * waits until every partition of each has a leader, and returns the names it created.
+ */
+export async function ensureTopics(admin: Admin, topics: ITopicConfig[], leadersWaitMs = TOPIC_LEADERS_WAIT_MS): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((topic) => !existing.has(topic.topic));
-  if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: true });
+  if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: false });
+  await awaitLeaders(
+    admin,
+    topics.map((topic) => topic.topic),
+    leadersWaitMs,
+  );
   return missing.map((topic) => topic.topic);
+}
+
+/**
+ * Waits until every partition of the topics has a leader. A broker answers
+ * "unknown topic" for a topic just created until the metadata reaches it,
+ * which kafkajs's own wait for leaders does not retry.
+ */
+async function awaitLeaders(admin: Admin, names: string[], waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    let reason: string;
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: names });
+      const leaderless = names.filter((name) => {
+        const partitions = topics.find((topic) => topic.name === name)?.partitions ?? [];
+        return partitions.length === 0 || partitions.some((partition) => partition.leader < 0);
+      });
+      if (leaderless.length === 0) return;
+      reason = `no leader yet for ${leaderless.join(', ')}`;
+    } catch (error) {
+      if (!(error instanceof KafkaJSError && error.retriable)) throw error;
+      reason = error.message;
+    }
+    if (Date.now() >= deadline) throw new Error(`kafka topics ${names.join(', ')} not ready after ${waitMs} ms: ${reason}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -47,11 +47,12 @@ describe('ensureTopics and createIdempotentProducer', () => {
   const suffix = uniqueSuffix();
   const topics = [`common-kafka-a-${suffix}`, `common-kafka-b-${suffix}`];
   const [withSetting, withoutSetting] = [`common-kafka-isr-${suffix}`, `common-kafka-no-isr-${suffix}`];
+  const together = [`common-kafka-together-a-${suffix}`, `common-kafka-together-b-${suffix}`];
 
   beforeAll(() => admin.connect());
 
   afterAll(async () => {
-    await admin.deleteTopics({ topics: [...topics, withSetting, withoutSetting] }).catch(() => undefined);
+    await admin.deleteTopics({ topics: [...topics, withSetting, withoutSetting, ...together] }).catch(() => undefined);
     await admin.disconnect();
   });
 
@@ -69,6 +70,21 @@ describe('ensureTopics and createIdempotentProducer', () => {
       [topics[0], 2],
       [topics[1], 3],
     ]);
+  });
+
+  it('returns once every partition has a leader, also when several processes create the same topics at once', async () => {
+    const admins = [0, 1, 2].map(() => kafka.admin());
+    await Promise.all(admins.map((other) => other.connect()));
+    try {
+      const configs = together.map((topic) => ({ topic, numPartitions: 12 }));
+      await Promise.all(admins.map((other, index) => ensureTopics(other, configs.slice(0, 1 + (index % 2)))));
+      const metadata = await admin.fetchTopicMetadata({ topics: together });
+      const leaders = metadata.topics.flatMap((topic) => topic.partitions.map((partition) => partition.leader));
+      expect(leaders).toHaveLength(24);
+      expect(leaders.every((leader) => leader >= 0)).toBe(true);
+    } finally {
+      await Promise.all(admins.map((other) => other.disconnect()));
+    }
   });
 
   it('creates a topic with the min.insync.replicas of its settings, and leaves the broker default when there is none', async () => {
