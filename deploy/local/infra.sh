@@ -12,7 +12,8 @@
 # Prometheus's rule checker (installed, not run), and mailpit, the local SMTP
 # server the delivery service sends to (SMTP in, web page and HTTP API out,
 # messages in <state folder>/mailpit, its "chaos" switch on so tests can make
-# it answer SMTP errors). Also only when named, the
+# it answer SMTP errors; its web page is built first with Mailpit's own npm
+# build, from the npm registry). Also only when named, the
 # local clusters: kafka-cluster, three Kafka KRaft nodes k1..k3 (each broker
 # and controller, one quorum) from the same jars, whose topics get replication
 # factor 3 and min.insync.replicas=2 by default; zookeeper (Apache ZooKeeper
@@ -1338,7 +1339,8 @@ tools_paths() {
   TOOLS_HOME=$STATE_DIR/tools
   JAEGER_BIN=$TOOLS_HOME/jaeger-$JAEGER_MODULE_VERSION/jaeger
   PROMTOOL_BIN=$TOOLS_HOME/promtool-$PROMETHEUS_MODULE_VERSION/promtool
-  MAILPIT_BIN=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION/mailpit
+  # "-ui": the binary with its web page built in; a state folder's older mailpit-<version>/ has none.
+  MAILPIT_BIN=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION-ui/mailpit
 }
 
 # Builds PACKAGE of MODULE@VERSION into OUT once, into a temporary folder
@@ -1346,8 +1348,9 @@ tools_paths() {
 # has a replace directive, which go install refuses; so the module is
 # downloaded and built as the main module (its own go.sum pins everything;
 # GOWORK=off: Prometheus's go.work names folders its module zip leaves out).
+# PREPARE, if given, is a function run in the module's copy before go build.
 go_build_tool() {
-  local name=$1 module=$2 package=$3 out=$4 t0 src tmp
+  local name=$1 module=$2 package=$3 out=$4 prepare=${5:-} t0 src tmp
   [[ -x $out ]] && return 0
   command -v go >/dev/null || die "$name: Go 1.26 or newer is needed to build it (https://go.dev/dl/)"
   mkdir -p -- "$TOOLS_HOME"
@@ -1359,6 +1362,10 @@ go_build_tool() {
   tmp=$(mktemp -d "$TOOLS_HOME/.build.XXXXXX")
   cp -r -- "$src" "$tmp/src"
   chmod -R u+w -- "$tmp/src"
+  if [[ -n $prepare ]] && ! (cd "$tmp/src" && "$prepare"); then
+    rm -rf -- "$tmp"
+    die "$name: $prepare failed"
+  fi
   (cd "$tmp/src" && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$tmp/out/$(basename "$out")" "$package") ||
     {
       rm -rf -- "$tmp"
@@ -1449,22 +1456,43 @@ mailpit_paths() {
   M_HOME=$STATE_DIR/mailpit
   M_PID=$M_HOME/mailpit.pid
   M_LOG=$M_HOME/mailpit.log
+  # What a running one's command line holds: any build of this version (one from before MAILPIT_BIN's "-ui" too).
+  M_MARK=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION
 }
 
 # The SMTP port a running Mailpit was started with (its command line).
 mailpit_running_port() { tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | sed -n 's/^127\.0\.0\.1:\([0-9]*\)$/\1/p' | tail -n 1; }
 
-# Its web UI's scripts are not in the module (they are built with npm), so its
-# page at / is bare; the API, which the tests use, is all there.
+# Mailpit's web page is a Vue app whose bundle (server/ui/dist, which go:embed
+# puts in the binary) is not in the module zip: without it the page at / loads
+# no script and stays blank. So before go build, Mailpit's own npm build makes
+# it, from its package-lock.json with two departures, for versions the npm
+# registry reachable here lacks: rapidoc 9.3.8 instead of 12.1.0 (it draws only
+# the API reference at /api/v1/, whose markup is the same as in Mailpit v1.27,
+# built on rapidoc 9), and no peer dependencies (--omit=peer), which leaves
+# out sass-embedded: esbuild-sass-plugin compiles with `sass` unless told
+# `embedded`. No install scripts: nothing in the build needs one.
+mailpit_build_ui() {
+  local t0
+  t0=$(now_us)
+  log "mailpit: building its web page (npm install, npm run package)"
+  npm install --omit=peer --ignore-scripts --no-audit --no-fund --loglevel=error rapidoc@9.3.8 >/dev/null &&
+    npm run --silent package &&
+    [[ -s server/ui/dist/app.js && -s server/ui/dist/app.css ]] || return 1
+  log "mailpit: web page built in $(since "$t0")"
+}
+
 mailpit_start() {
   mailpit_paths
   local pid
-  if pid=$(live_pid "$M_PID" "$MAILPIT_BIN"); then
+  if pid=$(live_pid "$M_PID" "$M_MARK"); then
     [[ $(mailpit_running_port "$pid") == "$MAILPIT_SMTP_PORT" ]] ||
       die "mailpit of $STATE_DIR already runs with another MAILPIT_SMTP_PORT; run 'down mailpit' first"
+    live_pid "$M_PID" "$MAILPIT_BIN" >/dev/null ||
+      log "mailpit: the running one is an older build without its web page; 'down mailpit' and 'up mailpit' replace it"
     return 0
   fi
-  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN"
+  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN" mailpit_build_ui
   require_free_port mailpit MAILPIT_SMTP_PORT "$MAILPIT_SMTP_PORT"
   require_free_port mailpit MAILPIT_HTTP_PORT "$MAILPIT_HTTP_PORT"
   mkdir -p -- "$M_HOME"
@@ -1478,7 +1506,7 @@ mailpit_wait() {
   mailpit_paths
   local deadline=$((SECONDS + READY_TIMEOUT))
   until curl -fsS --max-time 2 "http://127.0.0.1:$MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
-    live_pid "$M_PID" "$MAILPIT_BIN" >/dev/null || die_with_logs "mailpit exited during startup" "$M_LOG"
+    live_pid "$M_PID" "$M_MARK" >/dev/null || die_with_logs "mailpit exited during startup" "$M_LOG"
     ((SECONDS < deadline)) || die_with_logs "mailpit not ready after ${READY_TIMEOUT}s" "$M_LOG"
     sleep 0.1
   done
@@ -1486,13 +1514,13 @@ mailpit_wait() {
 
 mailpit_stop() {
   mailpit_paths
-  stop_server mailpit "$M_PID" "$MAILPIT_BIN"
+  stop_server mailpit "$M_PID" "$M_MARK"
 }
 
 mailpit_status() {
   mailpit_paths
   local pid
-  if pid=$(live_pid "$M_PID" "$MAILPIT_BIN"); then
+  if pid=$(live_pid "$M_PID" "$M_MARK"); then
     status_line mailpit running "$pid" "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
   else
     status_line mailpit stopped - "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"

@@ -7,6 +7,7 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { Client } from 'pg';
 import { createTestClickHouse, createTestPostgres } from '../src/testing/databases';
 import { infraEnv, uniqueSuffix } from '../src/testing/infra';
+import { startMailpit } from '../src/testing/mailpit';
 
 /** The real servers started by deploy/local/infra.sh answer the way the services use them. */
 
@@ -156,5 +157,27 @@ test('infra.sh starts the single-node servers by default and the Kafka cluster o
     );
   } finally {
     fs.rmSync(stateDir, { recursive: true, force: true });
+  }
+});
+
+test("Mailpit's web page loads: the script and stylesheet its HTML names are in the binary infra.sh built", async () => {
+  const mailpit = await startMailpit('web-page');
+  try {
+    const page = await fetch(`${mailpit.apiUrl}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    // Without the bundle that Mailpit's npm build makes, the HTML is served but both answer 404: a blank page.
+    const assets = [...html.matchAll(/<script src="([^"]+)"|<link rel=stylesheet href="([^"]+)"/g)].map((m) => m[1] ?? m[2]);
+    expect(assets).toHaveLength(2);
+    for (const asset of assets) {
+      const answer = await fetch(new URL(asset, `${mailpit.apiUrl}/`));
+      const body = await answer.text();
+      expect({ asset, status: answer.status }).toEqual({ asset, status: 200 });
+      expect(answer.headers.get('content-type')).toMatch(asset.includes('.css') ? /^text\/css/ : /^application\/javascript/);
+      // The Vue app is hundreds of kilobytes; an error page or a stub is not.
+      expect(body.length).toBeGreaterThan(100_000);
+    }
+  } finally {
+    await mailpit.close();
   }
 });
