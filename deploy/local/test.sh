@@ -15,11 +15,20 @@
 # stale ones when changing the ports.
 set -euo pipefail
 
-# SECONDS counts from the start of this script.
-trap 'printf "[test] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((SECONDS % 60)) >&2' EXIT
+# SECONDS counts from the start of this script. An `npm test` that ends early still waits for the builds it started
+# in the background (below), so none is left holding infra.sh's lock.
+trap 'wait; rm -f -- ${MAILPIT_BUILD_LOG:+"$MAILPIT_BUILD_LOG"} ${GO_TOOLS_LOG:+"$GO_TOOLS_LOG" "$GO_TOOLS_STATUS"}
+  printf "[test] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((SECONDS % 60)) >&2' EXIT
 
 # shellcheck source=deploy/local/bootstrap.sh
 source "$(dirname -- "${BASH_SOURCE[0]}")/bootstrap.sh"
+
+# Mailpit: the delivery tests start private ones from its binary (MAILPIT_BIN). A state folder's first run builds
+# it, its web page with npm and then the binary with Go (bench/README.md, "Local servers"): that goes on in the
+# background while the checks below run, and the servers start once it is done (infra.sh does one thing at a time).
+MAILPIT_BUILD_LOG=$(mktemp -t mailpit-build.XXXXXX.log)
+bash "$REPO_ROOT/deploy/local/infra.sh" up mailpit >/dev/null 2>"$MAILPIT_BUILD_LOG" &
+mailpit_build=$!
 
 # The contracts are checked before any code is tested against them.
 npx buf lint proto
@@ -27,7 +36,10 @@ npx buf lint proto
 npx tsc -p tsconfig.test.json
 # ESLint (type-aware) and Prettier: a warning fails the run.
 npm run --silent lint
-# Mailpit: the delivery tests start private ones from its binary (MAILPIT_BIN), built from its Go module once.
+mailpit_status=0
+wait "$mailpit_build" || mailpit_status=$?
+cat -- "$MAILPIT_BUILD_LOG" >&2
+((mailpit_status == 0)) || exit "$mailpit_status"
 load_infra_env postgres kafka clickhouse mailpit
 # The trace backend (gateway/test/tracing.test.ts) and the alert rules' checker (deploy/test/observability.test.ts)
 # are built from their Go modules on a machine's first run, which takes minutes (bench/README.md, "Tracing"): that
@@ -42,7 +54,6 @@ export GO_TOOLS_LOG GO_TOOLS_STATUS
   echo "$status" >"$GO_TOOLS_STATUS"
 ) &
 go_tools=$!
-trap 'wait "$go_tools"; rm -f "$GO_TOOLS_LOG" "$GO_TOOLS_STATUS"; printf "[test] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((SECONDS % 60)) >&2' EXIT
 export_infra_env jaeger promtool
 # Topics of earlier runs (each test and benchmark makes its own) slow the broker's start: delete them.
 node deploy/local/dist/prune-topics.js
