@@ -30,7 +30,7 @@ interface RunRow {
   variants: PlanVariant[] | null;
 }
 
-/** Of the plan only its variants: the rest (a csv list of account ids can be a megabyte) is the senders'. */
+/** Of the plan only its variants, for the run's figures: its source alone can be a megabyte (a csv list of account ids). */
 const RUN_COLUMNS = `id, workspace_id, campaign_id, trigger, scheduled_for, status, failure, created_at, started_at, finished_at,
   duplicates, plan->'variants' AS variants`;
 
