@@ -321,6 +321,15 @@ export function sendingRows({ settings, small, full, calibrationMessagesPerSecon
       verdict: '',
       note: 'VmHWM of a fresh delivery process per run: recipients stream in batches',
     },
+    {
+      measure: `Sending: delivery JavaScript heap, ${number(small.recipients)} against ${number(full.recipients)} recipients`,
+      result: `${number(small.deliveryHeap.heapAfterGcMb)} MB / ${number(full.deliveryHeap.heapAfterGcMb)} MB after a full GC at the end`,
+      target: '',
+      verdict: '',
+      note:
+        `most after any full GC during the run ${number(small.deliveryHeap.livePeakMb)} / ${number(full.deliveryHeap.livePeakMb)} MB; ` +
+        `most reserved ${number(small.deliveryHeap.heapTotalPeakMb)} / ${number(full.deliveryHeap.heapTotalPeakMb)} MB (what VmHWM follows)`,
+    },
   ];
 }
 

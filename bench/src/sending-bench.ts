@@ -9,6 +9,8 @@
  *   - the delivery process's peak memory (VmHWM) for a run of
  *     BENCH_SENDING_SMALL_RECIPIENTS (default 10,000) against the full run,
  *     each in a fresh process (recipients must never be held in memory at once),
+ *     and beside it what its JavaScript heap held (heap-probe.ts: after a full
+ *     collection at the end, and the most after any full collection during the run),
  *   - the calibration: Mailpit's intake of the same number of the same
  *     messages from a plain SMTP client (nodemailer's pool, as many connections
  *     as the delivery process has), which bounds what the sender can reach here.
@@ -35,6 +37,7 @@ import {
   type Stack,
 } from '@mail/local';
 import { campaignV1, deliveryV1 } from '@mail/proto';
+import type { HeapFigures } from './heap-probe';
 import { log, round } from './measure';
 import { cpuMs, statusMb } from './proc';
 
@@ -60,6 +63,8 @@ export interface RunFigures {
   /** ms CPU per 1,000 messages, per process. */
   cpuMsPerThousand: Record<string, number>;
   deliveryPeakMb: number;
+  /** The delivery process's JavaScript heap (heap-probe.ts). */
+  deliveryHeap: HeapFigures;
 }
 
 export interface SendingResult {
@@ -74,6 +79,7 @@ const HTML = '<p>Hello {{first_name}} {{last_name}},</p><p>Our news of the week.
 export async function runSendingBench(settings: SendingSettings): Promise<SendingResult> {
   const suffix = uniqueSuffix();
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-sending-'));
+  const heapFile = path.join(stateDir, 'delivery-heap.json');
   const [postgres, recipients, clickhouse, mailpit] = await Promise.all([
     createTestPostgres('bench_sending'),
     createTestPostgres('bench_recipients'),
@@ -92,7 +98,10 @@ export async function runSendingBench(settings: SendingSettings): Promise<Sendin
       stateDir,
       logDir: path.join(stateDir, 'logs'),
       processes: ['campaign', 'analytics', 'delivery'],
+      scripts: { delivery: path.join(__dirname, 'heap-probe.js') },
       env: {
+        BENCH_HEAP_PROBE_MAIN: path.resolve(__dirname, '../../services/delivery/dist/main.js'),
+        BENCH_HEAP_PROBE_FILE: heapFile,
         LOG_LEVEL: 'warn',
         DATABASE_URL: postgres.url,
         CLICKHOUSE_URL: clickhouse.url,
@@ -104,9 +113,9 @@ export async function runSendingBench(settings: SendingSettings): Promise<Sendin
         UNSUBSCRIBE_SIGNING_KEY: crypto.randomBytes(16).toString('hex'),
       },
     });
-    const small = await measureRun(stack, mailpit, settings.smallRecipients);
+    const small = await measureRun(stack, mailpit, heapFile, settings.smallRecipients);
     await mailpit.clear();
-    const full = await measureRun(stack, mailpit, settings.recipients);
+    const full = await measureRun(stack, mailpit, heapFile, settings.recipients);
     await mailpit.clear();
     const calibrationMessagesPerSecond = await calibrate(mailpit, settings);
     return { settings, small, full, calibrationMessagesPerSecond };
@@ -134,7 +143,7 @@ async function fillAccounts(url: string, count: number): Promise<void> {
 }
 
 /** One run of the first `count` accounts, in a fresh delivery process (its peak memory is this run's). */
-async function measureRun(stack: Stack, mailpit: Mailpit, count: number): Promise<RunFigures> {
+async function measureRun(stack: Stack, mailpit: Mailpit, heapFile: string, count: number): Promise<RunFigures> {
   await stack.restart('delivery');
   const workspaceId = crypto.randomUUID();
   const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
@@ -185,18 +194,37 @@ async function measureRun(stack: Stack, mailpit: Mailpit, count: number): Promis
     const cpuMsPerThousand = Object.fromEntries(
       Object.entries(pids).map(([name, pid]) => [name, round(((cpuMs(pid) - cpuBefore[name]) / count) * 1000, 0)]),
     );
+    const deliveryPeakMb = round(statusMb(stack.pid('delivery'), 'VmHWM') ?? 0, 0);
     const figures: RunFigures = {
       recipients: count,
       firstMessageMs: Math.round(first - started),
       messagesPerSecond: Math.round(count / ((last - first) / 1000)),
       cpuMsPerThousand,
-      deliveryPeakMb: round(statusMb(stack.pid('delivery'), 'VmHWM') ?? 0, 0),
+      deliveryPeakMb,
+      deliveryHeap: await readHeap(stack.pid('delivery'), heapFile),
     };
     log('sending', JSON.stringify(figures));
     return figures;
   } finally {
     for (const client of [campaigns, templates, delivery]) client.close();
   }
+}
+
+/** Asks the delivery process's heap probe for its figures (after the CPU and VmHWM are read: it collects garbage). */
+async function readHeap(pid: number | undefined, file: string): Promise<HeapFigures> {
+  if (pid === undefined) throw new Error('the delivery process is gone');
+  fs.rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  for (let waited = 0; !fs.existsSync(file); waited += 50) {
+    if (waited > 10_000) throw new Error('the delivery heap probe did not answer');
+    await sleep(50);
+  }
+  const figures = JSON.parse(fs.readFileSync(file, 'utf8')) as HeapFigures;
+  return {
+    heapAfterGcMb: round(figures.heapAfterGcMb, 0),
+    livePeakMb: round(figures.livePeakMb, 0),
+    heapTotalPeakMb: round(figures.heapTotalPeakMb, 0),
+  };
 }
 
 /** The same number of messages of the same size from nodemailer's pool alone, to the same Mailpit. */

@@ -26,6 +26,13 @@ export interface RunPlan {
   templates: Record<string, TemplateContent>;
 }
 
+/**
+ * What a sender needs of a run's plan: all of it but the recipient source,
+ * which only the loader reads. A csv_account_ids list can be a megabyte, and
+ * the senders read their runs' plans again for every batch.
+ */
+export type SendingPlan = Omit<RunPlan, 'source'>;
+
 export const SINGLE_TEMPLATE = 'single';
 
 /** A template of the workspace, or undefined when the id names none. */

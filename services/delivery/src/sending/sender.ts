@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@mail/common';
 import { providerHeaders, type Provider } from '../domain/headers';
-import { SINGLE_TEMPLATE, type RunPlan } from '../domain/plan';
+import { SINGLE_TEMPLATE, type SendingPlan } from '../domain/plan';
 import { addressOf, fieldsOf, messageIdOf } from '../domain/recipient';
 import { compileTemplate, renderMessage, type CompiledTemplate, type RenderedMessage } from '../domain/render';
 import { retryDelayMs } from '../domain/run';
@@ -54,7 +54,7 @@ export function unsubscribeUrl(publicBaseUrl: string, token: string): string {
 
 /** The message of a campaign to one address, ready for the transport. */
 export function composeMessage(
-  plan: RunPlan,
+  plan: SendingPlan,
   template: CompiledTemplate,
   recipient: { email: string; fields: Record<string, unknown>; variantId: string | null },
   context: { runId: string; messageId: string; unsubscribeUrl: string; provider: Provider },

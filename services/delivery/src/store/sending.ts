@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { withConnection, withTransaction } from '@mail/common';
-import type { RunPlan } from '../domain/plan';
+import type { RunPlan, SendingPlan } from '../domain/plan';
 
 /**
  * The senders' SQL: exactly once rests on these statements (docs/api.md,
@@ -39,7 +39,7 @@ export interface ActiveRun {
   id: string;
   workspaceId: string;
   campaignId: string;
-  plan: RunPlan;
+  plan: SendingPlan;
 }
 
 export interface SentRecipient {
@@ -171,8 +171,8 @@ export class SendingStore {
    * back another's.
    */
   async readyRuns(): Promise<ActiveRun[]> {
-    const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: RunPlan }>(
-      `SELECT id, workspace_id, campaign_id, plan FROM runs r
+    const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: SendingPlan }>(
+      `SELECT id, workspace_id, campaign_id, plan - 'source' AS plan FROM runs r
        WHERE status = 'sending'
          AND EXISTS (SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status = 'pending' AND rr.retry_at <= now())
        ORDER BY send_priority DESC, claimed_at NULLS FIRST, created_at
@@ -287,12 +287,19 @@ export class SendingStore {
         sent_at: Date;
         provider_category_id: string | null;
       }>(
-        `SELECT rr.run_id, r.workspace_id, r.campaign_id, rr.email, rr.variant_id, rr.message_id, rr.sent_at,
-           r.plan->>'providerCategoryId' AS provider_category_id
-         FROM run_recipients rr JOIN runs r ON r.id = rr.run_id
-         WHERE rr.status = 'sent' AND NOT rr.event_published
-         ORDER BY rr.sent_at
-         LIMIT $1 FOR UPDATE OF rr SKIP LOCKED`,
+        // The plan is read once per run, not once per message: each read of it unpacks it whole.
+        `WITH picked AS MATERIALIZED (
+           SELECT run_id, email, variant_id, message_id, sent_at FROM run_recipients
+           WHERE status = 'sent' AND NOT event_published
+           ORDER BY sent_at
+           LIMIT $1 FOR UPDATE SKIP LOCKED
+         ), of_runs AS MATERIALIZED (
+           SELECT id, workspace_id, campaign_id, plan->>'providerCategoryId' AS provider_category_id
+           FROM runs WHERE id IN (SELECT run_id FROM picked)
+         )
+         SELECT p.run_id, r.workspace_id, r.campaign_id, p.email, p.variant_id, p.message_id, p.sent_at, r.provider_category_id
+         FROM picked p JOIN of_runs r ON r.id = p.run_id
+         ORDER BY p.sent_at`,
         [limit],
       );
       if (rows.length === 0) return 0;

@@ -1,0 +1,99 @@
+import type { Knex } from 'knex';
+import { createTestPostgres, type TestPostgres } from '@mail/local';
+import type { RunPlan } from '../src/domain/plan';
+import { openDatabase } from '../src/store/database';
+import { getRun, insertRun } from '../src/store/runs';
+import { SendingStore, type SentRecipient } from '../src/store/sending';
+
+/**
+ * What is read of a run's plan, and where: the recipient source (a
+ * csv_account_ids list can be a megabyte) by the loader alone, never by the
+ * senders, which read their runs' plans again for every batch, nor by the run
+ * record. On the delivery schema of a private database.
+ */
+
+let postgres: TestPostgres;
+let db: Knex;
+let store: SendingStore;
+
+beforeAll(async () => {
+  postgres = await createTestPostgres('delivery_run_plan');
+  db = await openDatabase(postgres.url);
+  store = new SendingStore(db);
+}, 60_000);
+
+afterAll(async () => {
+  await db?.destroy();
+  await postgres?.drop();
+});
+
+const LIST_SIZE = 50_000;
+
+const plan: RunPlan = {
+  fromEmail: 'news@sender.example.com',
+  fromName: 'News',
+  replyTo: null,
+  providerCategoryId: 'category-7',
+  sendPriority: 100,
+  source: { kind: 'accounts', ids: Array.from({ length: LIST_SIZE }, (_, n) => `acc-${String(n).padStart(7, '0')}`) },
+  variants: [{ id: crypto.randomUUID(), label: 'A', weight: 1 }],
+  templates: { single: { subject: 'S', html: null, text: 'T' } },
+};
+
+async function sendingRun(): Promise<{ id: string; workspaceId: string; campaignId: string }> {
+  const workspaceId = crypto.randomUUID();
+  const campaignId = crypto.randomUUID();
+  const run = await insertRun(db, { workspaceId, campaignId, trigger: 'manual', scheduledFor: null, plan, sendPriority: 100 });
+  await db.raw(`UPDATE delivery.runs SET status = 'sending' WHERE id = ?`, [run!.id]);
+  return { id: run!.id, workspaceId, campaignId };
+}
+
+test('the loader gets the whole source; a sender gets the plan without it, whatever the list size', async () => {
+  const run = await sendingRun();
+  const loading = await store.claimLoad('worker-1', 60_000);
+  expect(loading?.id).toBe(run.id);
+  expect(loading?.plan).toEqual(plan);
+
+  await db.raw(`INSERT INTO delivery.run_recipients (run_id, email, status, fields) VALUES (?, 'a@example.com', 'pending', '{}')`, [
+    run.id,
+  ]);
+  const [ready] = await store.readyRuns();
+  const { source, ...sending } = plan;
+  expect(source.kind === 'accounts' && source.ids).toHaveLength(LIST_SIZE);
+  expect(ready.plan).toEqual(sending);
+  expect(JSON.stringify(ready.plan).length).toBeLessThan(1_000);
+
+  const record = await getRun(db, run.workspaceId, run.id);
+  expect(record.variants).toEqual([{ ...plan.variants![0], recipients: 0, sent: 0 }]);
+});
+
+test('sent events carry the run and its provider category, and each is published once', async () => {
+  const run = await sendingRun();
+  const sentAt = new Date('2026-11-27T10:00:00.000Z');
+  await db.raw(
+    `INSERT INTO delivery.run_recipients (run_id, email, status, fields, message_id, sent_at)
+     SELECT ?, 'user' || n || '@example.com', 'sent', '{}', 'message-' || n, ?::timestamptz + make_interval(secs => n)
+     FROM generate_series(1, 3) AS n`,
+    [run.id, sentAt],
+  );
+  const published: SentRecipient[] = [];
+  const publish = (sent: SentRecipient[]): Promise<void> => {
+    published.push(...sent);
+    return Promise.resolve();
+  };
+  expect(await store.publishSent(2, publish)).toBe(2);
+  expect(await store.publishSent(2, publish)).toBe(1);
+  expect(await store.publishSent(2, publish)).toBe(0);
+  expect(published).toEqual(
+    [1, 2, 3].map((n) => ({
+      runId: run.id,
+      workspaceId: run.workspaceId,
+      campaignId: run.campaignId,
+      email: `user${n}@example.com`,
+      variantId: null,
+      messageId: `message-${n}`,
+      sentAt: new Date(sentAt.getTime() + n * 1000),
+      providerCategoryId: 'category-7',
+    })),
+  );
+});
