@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import { parseEmail } from '@mail/common';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { boolFromString, floatFromString, intFromString, parseUuid } from './scalars';
+import { MAX_DETAIL_ENTRIES } from './violations';
 import {
   childSchema,
   isRecord,
@@ -56,11 +57,51 @@ function laxScalar(schema: Schema, value: unknown): unknown {
   }
 }
 
+/** The JSON types a schema's `type` takes. */
+const JSON_TYPE: Record<string, (value: unknown) => boolean> = {
+  string: (value) => typeof value === 'string',
+  integer: (value) => Number.isInteger(value),
+  number: (value) => typeof value === 'number',
+  boolean: (value) => typeof value === 'boolean',
+  array: Array.isArray,
+  object: isRecord,
+};
+
+/** Whether a value (lax conversions applied) is of another JSON type than its schema's: a failure whatever else the schema says. */
+function failsItsType(document: OpenApiDocument, schema: Schema | undefined, value: unknown): boolean {
+  if (schema === undefined) return false;
+  const resolved = resolve(document, schema);
+  const isOfType = resolved.type === undefined ? undefined : JSON_TYPE[resolved.type];
+  if (!isOfType) return false;
+  return value === null ? resolved.nullable !== true : !isOfType(value);
+}
+
+/**
+ * The items of a list (lax conversions applied) that the validator is given.
+ * It makes an error object for every failure, and a 422 reports
+ * MAX_DETAIL_ENTRIES, so a list failing in more places is given up to the
+ * item past that many type failures: the first failures, the ones reported,
+ * stay the same. A list past its maxItems is reported as too long alone
+ * (with the caller's length), so it is given one item past the bound.
+ */
+function laxItems(document: OpenApiDocument, list: Schema, itemSchema: Schema, items: unknown[]): unknown[] {
+  const limit = list.maxItems === undefined ? items.length : list.maxItems + 1;
+  const given: unknown[] = [];
+  let failures = 0;
+  for (const item of items) {
+    if (given.length === limit || failures > MAX_DETAIL_ENTRIES) break;
+    const laxed = lax(document, itemSchema, item);
+    given.push(laxed);
+    if (failsItsType(document, itemSchema, laxed)) failures += 1;
+  }
+  return given;
+}
+
 /** A copy of `value` with lax conversions applied; the caller's value stays untouched for error reports. */
 function lax(document: OpenApiDocument, schema: Schema | undefined, value: unknown): unknown {
   if (schema === undefined || value === null || value === undefined) return value;
   const resolved = resolve(document, schema);
-  if (Array.isArray(value)) return resolved.items ? value.map((item) => lax(document, resolved.items, item)) : value;
+  if (Array.isArray(value)) return resolved.items ? laxItems(document, resolved, resolved.items, value) : value;
   if (isRecord(value)) {
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, lax(document, childSchema(document, resolved, key), item)]));
   }
