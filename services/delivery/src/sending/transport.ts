@@ -109,8 +109,8 @@ export class SmtpTransport {
   private connect(): Promise<SMTPConnection> {
     const connection = new SMTPConnection(this.options);
     return new Promise((resolve, reject) => {
-      // Setting up, a failure comes as an event; later the message in flight gets it through its callback as well,
-      // and one while idle (the server gone) has closed the connection, which the next message sees.
+      // While it is set up a failure comes as this event. It stays listened to: later the message in flight gets the
+      // failure through its callback as well, and one while idle has closed the connection, which the next message sees.
       connection.on('error', reject);
       connection.once('end', () => reject(new Error('The SMTP connection closed while it was being set up')));
       connection.connect((error) => {
