@@ -51,17 +51,20 @@ test('provider header dialects carry the category and the variant, run and messa
   });
 });
 
-test('SMTP answers: 5xx fails with the answer, 4xx and dropped connections are retried with doubling waits', () => {
-  expect(classifySmtpError({ responseCode: 550, response: '550 5.1.1 no such user' })).toEqual({
-    kind: 'failed',
-    error: '550 5.1.1 no such user',
-  });
-  expect(classifySmtpError({ responseCode: 451, response: '451 try later' })).toEqual({ kind: 'retry', error: '451 try later' });
-  expect(classifySmtpError({ code: 'ECONNECTION', message: 'Connection closed unexpectedly' })).toEqual({
-    kind: 'retry',
-    error: 'Connection closed unexpectedly',
-  });
-  expect(classifySmtpError({ command: 'DATA', message: 'Connection closed' }).kind).toBe('unknown');
+test('SMTP answers: 5xx fails with the answer, 4xx is retried with doubling waits; no answer is retried before the data, unknown after', () => {
+  for (const dataSent of [false, true]) {
+    expect(classifySmtpError({ responseCode: 550, response: '550 5.1.1 no such user' }, dataSent)).toEqual({
+      kind: 'failed',
+      error: '550 5.1.1 no such user',
+    });
+    expect(classifySmtpError({ responseCode: 451, response: '451 try later' }, dataSent)).toEqual({
+      kind: 'retry',
+      error: '451 try later',
+    });
+  }
+  const dropped = { code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' };
+  expect(classifySmtpError(dropped, false)).toEqual({ kind: 'retry', error: 'Connection closed unexpectedly' });
+  expect(classifySmtpError(dropped, true)).toEqual({ kind: 'unknown', error: 'Connection closed unexpectedly' });
   expect([1, 2, 3, 30].map((attempt) => retryDelayMs(attempt, 1000))).toEqual([1000, 2000, 4000, 3_600_000]);
 });
 

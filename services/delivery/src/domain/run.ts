@@ -32,25 +32,21 @@ interface SmtpError {
   message?: string;
   responseCode?: number;
   response?: string;
-  command?: string;
-  code?: string;
 }
 
 /**
- * 5xx: permanent, `failed` with the server's answer. 4xx and dropped
- * connections: temporary, retried (the issue asks for both). An error on the
- * DATA command without an answer: `unknown`, never sent again, since the
- * message may have been accepted. nodemailer reports a connection lost after
- * the data but before the answer as a plain dropped connection (command CONN),
- * so that window is retried: docs/api.md, "Campaign runs".
+ * An answer of the server: 5xx is permanent, `failed` with the answer; 4xx is
+ * temporary, retried (the issue asks for both). No answer (the connection
+ * dropped, timed out): retried if none of the message's data had gone out,
+ * else `unknown` and never sent again, since the server may have taken it
+ * (docs/api.md, "Campaign runs").
  */
-export function classifySmtpError(error: unknown): SmtpOutcome {
+export function classifySmtpError(error: unknown, dataSent: boolean): SmtpOutcome {
   const failure = (error ?? {}) as SmtpError;
   const answer = failure.response ?? failure.message ?? String(error);
   if (typeof failure.responseCode === 'number' && failure.responseCode >= 500) return { kind: 'failed', error: answer };
   if (typeof failure.responseCode === 'number' && failure.responseCode >= 400) return { kind: 'retry', error: answer };
-  if (failure.command === 'DATA' || failure.code === 'EMESSAGE') return { kind: 'unknown', error: answer };
-  return { kind: 'retry', error: answer };
+  return dataSent ? { kind: 'unknown', error: answer } : { kind: 'retry', error: answer };
 }
 
 /** The wait before attempt `attempt + 1`: doubling from the base, at most an hour. */

@@ -1,4 +1,6 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import { PassThrough } from 'node:stream';
+import nodemailer from 'nodemailer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { SmtpConfig } from '../config';
 import { classifySmtpError, type SmtpOutcome } from '../domain/run';
 import type { RenderedMessage } from '../domain/render';
@@ -12,38 +14,51 @@ export interface OutgoingMessage extends RenderedMessage {
   headers: Record<string, string>;
 }
 
+/** One of the pool's places: its connection, opened when a message needs it and dropped after a failure. */
+interface Lane {
+  connection: SMTPConnection | null;
+}
+
 /**
- * SMTP_URL through nodemailer's connection pool. TLS is required (STARTTLS on
- * smtp://, implicit on smtps://) unless the URL says `?tls=off` (development).
+ * SMTP_URL through SMTP_MAX_CONNECTIONS connections of nodemailer's SMTP
+ * client. Not its pooled transport: that reports a connection lost after the
+ * message's data went out like one lost before MAIL FROM, and only the latter
+ * may be sent again. Here the message is a stream the connection reads only
+ * once the server has answered DATA, so whether any of it went out is known
+ * (docs/api.md, "Campaign runs"). TLS is required (STARTTLS on smtp://,
+ * implicit on smtps://) unless the URL says `?tls=off` (development).
  */
 export class SmtpTransport {
-  private readonly transporter: Transporter;
   /** The rate limit's key: the same server and provider share one bucket across replicas. */
   readonly key: string;
+  private readonly options: SMTPConnection.Options;
+  private readonly auth: { user: string; pass: string } | undefined;
+  /** Builds the MIME as nodemailer's transports do, without sending it. */
+  private readonly composer = nodemailer.createTransport({ streamTransport: true, buffer: true });
+  private readonly free: Lane[];
+  private readonly waiting: ((lane: Lane) => void)[] = [];
+  private closed = false;
 
   constructor(config: SmtpConfig) {
     const url = new URL(config.url);
     const plain = url.searchParams.get('tls') === 'off';
     this.key = `${config.provider}:${url.hostname}:${url.port}`;
-    this.transporter = nodemailer.createTransport({
-      pool: true,
+    this.options = {
       host: url.hostname,
       port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,
       secure: url.protocol === 'smtps:',
       requireTLS: !plain && url.protocol === 'smtp:',
       ignoreTLS: plain,
-      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
-      maxConnections: config.maxConnections,
-      maxMessages: Infinity,
-      // The pool would hand a message whose connection closed mid-send to another connection by itself: that
-      // message may have been taken already, so the sender decides (retry before the data, unknown after).
-      maxRequeues: 0,
-    });
+    };
+    this.auth = url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined;
+    this.free = Array.from({ length: config.maxConnections }, () => ({ connection: null }));
   }
 
   async send(message: OutgoingMessage): Promise<SmtpOutcome> {
+    const data = new PassThrough();
+    let lane: Lane | undefined;
     try {
-      await this.transporter.sendMail({
+      const composed = await this.composer.sendMail({
         from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
         to: message.to,
         replyTo: message.replyTo ?? undefined,
@@ -54,13 +69,59 @@ export class SmtpTransport {
         // As written: nodemailer would MIME-encode a long value, and providers read these (X-SMTPAPI's JSON) raw.
         headers: Object.fromEntries(Object.entries(message.headers).map(([name, value]) => [name, { prepared: true, value }])),
       });
+      data.end(composed.message);
+      lane = await this.take();
+      const connection = lane.connection?.destroyed === false ? lane.connection : await this.connect();
+      lane.connection = connection;
+      await new Promise<void>((resolve, reject) =>
+        connection.send(composed.envelope, data, (error) => (error ? reject(error) : resolve())),
+      );
       return { kind: 'sent' };
     } catch (error) {
-      return classifySmtpError(error);
+      // Refused or broken, the session is in no known state: the next message opens a new one.
+      lane?.connection?.close();
+      if (lane) lane.connection = null;
+      // 'data' is emitted once the connection pipes the message to the server, which it does after the answer to DATA.
+      return classifySmtpError(error, data.readableDidRead);
+    } finally {
+      if (lane) this.give(lane);
     }
   }
 
+  /** Says QUIT on the idle connections; one still sending says it when its message is done. */
   close(): void {
-    this.transporter.close();
+    this.closed = true;
+    for (const lane of this.free) lane.connection?.quit();
+  }
+
+  private take(): Promise<Lane> {
+    const lane = this.free.pop();
+    return lane ? Promise.resolve(lane) : new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private give(lane: Lane): void {
+    if (this.closed) lane.connection?.quit();
+    const next = this.waiting.shift();
+    if (next) next(lane);
+    else this.free.push(lane);
+  }
+
+  private connect(): Promise<SMTPConnection> {
+    const connection = new SMTPConnection(this.options);
+    return new Promise((resolve, reject) => {
+      // While it is set up a failure comes as this event. It stays listened to: later the message in flight gets the
+      // failure through its callback as well, and one while idle has closed the connection, which the next message sees.
+      connection.on('error', reject);
+      connection.once('end', () => reject(new Error('The SMTP connection closed while it was being set up')));
+      connection.connect((error) => {
+        if (error) return reject(error);
+        if (!this.auth || !connection.allowsAuth) return resolve(connection);
+        connection.login(this.auth, (loginError) => {
+          if (!loginError) return resolve(connection);
+          connection.close();
+          reject(loginError);
+        });
+      });
+    });
   }
 }
