@@ -19,6 +19,9 @@ import {
   type TestPostgres,
 } from '@mail/local';
 import { campaignV1, deliveryV1 } from '@mail/proto';
+import type { Knex } from 'knex';
+import { openDatabase } from '../src/store/database';
+import { SendingStore } from '../src/store/sending';
 
 /**
  * The delivery service's world for a test file: the real campaign, analytics
@@ -222,4 +225,21 @@ export async function allRecipients(world: DeliveryWorld, runId: string): Promis
     all.push(...answer.recipients);
     if (answer.recipients.length < 500) return all;
   }
+}
+
+/** The delivery schema on a private database (at `url`), the senders' store over it, and how to drop both. */
+export async function openSendingDatabase(
+  label: string,
+): Promise<{ url: string; db: Knex; store: SendingStore; close: () => Promise<void> }> {
+  const postgres = await createTestPostgres(label);
+  const db = await openDatabase(postgres.url);
+  return {
+    url: postgres.url,
+    db,
+    store: new SendingStore(db),
+    close: async () => {
+      await db.destroy();
+      await postgres.drop();
+    },
+  };
 }

@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { createTestPostgres, type TestPostgres } from '@mail/local';
 import type { RunPlan } from '../src/domain/plan';
 import { openDatabase } from '../src/store/database';
 import { insertRun } from '../src/store/runs';
 import { SendingStore } from '../src/store/sending';
+import { openSendingDatabase } from './harness';
 
 /**
  * Which run a sender serves next (SendingStore.readyRuns): the higher
@@ -11,20 +11,16 @@ import { SendingStore } from '../src/store/sending';
  * limit (SendingStore.takeTokens). On the delivery schema of a private database.
  */
 
-let postgres: TestPostgres;
+let url: string;
 let db: Knex;
 let store: SendingStore;
+let close: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  postgres = await createTestPostgres('delivery_priority');
-  db = await openDatabase(postgres.url);
-  store = new SendingStore(db);
+  ({ url, db, store, close } = await openSendingDatabase('delivery_priority'));
 }, 60_000);
 
-afterAll(async () => {
-  await db?.destroy();
-  await postgres?.drop();
-});
+afterAll(() => close?.());
 
 const plan = (sendPriority: number): RunPlan => ({
   fromEmail: 'news@sender.example.com',
@@ -76,7 +72,7 @@ test('the higher send_priority goes first; runs of one priority take turns', asy
 
 test('the rate limit holds across replicas: all takers together never get more than the rate allows', async () => {
   // Two stores on two pools stand for two replicas taking from one transport's bucket.
-  const other = await openDatabase(postgres.url);
+  const other = await openDatabase(url);
   try {
     const replicas = [store, new SendingStore(other)];
     const rate = 5;

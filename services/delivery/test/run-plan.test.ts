@@ -1,9 +1,8 @@
 import type { Knex } from 'knex';
-import { createTestPostgres, type TestPostgres } from '@mail/local';
 import type { RunPlan } from '../src/domain/plan';
-import { openDatabase } from '../src/store/database';
 import { getRun, insertRun } from '../src/store/runs';
 import { SendingStore, type SentRecipient } from '../src/store/sending';
+import { openSendingDatabase } from './harness';
 
 /**
  * What is read of a run's plan, and where: the recipient source (a
@@ -12,20 +11,15 @@ import { SendingStore, type SentRecipient } from '../src/store/sending';
  * record. On the delivery schema of a private database.
  */
 
-let postgres: TestPostgres;
 let db: Knex;
 let store: SendingStore;
+let close: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  postgres = await createTestPostgres('delivery_run_plan');
-  db = await openDatabase(postgres.url);
-  store = new SendingStore(db);
+  ({ db, store, close } = await openSendingDatabase('delivery_run_plan'));
 }, 60_000);
 
-afterAll(async () => {
-  await db?.destroy();
-  await postgres?.drop();
-});
+afterAll(() => close?.());
 
 const LIST_SIZE = 50_000;
 
