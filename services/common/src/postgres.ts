@@ -1,5 +1,5 @@
 import knex, { type Knex } from 'knex';
-import type pg from 'pg';
+import { Client, type ClientBase } from 'pg';
 
 export interface Migration {
   name: string;
@@ -31,8 +31,7 @@ export interface PostgresOptions {
 
 /**
  * Opens a pool whose search_path is the service's schema and brings the
- * schema up to date. Several replicas may start at once: knex's migration
- * lock serializes them.
+ * schema up to date.
  */
 export async function openPostgres(options: PostgresOptions): Promise<Knex> {
   const db = knex({
@@ -42,17 +41,42 @@ export async function openPostgres(options: PostgresOptions): Promise<Knex> {
     pool: { min: 0, max: options.poolMax ?? 10, acquireTimeoutMillis: 3_000 },
     acquireConnectionTimeout: 3_000,
   });
-  await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [options.schema]);
-  await db.migrate.latest({
-    migrationSource: new ListMigrationSource(options.migrations),
-    schemaName: options.schema,
-    tableName: 'knex_migrations',
-  });
+  try {
+    await whileHoldingMigrationLock(options.url, options.schema, async () => {
+      await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [options.schema]);
+      await db.migrate.latest({
+        migrationSource: new ListMigrationSource(options.migrations),
+        schemaName: options.schema,
+        tableName: 'knex_migrations',
+      });
+    });
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
   return db;
 }
 
+/**
+ * Runs work while holding the schema's migration lock, a Postgres advisory
+ * lock held by a connection of its own. Replicas starting at once take turns:
+ * knex's own lock lives in a table that a fresh schema does not have yet, and
+ * concurrent `CREATE ... IF NOT EXISTS` of one name can fail in Postgres.
+ */
+async function whileHoldingMigrationLock(url: string, schema: string, work: () => Promise<void>): Promise<void> {
+  const lock = new Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query("SELECT pg_advisory_lock(hashtext('migrations of schema ' || $1))", [schema]);
+    await work();
+  } finally {
+    // Ending the session releases the lock.
+    await lock.end();
+  }
+}
+
 /** One connection of a knex pool, as the driver gives it. */
-export type PgConnection = pg.ClientBase;
+export type PgConnection = ClientBase;
 
 /** What withConnection uses of knex's client, which knex types as `any`. */
 interface KnexConnectionPool {

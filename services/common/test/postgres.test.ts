@@ -57,3 +57,26 @@ it('gives the connection back when the work throws outside a transaction', async
   await expect(withConnection(db, () => Promise.reject(new Error('work failed')))).rejects.toThrow('work failed');
   expect(await ids()).toEqual([1, 2, 3]);
 });
+
+it('brings one schema up to date from several replicas starting at once, each migration run once', async () => {
+  const runs: string[] = [];
+  const migrations = [
+    {
+      name: '001_items',
+      up: async (knex: Knex) => {
+        runs.push('001_items');
+        await knex.raw('CREATE TABLE items (id int PRIMARY KEY)');
+      },
+      down: (knex: Knex) => knex.raw('DROP TABLE items'),
+    },
+  ];
+  for (const round of [1, 2, 3]) {
+    const schema = `common_replicas_${round}`;
+    const replicas = await Promise.allSettled(
+      Array.from({ length: 6 }, () => openPostgres({ url: postgres.url, schema, poolMax: 2, migrations })),
+    );
+    for (const replica of replicas) if (replica.status === 'fulfilled') await replica.value.destroy();
+    expect(replicas.filter((replica) => replica.status === 'rejected').map((replica) => String(replica.reason))).toEqual([]);
+  }
+  expect(runs).toEqual(['001_items', '001_items', '001_items']);
+});
