@@ -1,13 +1,13 @@
 import crypto from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { call, createClient } from '@mail/common';
+import { createClient } from '@mail/common';
 import { WORKSPACE_TABLES } from '@mail/event-store';
 import { createClickHouse } from '@mail/event-store';
 import { uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import type { Json } from './support/json';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
-import { keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
+import { keyPair, post, sendgridEvent, signedHeaders, createCategoryCampaign } from './webhook-support';
 
 /**
  * The engagement event pipeline end to end, every process real: SendGrid's
@@ -38,14 +38,7 @@ afterAll(async () => {
   await target?.close();
 });
 
-async function createCampaign(category: string): Promise<{ id: string; workspaceId: string }> {
-  const workspaceId = crypto.randomUUID();
-  const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
-    workspaceId,
-    campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `pipeline ${category}`, providerCategoryId: category }),
-  });
-  return { id: campaign!.id, workspaceId };
-}
+const createCampaign = (category: string) => createCategoryCampaign(campaigns, `pipeline ${category}`, category);
 
 /** A webhook call the way SendGrid makes it when both signature and Basic are configured. */
 function deliver(events: Record<string, unknown>[]): ReturnType<typeof post> {

@@ -1,11 +1,10 @@
-import crypto from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { call, createClient } from '@mail/common';
+import { createClient } from '@mail/common';
 import { chsql, createClickHouse } from '@mail/event-store';
 import { uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
-import { eventually, keyPair, post, sendgridEvent, signedHeaders } from './webhook-support';
+import { eventually, keyPair, post, sendgridEvent, signedHeaders, createCategoryCampaign } from './webhook-support';
 
 /**
  * The payloads of the second attack pass, each in a signed SendGrid call
@@ -37,14 +36,7 @@ afterAll(async () => {
   await target?.close();
 });
 
-async function createCampaign(category: string): Promise<{ id: string; workspaceId: string }> {
-  const workspaceId = crypto.randomUUID();
-  const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
-    workspaceId,
-    campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name: `attack ${category}`, providerCategoryId: category }),
-  });
-  return { id: campaign!.id, workspaceId };
-}
+const createCampaign = (category: string) => createCategoryCampaign(campaigns, `attack ${category}`, category);
 
 /** A signed SendGrid call. */
 function deliver(events: Record<string, unknown>[]): ReturnType<typeof post> {

@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Kafka, Partitioners, logLevel, type Consumer } from 'kafkajs';
-import { EnvReader, Readiness, createLogger } from '@mail/common';
-import { eventsV1 } from '@mail/proto';
+import { EnvReader, Readiness, call, createLogger } from '@mail/common';
+import { campaignV1, eventsV1 } from '@mail/proto';
 import { createApp } from '../src/app';
 import { devAuthenticator } from '../src/auth/principal';
 import { closeServiceClients, createServiceClients } from '../src/clients';
@@ -198,4 +198,18 @@ export async function defaultPartitionOf(brokers: string[], topic: string): Prom
   } finally {
     await admin.disconnect();
   }
+}
+
+/** A campaign of a fresh workspace that takes the events of `category`, made through the campaign service. */
+export async function createCategoryCampaign(
+  campaigns: campaignV1.CampaignServiceClient,
+  name: string,
+  category: string,
+): Promise<{ id: string; workspaceId: string }> {
+  const workspaceId = crypto.randomUUID();
+  const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
+    workspaceId,
+    campaign: campaignV1.CampaignInput.fromPartial({ workspaceId, name, providerCategoryId: category }),
+  });
+  return { id: campaign!.id, workspaceId };
 }

@@ -67,13 +67,11 @@ const JSON_TYPE: Record<string, (value: unknown) => boolean> = {
   object: isRecord,
 };
 
-/** Whether a value (lax conversions applied) is of another JSON type than its schema's: a failure whatever else the schema says. */
-function failsItsType(document: OpenApiDocument, schema: Schema | undefined, value: unknown): boolean {
-  if (schema === undefined) return false;
-  const resolved = resolve(document, schema);
-  const isOfType = resolved.type === undefined ? undefined : JSON_TYPE[resolved.type];
+/** Whether a value (lax conversions applied) is of another JSON type than its (resolved) schema's: a failure whatever else the schema says. */
+function failsItsType(schema: Schema, value: unknown): boolean {
+  const isOfType = schema.type === undefined ? undefined : JSON_TYPE[schema.type];
   if (!isOfType) return false;
-  return value === null ? resolved.nullable !== true : !isOfType(value);
+  return value === null ? schema.nullable !== true : !isOfType(value);
 }
 
 /**
@@ -86,13 +84,14 @@ function failsItsType(document: OpenApiDocument, schema: Schema | undefined, val
  */
 function laxItems(document: OpenApiDocument, list: Schema, itemSchema: Schema, items: unknown[]): unknown[] {
   const limit = list.maxItems === undefined ? items.length : list.maxItems + 1;
+  const resolvedItem = resolve(document, itemSchema);
   const given: unknown[] = [];
   let failures = 0;
   for (const item of items) {
     if (given.length === limit || failures > MAX_DETAIL_ENTRIES) break;
     const laxed = lax(document, itemSchema, item);
     given.push(laxed);
-    if (failsItsType(document, itemSchema, laxed)) failures += 1;
+    if (failsItsType(resolvedItem, laxed)) failures += 1;
   }
   return given;
 }
