@@ -2,12 +2,14 @@ import crypto from 'node:crypto';
 import {
   compactClosedMonths,
   createClickHouse,
+  MONTHLY_TABLES,
   refreshSuppressionState,
   repairSuppressionStates,
   settleUnsettledDays,
   StoreLayout,
   type SuppressedAddress,
   type EventRow,
+  WORKSPACE_TABLES,
 } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
@@ -15,6 +17,7 @@ import {
   createClusterDatabase,
   madeUpEvents,
   nodeUrls,
+  NODES,
   signalsOf,
   startAnalytics,
   type Analytics,
@@ -39,6 +42,8 @@ let cluster: ClusterDatabase;
 let single: TestEventDatabase;
 let clusterAnalytics: Analytics;
 let singleAnalytics: Analytics;
+/** The sharded tables. */
+const TABLES = [...new Set([...WORKSPACE_TABLES, ...MONTHLY_TABLES])];
 const events: EventRow<string>[] = WORKSPACES.flatMap((workspaceId, index) =>
   madeUpEvents(workspaceId, CAMPAIGNS.get(workspaceId)!, 40 + index * 3),
 );
@@ -61,6 +66,7 @@ beforeAll(async () => {
   const writer = createClickHouse([urls.ch1, urls.ch3], cluster.database, { cluster: CLUSTER });
   await Promise.all([load(writer), load(single.clickhouse)]);
   await writer.close();
+  await cluster.syncReplicas(TABLES);
   [clusterAnalytics, singleAnalytics] = await Promise.all([
     startAnalytics('sharding-cluster', {
       CLICKHOUSE_URL: [urls.ch3, urls.ch1].join(','),
@@ -136,6 +142,7 @@ it('settles unsettled days on the cluster, rebuilding one whose rollups disagree
   const pass = await settleUnsettledDays(client, layout, { rebuild: true });
   expect(pass.rebuilt.map((marked) => marked.workspaceId)).toEqual([workspaceId]);
   expect(pass.settled.map((marked) => marked.workspaceId)).toEqual([workspaceId]);
+  await cluster.syncReplicas(TABLES);
   expect(await clusterAnalytics.stats(workspaceId)).toEqual(await singleAnalytics.stats(workspaceId));
 });
 
@@ -143,10 +150,12 @@ it('merges each closed month into one part on every replica of both shards', asy
   const layout = new StoreLayout(cluster.database, CLUSTER);
   // A second part on one shard: a copy of an event, which the merge collapses.
   await cluster.on('ch1').insert({ table: 'events', values: [events[0]], format: 'JSONEachRow' });
+  // ch2 counts the parts of its own replica of its shard: it must have fetched the new one.
+  await cluster.syncReplicas(['events']);
   const due = await compactClosedMonths(cluster.on('ch2'), layout);
   expect(due.map((partition) => partition.table)).toContain('events');
   // Each shard's other replica merges the same parts once the merge reaches it through ZooKeeper.
-  for (const node of ['ch1', 'ch2', 'ch3', 'ch4'] as const) {
+  for (const node of NODES) {
     await waitFor(`one part of events_local on ${node}`, 30_000, async () => {
       const [{ n }] = await cluster.rows<{ n: string }>(
         node,
@@ -155,7 +164,8 @@ it('merges each closed month into one part on every replica of both shards', asy
       return Number(n) === 1 ? true : undefined;
     });
   }
-  // One part on each shard: nothing left to merge.
+  // One part on each shard once every replica has done its merges: nothing left to merge.
+  await cluster.syncReplicas(MONTHLY_TABLES);
   expect(await compactClosedMonths(cluster.on('ch4'), layout)).toEqual([]);
 });
 
@@ -188,5 +198,7 @@ it('repairs, through the cluster, the suppression states behind their signals', 
       .map((row) => ({ workspace_id: row.workspace_id, reason: 'unsubscribe' }))
       .sort((a, b) => a.workspace_id.localeCompare(b.workspace_id)),
   );
+  // Seen from another server once the replicas have the repaired states, nothing is behind.
+  await cluster.syncReplicas(TABLES);
   expect(await repairSuppressionStates(cluster.on('ch3'))).toEqual([]);
 });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { call, createClient } from '@mail/common';
-import { createClickHouse, ensureEventSchema, type EventRow, type SuppressedAddress } from '@mail/event-store';
+import { StoreLayout, createClickHouse, ensureEventSchema, type EventRow, type SuppressedAddress } from '@mail/event-store';
 import { startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { analyticsV1 } from '@mail/proto';
 
@@ -38,6 +38,12 @@ export interface ClusterDatabase {
   on(node: NodeName): ClickHouseClient;
   /** Rows of a query run on one server. */
   rows<T>(node: NodeName, query: string): Promise<T[]>;
+  /**
+   * Waits until every server has carried out its replication queue (fetches, merges, mutations) for the tables'
+   * local tables. Reads and writes go to a shard's first healthy replica, but a server that saw a replica fail
+   * (a test that killed it) counts its errors and reads another, which may not have fetched a write just made.
+   */
+  syncReplicas(tables: readonly string[]): Promise<void>;
   /** Closes the clients and drops the database ON CLUSTER (every server must be up). */
   drop(): Promise<void>;
 }
@@ -65,6 +71,12 @@ export async function createClusterDatabase(label: string, cluster: string, node
     database,
     on,
     rows: async <T>(node: NodeName, query: string) => (await on(node).query({ query, format: 'JSONEachRow' })).json<T>(),
+    syncReplicas: async (tables) => {
+      const layout = new StoreLayout(database, cluster);
+      for (const node of nodes) {
+        for (const table of tables) await on(node).command({ query: `SYSTEM SYNC REPLICA ${layout.localName(table)}` });
+      }
+    },
     drop: async () => {
       await on(nodes[0]).command({ query: `DROP DATABASE IF EXISTS ${database} ON CLUSTER ${cluster}` });
       await Promise.all([...clients.values()].map((client) => client.close()));
