@@ -64,6 +64,5 @@ npx jest --ci "$@"
 # restart nodes of the local Kafka and ClickHouse clusters. Skipped when arguments pick tests.
 if (($# == 0)); then
   wait "$go_tools"
-  load_infra_env kafka-cluster clickhouse-cluster
-  npx jest --ci --config jest.cluster.config.js
+  bash "$REPO_ROOT/deploy/local/test-cluster.sh"
 fi
