@@ -31,7 +31,7 @@ DDL_WORKER_STOPPED='DDLWorker: Unexpected ZooKeeper error: .*Node exists, path: 
 error_log_sizes() {
   local log
   for log in "$CLUSTER_LOGS"/ch*/logs/clickhouse-server.err.log; do
-    [[ -f $log ]] && printf '%s %s\n' "$log" "$(stat -c %s -- "$log")"
+    if [[ -f $log ]]; then printf '%s %s\n' "$log" "$(stat -c %s -- "$log")"; fi
   done
 }
 
@@ -39,6 +39,7 @@ error_log_sizes() {
 ddl_worker_stopped_since() {
   local log size
   while read -r log size; do
+    [[ -n $log ]] || continue
     if tail -c "+$((size + 1))" -- "$log" | grep -q -- "$DDL_WORKER_STOPPED"; then
       printf '[test:cluster] %s: ClickHouse 18.16 DDL worker stopped (Node exists on a shard'"'"'s executed mark)\n' "$log" >&2
       return 0
