@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { call, createClient, createKafka, createLogger } from '@mail/common';
+import * as grpc from '@grpc/grpc-js';
+import { call, createClient, createKafka, createLogger, isServiceError } from '@mail/common';
 import {
   ACCOUNTS_TABLE,
   createTestClickHouse,
@@ -121,6 +122,7 @@ export async function startDeliveryWorld(label: string, env: Record<string, stri
     const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
     const templates = createClient(campaignV1.TemplateServiceClient, stack.urls.grpc.campaign);
     clients.push(delivery, campaigns, templates);
+    await awaitCampaignReached(delivery);
     const startReplica = async (): Promise<ChildProcess> => {
       const [grpcPort, opsPort] = await freePorts(2);
       const log = fs.openSync(path.join(stateDir, 'logs', `delivery-replica-${replicas.length + 1}.log`), 'a');
@@ -162,6 +164,26 @@ export async function startDeliveryWorld(label: string, env: Record<string, stri
   } catch (error) {
     await close();
     throw error;
+  }
+}
+
+/**
+ * Waits until the delivery process reaches the campaign service: a campaign it
+ * does not know is NOT_FOUND, not UNAVAILABLE. The processes start at once, and
+ * delivery's scheduler asks for campaigns at its start; if that first connection
+ * failed, the channel fails calls at once until its reconnect backoff is over.
+ */
+async function awaitCampaignReached(delivery: deliveryV1.DeliveryServiceClient): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await call(delivery.listRuns.bind(delivery), { workspaceId: crypto.randomUUID(), campaignId: crypto.randomUUID() });
+      return;
+    } catch (error) {
+      if (isServiceError(error) && error.code === grpc.status.NOT_FOUND) return;
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 }
 
