@@ -11,7 +11,9 @@
  * B's calls go one after the other, BENCH_FAIRNESS_RUNS of them per phase
  * (after 5 unmeasured), each followed by a ClickHouse round trip (SELECT 1
  * straight to the server) as the calibration: how busy the server and the
- * host were while B was measured. The idle phase also times A's call alone.
+ * host were while B was measured. The idle phase also times A's call alone,
+ * and before B's loaded phase A holds its calls alone for HOLDING_ALONE_MS:
+ * what A gets done when nobody else reads, against what it gets done beside B.
  * The target: B's p95 under A's load at most twice its idle p95, B never
  * refused.
  */
@@ -61,19 +63,25 @@ export interface FairnessPhase {
   load: number;
 }
 
+/** What workspace A's holders got done in a phase. */
+export interface HoldersPhase {
+  /** HTTP status -> count of A's answers. */
+  aStatuses: Record<string, number>;
+  /** A's calls answered 200, a second. */
+  aAnsweredPerSecond: number;
+  /** All of A's calls, 503s included. */
+  aLatencies: Latencies;
+}
+
 export interface FairnessResult {
   settings: FairnessSettings;
   /** Workspace A's stats call alone, one after the other (idle phase). */
   aAlone: Latencies;
+  /** A's holders with nobody else reading. */
+  aHoldingAlone: HoldersPhase;
   idle: FairnessPhase;
-  loaded: FairnessPhase & {
-    /** A's answers while B was measured. */
-    aStatuses: Record<string, number>;
-    /** A's calls answered 200, a second: the work A got done. */
-    aAnsweredPerSecond: number;
-    /** All of A's calls, 503s included. */
-    aLatencies: Latencies;
-  };
+  /** B's calls while A's holders run, and what A got done meanwhile. */
+  loaded: FairnessPhase & HoldersPhase;
   /** B's loaded p95 over its idle p95. */
   ratio: number;
   seconds: number;
@@ -84,6 +92,7 @@ const DAYS = 30;
 const CAMPAIGNS = 20;
 const ADDRESSES = 100_000;
 const WARM_UP_CALLS = 5;
+const HOLDING_ALONE_MS = 10_000;
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
@@ -199,46 +208,61 @@ export async function runFairnessBench(settings: FairnessSettings = fairnessSett
     const idle = await measureB();
     log('fairness', `idle: B p50 ${idle.b.p50Ms} ms, p95 ${idle.b.p95Ms} ms; A alone p95 ${aAlone.p95Ms} ms; load ${idle.load}`);
 
-    // A's holders: each sends its next call as soon as the last is answered.
+    // A's holders: each sends its next call as soon as the last is answered, its answers counted in the phase they end in.
     let holding = true;
-    let measuring = false;
-    const aStatuses: Record<string, number> = {};
-    const aMs: number[] = [];
+    interface Counting {
+      statuses: Record<string, number>;
+      ms: number[];
+    }
+    let counting: Counting | undefined;
     const answeredOnce = new Set<number>();
     let allAnswered: () => void = () => undefined;
     const warmedUp = new Promise<void>((resolve) => (allAnswered = resolve));
     const holders = Array.from({ length: settings.holders }, async (_, holder) => {
       while (holding) {
         const answer = await stats(gateway, workspaceA);
-        if (measuring) {
-          count(aStatuses, answer.status);
-          aMs.push(answer.ms);
+        if (counting) {
+          count(counting.statuses, answer.status);
+          counting.ms.push(answer.ms);
         }
         answeredOnce.add(holder);
         if (answeredOnce.size === settings.holders) allAnswered();
       }
     });
+    /** What A's holders got done while `during` ran. */
+    const holdersPhase = async <T>(during: () => Promise<T>): Promise<[T, HoldersPhase]> => {
+      const counted: Counting = { statuses: {}, ms: [] };
+      counting = counted;
+      const at = performance.now();
+      const result = await during();
+      counting = undefined;
+      const seconds = (performance.now() - at) / 1000;
+      return [
+        result,
+        {
+          aStatuses: counted.statuses,
+          aAnsweredPerSecond: round((counted.statuses[200] ?? 0) / seconds, 1),
+          aLatencies: latencies(counted.ms),
+        },
+      ];
+    };
     await warmedUp;
-    measuring = true;
-    const loadedAt = performance.now();
-    const loadedB = await measureB();
-    const loadedSeconds = (performance.now() - loadedAt) / 1000;
-    measuring = false;
+    const [, aHoldingAlone] = await holdersPhase(() => new Promise((resolve) => setTimeout(resolve, HOLDING_ALONE_MS)));
+    const [loadedB, beside] = await holdersPhase(measureB);
     holding = false;
     await Promise.all(holders);
     const ratio = round(loadedB.b.p95Ms / idle.b.p95Ms, 2);
-    const loaded = {
-      ...loadedB,
-      aStatuses,
-      aAnsweredPerSecond: round((aStatuses[200] ?? 0) / loadedSeconds, 1),
-      aLatencies: latencies(aMs),
-    };
+    const loaded = { ...loadedB, ...beside };
+    log(
+      'fairness',
+      `A holding ${settings.holders} alone: ${aHoldingAlone.aAnsweredPerSecond} calls/s answered 200 ${JSON.stringify(aHoldingAlone.aStatuses)}`,
+    );
     log(
       'fairness',
       `A holding ${settings.holders}: B p50 ${loaded.b.p50Ms} ms, p95 ${loaded.b.p95Ms} ms (x${ratio} idle), ` +
-        `B answers ${JSON.stringify(loaded.bStatuses)}, A ${loaded.aAnsweredPerSecond} calls/s answered 200 ${JSON.stringify(aStatuses)}; load ${loaded.load}`,
+        `B answers ${JSON.stringify(loaded.bStatuses)}, A ${loaded.aAnsweredPerSecond} calls/s answered 200 ${JSON.stringify(loaded.aStatuses)}; load ${loaded.load}`,
     );
-    return { settings, aAlone, idle, loaded, ratio, seconds: Math.round((performance.now() - started) / 1000) };
+    return { settings, aAlone, aHoldingAlone, idle, loaded, ratio, seconds: Math.round((performance.now() - started) / 1000) };
   } finally {
     await clickhouse.close();
     await bench.close();

@@ -246,7 +246,7 @@ export function validationRows(result: ValidationResult): Row[] {
 }
 
 export function fairnessRows(result: FairnessResult): Row[] {
-  const { settings, idle, loaded, aAlone } = result;
+  const { settings, idle, loaded, aAlone, aHoldingAlone } = result;
   const statuses = (counts: Record<string, number>) =>
     Object.entries(counts)
       .map(([status, n]) => `${number(n)} × ${status}`)
@@ -270,7 +270,8 @@ export function fairnessRows(result: FairnessResult): Row[] {
       verdict: met ? 'met' : 'MISSED',
       note:
         `${phaseNote(loaded)}; A answered ${loaded.aAnsweredPerSecond}/s with 200 (${statuses(loaded.aStatuses)}), ` +
-        `p50 ${ms(loaded.aLatencies.p50Ms)}, p95 ${ms(loaded.aLatencies.p95Ms)}`,
+        `p50 ${ms(loaded.aLatencies.p50Ms)}, p95 ${ms(loaded.aLatencies.p95Ms)}; ` +
+        `A's ${settings.holders} alone: ${aHoldingAlone.aAnsweredPerSecond}/s with 200 (${statuses(aHoldingAlone.aStatuses)})`,
     },
   ];
 }
