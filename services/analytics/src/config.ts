@@ -11,9 +11,10 @@ export function readConfig(env: EnvReader): AnalyticsConfig {
   const reads: ReadLimits = {
     slots: env.int('ANALYTICS_CLICKHOUSE_READS', 8),
     waitMs: env.int('ANALYTICS_READ_WAIT_MS', 3_000),
+    turnMs: env.int('ANALYTICS_READ_TURN_MS', 250),
   };
-  if (reads.slots < 1 || reads.waitMs < 1)
-    throw new ConfigError('ANALYTICS_CLICKHOUSE_READS and ANALYTICS_READ_WAIT_MS must be at least 1');
+  if (reads.slots < 1 || reads.waitMs < 1 || reads.turnMs < 1)
+    throw new ConfigError('ANALYTICS_CLICKHOUSE_READS, ANALYTICS_READ_WAIT_MS and ANALYTICS_READ_TURN_MS must be at least 1');
   return {
     clickhouse: readEventStoreConfig(env),
     reads,

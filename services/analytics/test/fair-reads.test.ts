@@ -1,17 +1,17 @@
 import { UnavailableError } from '@mail/common';
 import { chsql, createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, uniqueSuffix, type TestClickHouse } from '@mail/local';
-import { FairReads, type ReadLimits } from '../src/domain/fair-reads';
+import { FairReads, type Admission, type ReadCall, type ReadLimits } from '../src/domain/fair-reads';
 import { openEventStore, type EventDatabase, type EventStore } from '../src/store/connection';
 
 const { raw, sql, str } = chsql;
 
 /**
- * The fair queue of ClickHouse reads (FairReads) through the real store:
- * which read gets the next place, that a busy workspace cannot hold back
- * another's, the bound on waiting, and the priority each query runs with.
- * A place is held by a streamed read left unfinished, so the order is set by
- * the test, not by timing.
+ * The turns of ClickHouse reads across workspaces (FairReads): on their
+ * own, for who starts when, and through the real store, for the bound on
+ * waiting and the priority each query runs with. A place is held by a
+ * streamed read left unfinished or by an admission not yet released, so the
+ * order is set by the test, not by timing.
  */
 jest.setTimeout(60_000);
 
@@ -27,8 +27,13 @@ afterAll(async () => {
   await database.drop();
 });
 
+const NEVER = 60_000;
+
 async function open(limits: Partial<ReadLimits> = {}): Promise<EventDatabase> {
-  const events = await openEventStore({ urls: [database.url], database: database.database }, { slots: 1, waitMs: 60_000, ...limits });
+  const events = await openEventStore(
+    { urls: [database.url], database: database.database },
+    { slots: 1, waitMs: NEVER, turnMs: NEVER, ...limits },
+  );
   opened.push(events);
   return events;
 }
@@ -42,16 +47,6 @@ async function holdPlace(events: EventDatabase, workspaceId: string): Promise<{ 
       await reads.return?.();
     },
   };
-}
-
-/**
- * With one place (twice that in all), two reads of two workspaces held: every other read waits.
- * Releasing the first leaves one place, which the waiting reads then take
- * one at a time, in their order (a workspace's share is that one place).
- */
-async function holdAll(events: EventDatabase): Promise<{ start(): Promise<void>; release(): Promise<void> }> {
-  const [first, second] = [await holdPlace(events, 'holder 1'), await holdPlace(events, 'holder 2')];
-  return { start: () => first.release(), release: () => second.release() };
 }
 
 /** A call that stays open without reading, until `end` is called (it counts among the workspace's running calls). */
@@ -68,73 +63,145 @@ function readsOf(events: EventDatabase, workspaceId: string, labels: string[], o
   });
 }
 
-it('gives the next place to the workspace served least recently, reads of one workspace in the order they came', async () => {
+/** Admissions of FairReads on their own: which reads have started, in the order they did. */
+function admissions(reads: FairReads) {
+  const started: string[] = [];
+  const admitted = new Map<string, Admission>();
+  const calls: ReadCall[] = [];
+  return {
+    started,
+    startCall: (workspaceId: string) => {
+      const call = reads.startCall(workspaceId);
+      calls.push(call);
+      return call;
+    },
+    /** A read of the call, labelled; resolves once it starts, or is refused (its call ended). */
+    read: (call: ReadCall, label: string) =>
+      call.admit().then(
+        (admission) => {
+          started.push(label);
+          admitted.set(label, admission);
+        },
+        (error: unknown) => expect(error).toBeInstanceOf(UnavailableError),
+      ),
+    release: (label: string) => admitted.get(label)!.release(),
+    /** Lets admissions resolve (they are promises). */
+    settle: () => new Promise((resolve) => setImmediate(resolve)),
+    /** Ends every call, dropping the reads still waiting. */
+    endAll: () => calls.forEach((call) => call.end()),
+  };
+}
+
+it("runs a lone call's reads at once, and a workspace running several calls its share of them (at least a third)", async () => {
+  const reads = new FairReads({ slots: 6, waitMs: NEVER, turnMs: NEVER });
+  const { started, startCall, read, release, settle, endAll } = admissions(reads);
+  const solo = startCall('solo');
+  const labels = ['s1', 's2', 's3', 's4', 's5', 's6', 's7'];
+  const done = Promise.all(labels.map((label) => read(solo, label)));
+  await settle();
+  expect(started).toEqual(labels.slice(0, 6));
+  release('s1');
+  await done;
+  for (const label of labels.slice(1)) release(label);
+  solo.end();
+
+  const busy = [1, 2, 3, 4, 5, 6].map(() => startCall('busy'));
+  busy.forEach((call, index) => void read(call, `b${index + 1}`));
+  await settle();
+  // Six running calls: 6 ÷ 6 is 1, a third of 6 is 2.
+  expect(started.slice(7)).toEqual(['b1', 'b2']);
+  expect(reads.waitingReads).toBe(4);
+  endAll();
+});
+
+it('makes another workspace wait for the reads of the turn running, then starts its whole call; the busy workspace waits for that turn', async () => {
+  const reads = new FairReads({ slots: 4, waitMs: NEVER, turnMs: NEVER });
+  const { started, startCall, read, release, settle, endAll } = admissions(reads);
+  // Eight calls: a share of 2 reads at once.
+  const busy = Array.from({ length: 8 }, () => startCall('busy'));
+  busy.forEach((call, index) => void read(call, `busy${index + 1}`));
+  await settle();
+  expect(started).toEqual(['busy1', 'busy2']);
+  const quiet = startCall('quiet');
+  for (const label of ['q1', 'q2', 'q3']) void read(quiet, label);
+  release('busy1');
+  await settle();
+  // The busy turn starts nothing more once another workspace waits, and the quiet one waits for its running read.
+  expect(started).toEqual(['busy1', 'busy2']);
+  release('busy2');
+  await settle();
+  expect(started).toEqual(['busy1', 'busy2', 'q1', 'q2', 'q3']);
+  release('q1');
+  release('q2');
+  await settle();
+  expect(started).toHaveLength(5);
+  release('q3');
+  await settle();
+  expect(started.slice(5)).toEqual(['busy3', 'busy4']);
+  endAll();
+});
+
+it('gives the next turn to the waiting workspace that began a turn least recently', async () => {
+  const reads = new FairReads({ slots: 1, waitMs: NEVER, turnMs: NEVER });
+  const { started, startCall, read, release, settle, endAll } = admissions(reads);
+  const a = startCall('a');
+  // a2 waits from the start, before b's and c's reads: a was served, so they go first all the same.
+  for (const [call, label] of [
+    [a, 'a1'],
+    [a, 'a2'],
+    [startCall('b'), 'b1'],
+    [startCall('c'), 'c1'],
+  ] as const)
+    void read(call, label);
+  for (const label of ['a1', 'b1', 'c1']) {
+    await settle();
+    release(label);
+  }
+  await settle();
+  expect(started).toEqual(['a1', 'b1', 'c1', 'a2']);
+  endAll();
+});
+
+it('holds the next workspace back for the turn length at most: past it, its turn begins beside a long read', async () => {
+  const reads = new FairReads({ slots: 2, waitMs: NEVER, turnMs: 50 });
+  const { started, startCall, read, endAll } = admissions(reads);
+  await read(startCall('long'), 'long');
+  // The long read is still running when the next workspace's read starts.
+  await read(startCall('next'), 'next');
+  expect(started).toEqual(['long', 'next']);
+  endAll();
+});
+
+it('lets a turn go on once the workspace it held back stopped waiting', async () => {
+  const reads = new FairReads({ slots: 1, waitMs: 100, turnMs: NEVER });
+  const { started, startCall, read, release, settle, endAll } = admissions(reads);
+  await read(startCall('busy'), 'first');
+  await expect(startCall('late').admit()).rejects.toThrow(UnavailableError);
+  const later = read(startCall('busy'), 'later');
+  await settle();
+  expect(started).toEqual(['first']);
+  release('first');
+  await later;
+  expect(started).toEqual(['first', 'later']);
+  endAll();
+});
+
+it("gives turns round-robin through the store, a workspace's oldest call first", async () => {
   const events = await open();
-  const held = await holdAll(events);
+  const holder = await holdPlace(events, 'holder');
   const order: string[] = [];
-  const calls = [readsOf(events, 'a', ['a1', 'a2', 'a3'], order), readsOf(events, 'b', ['b1', 'b2', 'b3'], order)];
-  await held.start();
+  const busy = [1, 2, 3].map((call) => readsOf(events, 'busy', [`busy${call}a`, `busy${call}b`], order));
+  const calls = [...busy, readsOf(events, 'a', ['a1', 'a2'], order), readsOf(events, 'quiet', ['quiet'], order)];
+  await holder.release();
   await Promise.all(calls);
-  await held.release();
-  expect(order).toEqual(['a1', 'b1', 'a2', 'b2', 'a3', 'b3']);
+  expect(order).toEqual(['busy1a', 'a1', 'quiet', 'busy1b', 'a2', 'busy2a', 'busy2b', 'busy3a', 'busy3b']);
 });
 
-it("serves another workspace's first call before a busy workspace's later calls, whatever came first", async () => {
-  const events = await open();
-  const held = await holdAll(events);
-  const order: string[] = [];
-  const busy = [1, 2, 3, 4].map((call) => readsOf(events, 'busy', [`busy${call}a`, `busy${call}b`], order));
-  const quiet = readsOf(events, 'quiet', ['quiet'], order);
-  await held.start();
-  await Promise.all([...busy, quiet]);
-  await held.release();
-  expect(order).toEqual(['busy1a', 'quiet', 'busy1b', 'busy2a', 'busy2b', 'busy3a', 'busy3b', 'busy4a', 'busy4b']);
-});
-
-it('starts a read at once beside the reads it outranks, up to twice the places in all', async () => {
-  const reads = new FairReads({ slots: 2, waitMs: 60_000 });
-  // The busy workspace's third call (priority 3) takes both places; its next read waits.
-  const busy = [reads.startCall('busy'), reads.startCall('busy'), reads.startCall('busy')];
-  const busyReads = [await busy[2].admit(), await busy[2].admit()];
-  expect(busyReads.map((read) => read.priority)).toEqual([3, 3]);
-  const waiting = busy[2].admit();
-  expect(reads.waitingReads).toBe(1);
-  // Reads that outrank them start at once, beyond the places: a first call's (priority 1), another's second call's (2).
-  const quietRead = await reads.startCall('quiet').admit();
-  const other = [reads.startCall('other'), reads.startCall('other')];
-  const otherRead = await other[1].admit();
-  // Four run, twice the places: the next first call's read waits, though only one running read is of its priority.
-  const third = reads.startCall('third').admit();
-  expect(reads.waitingReads).toBe(2);
-  busyReads[0].release();
-  const thirdRead = await third;
-  expect(reads.waitingReads).toBe(1);
-  for (const read of [thirdRead, busyReads[1], quietRead, otherRead]) read.release();
-  (await waiting).release();
-  expect(reads.waitingReads).toBe(0);
-});
-
-it('gives a workspace its share of the places at its priority when another filled them first', async () => {
-  const reads = new FairReads({ slots: 2, waitMs: 60_000 });
-  const busy = reads.startCall('busy');
-  const busyReads = [await busy.admit(), await busy.admit()];
-  const busyWaiting = busy.admit();
-  // Two workspaces at priority 1, one place each: the quiet one's first read starts at once, its second waits.
-  const quiet = reads.startCall('quiet');
-  const quietRead = await quiet.admit();
-  const quietWaiting = quiet.admit();
-  expect(reads.waitingReads).toBe(2);
-  for (const read of [...busyReads, quietRead]) read.release();
-  for (const waiting of [busyWaiting, quietWaiting]) (await waiting).release();
-  expect(reads.waitingReads).toBe(0);
-});
-
-it('fails a read that waits past the bound as unavailable, and its place goes to the next', async () => {
+it('fails a read that waits past the bound as unavailable, and the next read starts', async () => {
   const events = await open({ waitMs: 300 });
-  const held = await holdAll(events);
+  const holder = await holdPlace(events, 'holder');
   await expect(readsOf(events, 'late', ['late'], [])).rejects.toThrow(UnavailableError);
-  await held.start();
-  await held.release();
+  await holder.release();
   const order: string[] = [];
   await readsOf(events, 'next', ['next'], order);
   expect(order).toEqual(['next']);
@@ -142,7 +209,7 @@ it('fails a read that waits past the bound as unavailable, and its place goes to
 
 it('drops the waiting reads of a call that ended', async () => {
   const events = await open();
-  const held = await holdAll(events);
+  const holder = await holdPlace(events, 'holder');
   const order: string[] = [];
   let abandoned: Promise<unknown>[] = [];
   await expect(
@@ -153,8 +220,7 @@ it('drops the waiting reads of a call that ended', async () => {
     }),
   ).rejects.toThrow('the call failed');
   for (const read of abandoned) await expect(read).rejects.toThrow(UnavailableError);
-  await held.start();
-  await held.release();
+  await holder.release();
   await readsOf(events, 'next', ['next'], order);
   expect(order).toEqual(['next']);
 });

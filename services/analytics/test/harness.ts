@@ -44,7 +44,7 @@ export interface Analytics {
 }
 
 /** The service's defaults (analytics' config). */
-export const READ_LIMITS = { slots: 8, waitMs: 3_000 };
+export const READ_LIMITS = { slots: 8, waitMs: 3_000, turnMs: 250 };
 
 /** The analytics handlers on 127.0.0.1:0 over a private ClickHouse database. */
 export async function startAnalytics(label: string): Promise<Analytics> {

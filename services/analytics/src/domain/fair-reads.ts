@@ -3,12 +3,14 @@ import { UnavailableError } from '@mail/common';
 /** How the ClickHouse reads of one analytics process are shared among workspaces. */
 export interface ReadLimits {
   /**
-   * Reads that run at once at each priority and better (ANALYTICS_CLICKHOUSE_READS);
-   * twice this in all, since ClickHouse pauses the lower-priority ones while the others run.
+   * Reads one workspace runs at once in its turn (ANALYTICS_CLICKHOUSE_READS): one call's reads; a
+   * workspace running several calls runs its share of them.
    */
   slots: number;
   /** How long, in all, one call's reads may wait for their turn (ANALYTICS_READ_WAIT_MS); past it the call is UNAVAILABLE. */
   waitMs: number;
+  /** How long a turn holds the next workspace back at most (ANALYTICS_READ_TURN_MS): past it, the next turn begins beside it. */
+  turnMs: number;
 }
 
 /** A read's turn: the ClickHouse `priority` it runs at, and the release of its place once it is done. */
@@ -32,29 +34,40 @@ interface Waiter {
   refuse(error: Error): void;
 }
 
-interface Candidate {
-  waiter: Waiter;
-  priority: number;
+/** A stretch of time in which one workspace's reads may start. */
+interface Turn {
+  readonly workspaceId: string;
+  /** Reads started in the turn, and those of them still running. */
+  started: number;
+  running: number;
+  /** When another workspace first waited during the turn. */
+  heldSince?: number;
 }
 
 /**
  * Admission of ClickHouse reads, fair across workspaces: one workspace
  * running all the reads it is allowed cannot hold back another's.
  *
- * - A read's priority is its call's rank among its workspace's running
- *   calls, oldest first, when the read starts: each workspace's oldest call
- *   reads at ClickHouse priority 1, its next at 2, and so on. ClickHouse
- *   pauses a query while queries of a better priority run, so workspaces
- *   share the server call for call: one that runs many calls at once gets
- *   one call's share, as one that runs a single call does, and the rest of
- *   its calls wait their turn.
- * - At most `slots` reads of a priority and better run at once, and twice
- *   that in all: a read never waits for reads it outranks (ClickHouse has
- *   paused them), and a busy workspace's reads cannot fill every place.
- *   Past `slots`, a workspace still gets its share of them (mayRun).
- * - The next read is one of the best priority; among workspaces with such a
- *   read waiting, the one served least recently (round-robin), and within a
- *   workspace the first to come.
+ * ClickHouse shares its cores among whatever runs, and a better `priority`
+ * pauses a query only while it reads parts, not while it aggregates. So what
+ * a workspace's call waits for, once it comes, is the other workspaces' work
+ * already running on the server, and that is what the turns keep small:
+ *
+ * - Workspaces take turns: while one workspace's turn lasts, the reads of
+ *   the others wait. The next turn goes to the waiting workspace served least
+ *   recently (round-robin) once the reads of the turn before are done, or once
+ *   that turn has held it back for `turnMs` (a long read never holds the
+ *   others back longer: past it, the next turn's reads run beside it).
+ * - In its turn a workspace runs at most its share of reads at once:
+ *   `slots` ÷ its running calls, at least a third of `slots`. A workspace
+ *   running one call runs all its reads at once and is answered as fast as
+ *   when alone; a workspace running many keeps a few reads on the server,
+ *   which is what the next workspace waits for. Once another workspace
+ *   waits, the turn starts no more reads than its share in all.
+ * - Within a turn, the reads of the workspace's oldest call go first, then
+ *   in the order they came. Each read runs at ClickHouse priority = its call's
+ *   rank among its workspace's running calls, oldest first (ClickHouse
+ *   pauses a query while queries of a better priority run).
  * - A call's reads wait `waitMs` at most from the call's start: past it the
  *   read fails with UnavailableError (gRPC UNAVAILABLE, HTTP 503 with
  *   Retry-After), never a hang.
@@ -62,9 +75,16 @@ interface Candidate {
 export class FairReads {
   /** Each workspace's running calls, oldest first. */
   private readonly calls = new Map<string, ReadCall[]>();
-  private readonly running = new Set<{ workspaceId: string; priority: number }>();
-  /** Waiting reads per workspace, the workspaces in round-robin order: the least recently served first. */
+  /** Waiting reads per workspace, in the order they came. */
   private readonly waiting = new Map<string, Waiter[]>();
+  /** When each workspace with running calls last began a turn (a count of turns). */
+  private readonly lastTurn = new Map<string, number>();
+  private turnsBegun = 0;
+  /** The turn reads may start in; earlier turns while their reads run. */
+  private current: Turn | undefined;
+  private readonly turns = new Set<Turn>();
+  /** Wakes the queue when the current turn has held the next workspace back for `turnMs`. */
+  private turnTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly limits: ReadLimits) {}
 
@@ -93,18 +113,31 @@ export class FairReads {
     return (this.calls.get(call.workspaceId)?.indexOf(call) ?? 0) + 1;
   }
 
+  /**
+   * Reads the workspace runs at once in its turn: `slots` for one call, fewer for more calls, but never
+   * fewer than a third of `slots`. Fewer would leave the server idle between a busy workspace's reads, more
+   * is what the next workspace waits for (bench/README.md, "Fairness across workspaces").
+   */
+  private shareOf(workspaceId: string): number {
+    const calls = this.calls.get(workspaceId)?.length ?? 1;
+    return Math.max(Math.ceil(this.limits.slots / calls), Math.ceil(this.limits.slots / 3));
+  }
+
   private end(call: ReadCall): void {
     const calls = this.calls.get(call.workspaceId);
     const index = calls?.indexOf(call) ?? -1;
     if (!calls || index < 0) return;
     calls.splice(index, 1);
-    if (calls.length === 0) this.calls.delete(call.workspaceId);
+    if (calls.length === 0) {
+      this.calls.delete(call.workspaceId);
+      this.lastTurn.delete(call.workspaceId);
+    }
     const error = new UnavailableError('The call ended before its read started');
     for (const waiter of this.waiting.get(call.workspaceId)?.filter((candidate) => candidate.call === call) ?? []) {
       this.remove(waiter);
       waiter.refuse(error);
     }
-    // The workspace's younger calls moved up a rank.
+    // The workspace's share grew, and its younger calls moved up a rank.
     this.admitWaiting();
   }
 
@@ -130,6 +163,8 @@ export class FairReads {
       const refuse = () => {
         this.remove(waiter);
         waiter.refuse(new UnavailableError('Analytics is busy: the read waited too long for its turn, retry later'));
+        // The turn may no longer hold anyone back.
+        this.admitWaiting();
       };
       const wait = deadline - Date.now();
       if (wait <= 0) refuse();
@@ -137,60 +172,99 @@ export class FairReads {
     });
   }
 
-  /** Starts waiting reads, in the order they get places, while they may run. */
+  /** Starts the waiting reads that may run, and begins the turns that are due. */
   private admitWaiting(): void {
     for (;;) {
-      const candidates = this.candidates();
-      const next = candidates.find((candidate) => this.mayRun(candidate, candidates));
-      if (!next) return;
-      this.remove(next.waiter);
-      // The workspace served goes to the back of the round.
-      const { workspaceId } = next.waiter.call;
-      const queue = this.waiting.get(workspaceId);
-      if (queue) {
-        this.waiting.delete(workspaceId);
-        this.waiting.set(workspaceId, queue);
+      const turn = this.current;
+      const next = this.nextWorkspace();
+      if (turn) {
+        // Held while another workspace waits; a wait that ended (refused, its call gone) holds nobody back.
+        if (next === undefined) turn.heldSince = undefined;
+        else turn.heldSince ??= Date.now();
+        const waiter = this.firstWaiting(turn.workspaceId);
+        if (waiter && this.mayStart(turn)) {
+          this.start(turn, waiter);
+          continue;
+        }
       }
-      this.start(workspaceId, next.priority, next.waiter);
+      if (next === undefined) return;
+      if (turn && turn.running > 0 && !this.heldTooLong(turn)) {
+        this.wakeWhenHeldTooLong(turn);
+        return;
+      }
+      this.beginTurn(next);
     }
   }
 
-  /** The waiting reads in the order they get places: the best priority, then the least recently served workspace, then the first to come. */
-  private candidates(): Candidate[] {
-    const candidates: Candidate[] = [];
-    for (const queue of this.waiting.values()) {
-      for (const waiter of queue) candidates.push({ waiter, priority: this.priorityOf(waiter.call) });
+  /** The waiting workspace, other than the current turn's, that began a turn least recently. */
+  private nextWorkspace(): string | undefined {
+    let next: string | undefined;
+    for (const workspaceId of this.waiting.keys()) {
+      if (workspaceId === this.current?.workspaceId) continue;
+      if (next === undefined || (this.lastTurn.get(workspaceId) ?? -1) < (this.lastTurn.get(next) ?? -1)) next = workspaceId;
     }
-    // Stable: workspaces stay in round-robin order, and each one's reads in the order they came.
-    return candidates.sort((a, b) => a.priority - b.priority);
+    return next;
+  }
+
+  /** The workspace's waiting read of its oldest call, the first to come among them. */
+  private firstWaiting(workspaceId: string): Waiter | undefined {
+    let first: Waiter | undefined;
+    for (const waiter of this.waiting.get(workspaceId) ?? []) {
+      if (!first || this.priorityOf(waiter.call) < this.priorityOf(first.call)) first = waiter;
+    }
+    return first;
   }
 
   /**
-   * Within the places in all, a read may start while fewer than `slots` reads
-   * of its priority and better run, or while its workspace runs fewer of
-   * them than its share of `slots` among the workspaces that run or wait
-   * for reads of that priority and better: a workspace cannot keep another
-   * from its share by filling the places first.
+   * The turn may start a read while it runs fewer than its workspace's share,
+   * and, once another workspace waits, while it has started fewer than that
+   * share in all; never more than twice `slots` reads run at once, turns
+   * together (the client's connections).
    */
-  private mayRun({ waiter, priority }: Candidate, candidates: Candidate[]): boolean {
-    if (this.running.size >= 2 * this.limits.slots) return false;
-    const atOrAbove = [...this.running].filter((read) => read.priority <= priority);
-    if (atOrAbove.length < this.limits.slots) return true;
-    const sharing = new Set([
-      ...atOrAbove.map((read) => read.workspaceId),
-      ...candidates.filter((candidate) => candidate.priority <= priority).map((candidate) => candidate.waiter.call.workspaceId),
-    ]);
-    const own = atOrAbove.filter((read) => read.workspaceId === waiter.call.workspaceId).length;
-    return own < Math.ceil(this.limits.slots / sharing.size);
+  private mayStart(turn: Turn): boolean {
+    let running = 0;
+    for (const each of this.turns) running += each.running;
+    const share = this.shareOf(turn.workspaceId);
+    if (running >= 2 * this.limits.slots || turn.running >= share) return false;
+    return turn.heldSince === undefined || turn.started < share;
   }
 
-  private start(workspaceId: string, priority: number, waiter: Waiter): void {
-    const read = { workspaceId, priority };
-    this.running.add(read);
+  private heldTooLong(turn: Turn): boolean {
+    return turn.heldSince !== undefined && Date.now() - turn.heldSince >= this.limits.turnMs;
+  }
+
+  private wakeWhenHeldTooLong(turn: Turn): void {
+    if (this.turnTimer) return;
+    const wait = Math.max(0, (turn.heldSince ?? Date.now()) + this.limits.turnMs - Date.now());
+    this.turnTimer = setTimeout(() => {
+      this.turnTimer = undefined;
+      this.admitWaiting();
+    }, wait);
+    this.turnTimer.unref();
+  }
+
+  private beginTurn(workspaceId: string): void {
+    clearTimeout(this.turnTimer);
+    this.turnTimer = undefined;
+    if (this.current && this.current.running === 0) this.turns.delete(this.current);
+    this.current = { workspaceId, started: 0, running: 0 };
+    this.turns.add(this.current);
+    this.lastTurn.set(workspaceId, this.turnsBegun++);
+  }
+
+  private start(turn: Turn, waiter: Waiter): void {
+    this.remove(waiter);
+    turn.started++;
+    turn.running++;
+    let released = false;
     waiter.admit({
-      priority,
+      priority: this.priorityOf(waiter.call),
       release: () => {
-        if (this.running.delete(read)) this.admitWaiting();
+        if (released) return;
+        released = true;
+        turn.running--;
+        if (turn.running === 0 && turn !== this.current) this.turns.delete(turn);
+        this.admitWaiting();
       },
     });
   }
