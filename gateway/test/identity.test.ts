@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
+import { eventually } from '@mail/local';
 import { freePort, runGatewayToExit, signingKey, startGateway, startSignedInGateway, type SignedInGateway } from './identity-harness';
 import type { Json } from './support/json';
-import { eventually } from './webhook-support';
 
 /**
  * Identity and tenancy end to end: the built gateway (JWT auth) in front of

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClickHouse } from '@mail/event-store';
-import { infraEnv, uniqueSuffix, type Stack } from '@mail/local';
+import { eventually, infraEnv, uniqueSuffix, type Stack } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import {
   basicHeader,
@@ -20,7 +20,7 @@ import {
   type TlsFixtures,
 } from './provider-support';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
-import { eventually, keyPair, readTopic, sendgridEvent, signedHeaders, type TopicReader } from './webhook-support';
+import { keyPair, readTopic, sendgridEvent, signedHeaders, type TopicReader } from './webhook-support';
 
 /**
  * Every provider's webhook end to end, every process real: requests signed

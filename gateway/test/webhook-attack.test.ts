@@ -1,10 +1,10 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createClient } from '@mail/common';
 import { chsql, createClickHouse } from '@mail/event-store';
-import { uniqueSuffix, type Stack } from '@mail/local';
+import { eventually, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
-import { eventually, keyPair, post, sendgridEvent, signedHeaders, createCategoryCampaign } from './webhook-support';
+import { keyPair, post, sendgridEvent, signedHeaders, createCategoryCampaign } from './webhook-support';
 
 /**
  * The payloads of the second attack pass, each in a signed SendGrid call

@@ -1,17 +1,8 @@
 import net from 'node:net';
-import { infraEnv, uniqueSuffix } from '@mail/local';
+import { eventually, infraEnv, uniqueSuffix } from '@mail/local';
 import { startGateway, type GatewayProcess } from './identity-harness';
 import { basicHeader, postTo, type ApiBody } from './provider-support';
-import {
-  eventually,
-  keyPair,
-  readTopic,
-  sendgridEvent,
-  signedHeaders,
-  startWebhookApp,
-  type TopicReader,
-  type WebhookApp,
-} from './webhook-support';
+import { keyPair, readTopic, sendgridEvent, signedHeaders, startWebhookApp, type TopicReader, type WebhookApp } from './webhook-support';
 
 /**
  * The webhook's edges: what one call may make the gateway hold and publish

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePorts, lendInstalledServers, uniqueSuffix } from '@mail/local';
-import { eventually, post, readTopic, sendgridEvent, startWebhookApp, type WebhookApp } from './webhook-support';
+import { eventually, freePorts, lendInstalledServers, uniqueSuffix } from '@mail/local';
+import { post, readTopic, sendgridEvent, startWebhookApp, type WebhookApp } from './webhook-support';
 
 /**
  * The broker goes away and comes back. This runs its own Kafka node (infra.sh

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Kafka, Partitioners, logLevel, type Consumer } from 'kafkajs';
 import { EnvReader, Readiness, call, createLogger } from '@mail/common';
+import { eventually } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { createApp } from '../src/app';
 import { devAuthenticator } from '../src/auth/principal';
@@ -49,19 +50,6 @@ export async function startWebhookApp(env: Record<string, string>, options: { wa
 }
 
 export const WEBHOOK = '/campaign-events/webhook';
-
-/** Retries `attempt` until it resolves; fails with its last error after timeoutMs. */
-export async function eventually<T>(attempt: () => Promise<T>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
 
 export function keyPair(): { privateKey: crypto.KeyObject; publicKeyBase64: string; publicKeyPem: string } {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });

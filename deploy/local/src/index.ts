@@ -3,6 +3,7 @@ export * from './testing/databases';
 export * from './testing/infra';
 export * from './testing/grpc-service';
 export * from './testing/close-race';
+export * from './testing/eventually';
 export * from './testing/jaeger';
 export * from './testing/cluster';
 export * from './testing/mailpit';

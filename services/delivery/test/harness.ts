@@ -9,6 +9,7 @@ import {
   ACCOUNTS_TABLE,
   createTestClickHouse,
   createTestPostgres,
+  eventually,
   freePorts,
   infraEnv,
   startMailpit,
@@ -174,17 +175,17 @@ export async function startDeliveryWorld(label: string, env: Record<string, stri
  * failed, the channel fails calls at once until its reconnect backoff is over.
  */
 async function awaitCampaignReached(delivery: deliveryV1.DeliveryServiceClient): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await call(delivery.listRuns.bind(delivery), { workspaceId: crypto.randomUUID(), campaignId: crypto.randomUUID() });
-      return;
-    } catch (error) {
-      if (isServiceError(error) && error.code === grpc.status.NOT_FOUND) return;
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  const unknownCampaign = { workspaceId: crypto.randomUUID(), campaignId: crypto.randomUUID() };
+  await eventually(
+    () =>
+      call(delivery.listRuns.bind(delivery), unknownCampaign).then(
+        () => undefined,
+        (error: unknown) => {
+          if (!isServiceError(error) || error.code !== grpc.status.NOT_FOUND) throw error;
+        },
+      ),
+    30_000,
+  );
 }
 
 /** A template and an active single-template campaign reading `query` from the recipient database. */
