@@ -80,9 +80,10 @@ export class FairReads {
   /** When each workspace with running calls last began a turn (a count of turns). */
   private readonly lastTurn = new Map<string, number>();
   private turnsBegun = 0;
-  /** The turn reads may start in; earlier turns while their reads run. */
+  /** The turn reads may start in. */
   private current: Turn | undefined;
-  private readonly turns = new Set<Turn>();
+  /** Reads running, of every turn. */
+  private runningReads = 0;
   /** Wakes the queue when the current turn has held the next workspace back for `turnMs`. */
   private turnTimer: NodeJS.Timeout | undefined;
 
@@ -222,10 +223,8 @@ export class FairReads {
    * together (the client's connections).
    */
   private mayStart(turn: Turn): boolean {
-    let running = 0;
-    for (const each of this.turns) running += each.running;
     const share = this.shareOf(turn.workspaceId);
-    if (running >= 2 * this.limits.slots || turn.running >= share) return false;
+    if (this.runningReads >= 2 * this.limits.slots || turn.running >= share) return false;
     return turn.heldSince === undefined || turn.started < share;
   }
 
@@ -246,9 +245,7 @@ export class FairReads {
   private beginTurn(workspaceId: string): void {
     clearTimeout(this.turnTimer);
     this.turnTimer = undefined;
-    if (this.current && this.current.running === 0) this.turns.delete(this.current);
     this.current = { workspaceId, started: 0, running: 0 };
-    this.turns.add(this.current);
     this.lastTurn.set(workspaceId, this.turnsBegun++);
   }
 
@@ -256,6 +253,7 @@ export class FairReads {
     this.remove(waiter);
     turn.started++;
     turn.running++;
+    this.runningReads++;
     let released = false;
     waiter.admit({
       priority: this.priorityOf(waiter.call),
@@ -263,7 +261,7 @@ export class FairReads {
         if (released) return;
         released = true;
         turn.running--;
-        if (turn.running === 0 && turn !== this.current) this.turns.delete(turn);
+        this.runningReads--;
         this.admitWaiting();
       },
     });
