@@ -1,5 +1,6 @@
 import { ConfigError, type EnvReader } from '@mail/common';
 import { PROVIDERS, type Provider } from './domain/headers';
+import { parseEncryptionKey } from './domain/sealed-secret';
 
 export interface SmtpConfig {
   url: string;
@@ -34,6 +35,8 @@ export interface DeliveryConfig {
   runMissedGraceMs: number;
   publicBaseUrl: string;
   unsubscribeSigningKey: string;
+  /** AES-256 key of the workspaces' own recipient database URLs at rest (RECIPIENTS_ENCRYPTION_KEY). */
+  recipientsEncryptionKey: Buffer;
 }
 
 /** `?tls=off` in SMTP_URL: plain SMTP, for a local Mailpit; refused in production. */
@@ -51,6 +54,21 @@ function smtpConfig(env: EnvReader, production: boolean): SmtpConfig {
   const provider = env.string('SMTP_PROVIDER', 'none');
   if (!(PROVIDERS as readonly string[]).includes(provider)) throw new ConfigError(`SMTP_PROVIDER must be one of ${PROVIDERS.join(', ')}`);
   return { url, provider: provider as Provider, maxConnections: env.int('SMTP_MAX_CONNECTIONS', 5) };
+}
+
+/**
+ * RECIPIENTS_ENCRYPTION_KEY: 32 random bytes in base64 (`openssl rand -base64 32`). Development falls back to a
+ * fixed key (URLs stored with it open only with the same default); production refuses to start without one.
+ */
+function recipientsEncryptionKey(env: EnvReader, production: boolean): Buffer {
+  const text = env.optionalString('RECIPIENTS_ENCRYPTION_KEY');
+  if (text === undefined) {
+    if (production) throw new ConfigError('RECIPIENTS_ENCRYPTION_KEY must be set when NODE_ENV=production');
+    return Buffer.from('development-recipients-key-32byt', 'utf8');
+  }
+  const key = parseEncryptionKey(text);
+  if (!key) throw new ConfigError('RECIPIENTS_ENCRYPTION_KEY must be 32 bytes in base64 (openssl rand -base64 32)');
+  return key;
 }
 
 /** Alone for MIGRATE_ONLY=1, which needs nothing else (the migration Job sets nothing else). */
@@ -84,5 +102,6 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     publicBaseUrl: env.string('PUBLIC_BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, ''),
     // Development only (refused above in production): links signed with it verify only with the same default.
     unsubscribeSigningKey: unsubscribeSigningKey ?? 'development-unsubscribe-key',
+    recipientsEncryptionKey: recipientsEncryptionKey(env, production),
   };
 }

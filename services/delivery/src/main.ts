@@ -56,7 +56,14 @@ void runService({
       grpcServices: [
         {
           definition: deliveryV1.DeliveryServiceService,
-          implementation: deliveryHandlers(logger, { db, upstream, transport, signUnsubscribe, options }),
+          implementation: deliveryHandlers(logger, {
+            db,
+            upstream,
+            transport,
+            signUnsubscribe,
+            options,
+            recipientsEncryptionKey: config.recipientsEncryptionKey,
+          }),
         },
       ],
       close: [

@@ -1,11 +1,20 @@
 import type { Knex } from 'knex';
-import { InvalidArgumentError, NotFoundError, unary, type Logger } from '@mail/common';
+import { InvalidArgumentError, NotFoundError, unary, valueError, type Logger } from '@mail/common';
 import type { deliveryV1 } from '@mail/proto';
+import { parseRecipientDatabaseUrl, redactedUrl } from '../domain/recipient-database-url';
 import { LISTED_STATUSES, isUuid, pageWindow, type Page, type Run, type RunRecipient } from '../domain/run';
 import { startRun } from '../sending/runs';
 import { testSend } from '../sending/test-send';
 import type { SenderOptions, UnsubscribeClaims } from '../sending/sender';
 import type { SmtpTransport } from '../sending/transport';
+import {
+  RecipientDatabaseRefused,
+  deleteRecipientDatabase,
+  getRecipientDatabase,
+  putRecipientDatabase,
+  verifyRecipientDatabase,
+  type StoredRecipientDatabase,
+} from '../store/recipient-databases';
 import { actOnRun, deleteWorkspaceRuns, getRun, listRecipients, listRuns } from '../store/runs';
 import type { Upstream } from './clients';
 
@@ -38,6 +47,16 @@ function recipientToProto(recipient: RunRecipient): deliveryV1.RunRecipient {
     sentAt: orUndefined(recipient.sentAt),
     error: orUndefined(recipient.error),
   };
+}
+
+function recipientDatabaseToProto(stored: StoredRecipientDatabase): deliveryV1.RecipientDatabase {
+  const { workspaceId, kind, host, port, database, user, verifiedAt } = stored;
+  return { workspaceId, kind, host, port, database, user, verifiedAt };
+}
+
+/** A URL that cannot be used: 422 value_error at `url`, echoing it without its password. */
+function urlRefused(url: string, problem: string): InvalidArgumentError {
+  return new InvalidArgumentError([valueError(['url'], redactedUrl(url), problem)]);
 }
 
 function pageInfo<T>({ total, page, pageSize }: Page<T>): { total: number; page: number; pageSize: number } {
@@ -76,6 +95,8 @@ export interface HandlerParts {
   transport: SmtpTransport;
   signUnsubscribe(claims: UnsubscribeClaims): string;
   options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'>;
+  /** Seals the workspaces' own recipient database URLs (RECIPIENTS_ENCRYPTION_KEY). */
+  recipientsEncryptionKey: Buffer;
 }
 
 export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV1.DeliveryServiceServer {
@@ -118,9 +139,33 @@ export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV
     cancelRun: unary(logger, 'CancelRun', async (request) => ({
       run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'cancel')),
     })),
-    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => ({
-      deletedRuns: await deleteWorkspaceRuns(db, scope(request.workspaceId)),
-    })),
+    closeWorkspace: unary(logger, 'CloseWorkspace', async (request) => {
+      const workspaceId = scope(request.workspaceId);
+      const deletedRuns = await deleteWorkspaceRuns(db, workspaceId);
+      await deleteRecipientDatabase(db, workspaceId);
+      return { deletedRuns };
+    }),
+    putRecipientDatabase: unary(logger, 'PutRecipientDatabase', async (request) => {
+      const workspaceId = scope(request.workspaceId);
+      const target = parseRecipientDatabaseUrl(request.url);
+      if ('problem' in target) throw urlRefused(request.url, target.problem);
+      try {
+        await verifyRecipientDatabase(request.url, target);
+      } catch (error) {
+        if (error instanceof RecipientDatabaseRefused) throw urlRefused(request.url, error.message);
+        throw error;
+      }
+      const stored = await putRecipientDatabase(db, parts.recipientsEncryptionKey, workspaceId, request.url, target, new Date());
+      return { recipientDatabase: recipientDatabaseToProto(stored) };
+    }),
+    getRecipientDatabase: unary(logger, 'GetRecipientDatabase', async (request) => {
+      const stored = await getRecipientDatabase(db, scope(request.workspaceId));
+      return { recipientDatabase: stored && recipientDatabaseToProto(stored) };
+    }),
+    deleteRecipientDatabase: unary(logger, 'DeleteRecipientDatabase', async (request) => {
+      await deleteRecipientDatabase(db, scope(request.workspaceId));
+      return {};
+    }),
     testSend: unary(logger, 'TestSend', async (request) => {
       const outcomes = await testSend(parts, parts.options, {
         workspaceId: scope(request.workspaceId),

@@ -68,6 +68,30 @@ export const migrations: Migration[] = [
       await db.raw('DROP TABLE rate_buckets; DROP TABLE workers; DROP TABLE run_recipients; DROP TABLE runs;');
     },
   },
+  {
+    name: '004_recipient_databases',
+    async up(db) {
+      // A workspace's own recipient database (none: the shared RECIPIENTS_DATABASE_URL). The URL, password and all,
+      // is only in url_ciphertext (AES-256-GCM, domain/sealed-secret.ts); the other columns are what may be shown.
+      await db.raw(`
+        CREATE TABLE recipient_databases (
+          workspace_id uuid PRIMARY KEY,
+          kind text NOT NULL CHECK (kind IN ('postgres', 'mssql')),
+          url_ciphertext text NOT NULL,
+          host text NOT NULL,
+          port integer NOT NULL,
+          database text NOT NULL,
+          user_name text NOT NULL,
+          verified_at timestamptz NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          updated_at timestamptz NOT NULL DEFAULT now()
+        );
+      `);
+    },
+    async down(db) {
+      await db.raw('DROP TABLE recipient_databases;');
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

@@ -67,7 +67,7 @@ export class MssqlRecipientDatabase implements RecipientDatabase {
   }
 }
 
-function mssqlConfig(url: string, timeoutMs: number): sql.config {
+export function mssqlConfig(url: string, timeoutMs: number): sql.config {
   const parsed = new URL(url);
   return {
     server: parsed.hostname,
