@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { isServiceError, violationsOf, type Violation } from '@mail/common';
+import { isServiceError, retryAfterOf, violationsOf, type Violation } from '@mail/common';
 
 /** A violation with its keys in the order Pydantic gives them: type, loc, msg, input, then ctx where there is one. */
 const inPydanticOrder = ({ type, loc, msg, input, ctx }: Violation): Violation =>
@@ -43,9 +43,14 @@ export function fromGrpcError(error: unknown, fields: FieldLocation = 'body'): H
       return unprocessable(violationsOf(error).map((v) => ({ ...v, loc: [fields, ...v.loc] })));
     case grpc.status.PERMISSION_DENIED:
       return forbidden(error.details);
+    case grpc.status.RESOURCE_EXHAUSTED: {
+      // A service's quota (QuotaExceededError) says when to come back; any other exhaustion is a 503.
+      const retryAfter = retryAfterOf(error);
+      if (retryAfter !== undefined) return new HttpError(429, error.details || 'Too many requests', { 'Retry-After': String(retryAfter) });
+      return new HttpError(503, 'Service temporarily unavailable, retry later');
+    }
     case grpc.status.UNAVAILABLE:
     case grpc.status.DEADLINE_EXCEEDED:
-    case grpc.status.RESOURCE_EXHAUSTED:
       return new HttpError(503, 'Service temporarily unavailable, retry later');
     default:
       return new HttpError(500, 'Internal Server Error');

@@ -23,6 +23,16 @@ export class ConflictError extends Error {}
 
 export class UnavailableError extends Error {}
 
+/** The caller used up a quota (429): it may try again after `retryAfterSeconds`. */
+export class QuotaExceededError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 export class PermissionDeniedError extends Error {}
 
 export class InvalidArgumentError extends Error {

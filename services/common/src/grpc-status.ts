@@ -1,9 +1,20 @@
 import * as grpc from '@grpc/grpc-js';
 import { commonV1Errors } from '@mail/proto';
-import { ConflictError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnavailableError, type Violation } from './errors';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  QuotaExceededError,
+  UnavailableError,
+  type Violation,
+} from './errors';
 
 /** Binary trailer that carries field violations with INVALID_ARGUMENT. */
 export const VALIDATION_TRAILER = 'common-v1-validation-errors-bin';
+
+/** Trailer that carries a QuotaExceededError's wait, in whole seconds, with RESOURCE_EXHAUSTED. */
+export const RETRY_AFTER_TRAILER = 'retry-after-seconds';
 
 /**
  * Status details and the violations trailer travel as HTTP/2 headers; a peer
@@ -68,8 +79,19 @@ export function toServiceError(error: unknown): grpc.ServiceError {
     metadata.set(VALIDATION_TRAILER, Buffer.from(payload));
     return make(grpc.status.INVALID_ARGUMENT, error.message);
   }
+  if (error instanceof QuotaExceededError) {
+    metadata.set(RETRY_AFTER_TRAILER, String(Math.max(1, Math.ceil(error.retryAfterSeconds))));
+    return make(grpc.status.RESOURCE_EXHAUSTED, error.message);
+  }
   if (isDependencyFailure(error)) return make(grpc.status.UNAVAILABLE, 'a dependency is unavailable');
   return make(grpc.status.INTERNAL, 'internal error');
+}
+
+/** The wait a service attached to a RESOURCE_EXHAUSTED status for a used-up quota; undefined for any other exhaustion. */
+export function retryAfterOf(error: grpc.ServiceError): number | undefined {
+  const raw = error.metadata?.get(RETRY_AFTER_TRAILER)[0];
+  const seconds = typeof raw === 'string' ? Number(raw) : NaN;
+  return Number.isInteger(seconds) && seconds > 0 ? seconds : undefined;
 }
 
 /** Reads the violations a service attached to an INVALID_ARGUMENT status. */
