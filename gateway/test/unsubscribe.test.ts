@@ -128,6 +128,23 @@ it('answers 404 {"detail"} to a token that does not verify, GET and POST, and su
   expect(items.map((item) => item.email)).toEqual([email]);
 });
 
+it('answers 404 {"detail"} to a token that is not valid percent-encoding, GET and POST, never 500', async () => {
+  const genuine = linkOf({
+    workspaceId: crypto.randomUUID(),
+    campaignId: crypto.randomUUID(),
+    runId: crypto.randomUUID(),
+    email: 'a@b.com',
+  });
+  const malformed = ['%', '%zz', 'a%', '%E0%A4%A', '%C0%AF', `${genuine.slice(genuine.lastIndexOf('/') + 1)}%`];
+  for (const token of malformed) {
+    const url = `${stack.urls.gateway}/unsubscribe/${token}`;
+    for (const answer of [await fetch(url), await oneClick(url)]) {
+      expect([token, answer.status, answer.headers.get('content-type')]).toEqual([token, 404, expect.stringContaining('application/json')]);
+      expect(await answer.json()).toEqual({ detail: 'Unsubscribe link not found' });
+    }
+  }
+});
+
 it('shows a confirmation page that changes nothing until its button is pressed, in a browser', async () => {
   const { workspaceId, campaignId } = await campaignInFreshWorkspace();
   const email = `browser-${crypto.randomUUID()}@example.com`;

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { verifyUnsubscribeToken, type UnsubscribeClaims } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { HttpError } from '../errors/http-error';
@@ -111,6 +111,10 @@ export function unsubscribeRouter({ signingKey, publisher }: UnsubscribeOptions)
     if (req.accepts(['json', 'html']) === 'html') res.set('Content-Security-Policy', PAGE_POLICY).type('html').send(DONE_PAGE);
     else res.json({ unsubscribed: true });
   });
+
+  // A token that is not even valid percent-encoding (`%`, `%zz`) fails Express's decoding of the path before
+  // either route runs (a URIError, else a 500): it is a link that does not exist like any other.
+  router.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => next(error instanceof URIError ? notFound() : error));
 
   return router;
 }
