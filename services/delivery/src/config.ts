@@ -33,6 +33,8 @@ export interface DeliveryConfig {
   workerLeaseMs: number;
   schedulerIntervalMs: number;
   runMissedGraceMs: number;
+  /** Addresses a workspace may test-send in any hour, across every replica. */
+  testSendPerHour: number;
   publicBaseUrl: string;
   unsubscribeSigningKey: string;
   /** AES-256 key of the workspaces' own recipient database URLs at rest (RECIPIENTS_ENCRYPTION_KEY). */
@@ -71,6 +73,12 @@ function recipientsEncryptionKey(env: EnvReader, production: boolean): Buffer {
   return key;
 }
 
+function testSendPerHour(env: EnvReader): number {
+  const perHour = env.int('TEST_SEND_PER_HOUR', 100);
+  if (perHour < 1) throw new ConfigError('TEST_SEND_PER_HOUR must be at least 1');
+  return perHour;
+}
+
 /** Alone for MIGRATE_ONLY=1, which needs nothing else (the migration Job sets nothing else). */
 export function readDatabaseUrl(env: EnvReader): string {
   return env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail');
@@ -99,6 +107,7 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     workerLeaseMs: env.int('SEND_WORKER_LEASE_MS', 30_000),
     schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 5_000),
     runMissedGraceMs: env.int('RUN_MISSED_GRACE_MS', 3_600_000),
+    testSendPerHour: testSendPerHour(env),
     publicBaseUrl: env.string('PUBLIC_BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, ''),
     // Development only (refused above in production): links signed with it verify only with the same default.
     unsubscribeSigningKey: unsubscribeSigningKey ?? 'development-unsubscribe-key',

@@ -40,6 +40,7 @@ void runService({
       workerLeaseMs: config.workerLeaseMs,
       ratePerSecond: config.sendRatePerSecond,
       publicBaseUrl: config.publicBaseUrl,
+      testSendPerHour: config.testSendPerHour,
     };
     const sender = new Sender({ store: new SendingStore(db), recipients, upstream, transport, events, signUnsubscribe }, options, logger);
     const scheduler = new Scheduler(

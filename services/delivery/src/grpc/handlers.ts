@@ -94,7 +94,7 @@ export interface HandlerParts {
   upstream: Upstream;
   transport: SmtpTransport;
   signUnsubscribe(claims: UnsubscribeClaims): string;
-  options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'>;
+  options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'> & { testSendPerHour: number };
   /** Seals the workspaces' own recipient database URLs (RECIPIENTS_ENCRYPTION_KEY). */
   recipientsEncryptionKey: Buffer;
 }

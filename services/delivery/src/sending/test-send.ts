@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidArgumentError, invalidEmail, parseEmail, ConflictError, type Violation } from '@mail/common';
+import type { Knex } from 'knex';
+import { InvalidArgumentError, invalidEmail, parseEmail, ConflictError, UnavailableError, type Violation } from '@mail/common';
 import { cannotSend, planTestSend } from '../domain/plan';
 import { compileTemplate } from '../domain/render';
 import type { Upstream } from '../grpc/clients';
+import { takeTestSendQuota } from '../store/test-sends';
 import { composeMessage, unsubscribeUrl, type SenderOptions, type UnsubscribeClaims } from './sender';
 import type { OutgoingMessage, SmtpTransport } from './transport';
 
@@ -13,7 +15,7 @@ const TEST_RUN_ID = 'test-send';
 
 export interface TestSendOutcome {
   email: string;
-  status: 'sent' | 'failed';
+  status: 'sent' | 'failed' | 'suppressed';
   messageId: string | null;
   error: string | null;
 }
@@ -42,26 +44,41 @@ function validEmails(emails: string[]): string[] {
   return [...new Set(valid)];
 }
 
+/** Of the addresses, those suppressed in the workspace; without an answer from analytics nothing may be mailed (503). */
+async function suppressedOf(upstream: Upstream, workspaceId: string, emails: string[]): Promise<Set<string>> {
+  try {
+    return await upstream.suppressed(workspaceId, emails);
+  } catch {
+    throw new UnavailableError('Suppressions could not be read: a service is unavailable');
+  }
+}
+
 /**
  * Sends the campaign's message (with the recipient's `email` as its only
- * field) to each address at once, outside any run: no suppression check, no
- * rate limit, no retry and no sent event; each address's outcome is answered.
+ * field) to each address at once, outside any run: no rate limit, no retry and
+ * no sent event; each address's outcome is answered. A suppressed address is
+ * not mailed (`suppressed`); the others count against the workspace's hourly
+ * quota, all or none (QuotaExceededError, 429).
  */
 export async function testSend(
-  parts: { upstream: Upstream; transport: SmtpTransport; signUnsubscribe(claims: UnsubscribeClaims): string },
-  options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'>,
+  parts: { db: Knex; upstream: Upstream; transport: SmtpTransport; signUnsubscribe(claims: UnsubscribeClaims): string },
+  options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'> & { testSendPerHour: number },
   request: { workspaceId: string; campaignId: string; emails: string[]; variantId?: string },
 ): Promise<TestSendOutcome[]> {
   const emails = validEmails(request.emails);
   const campaign = await parts.upstream.getCampaign(request.workspaceId, request.campaignId);
   const result = await planTestSend(campaign, parts.upstream.templates(request.workspaceId), request.variantId);
   if ('missing' in result) throw new ConflictError(cannotSend(result.missing));
+  const suppressed = await suppressedOf(parts.upstream, request.workspaceId, emails);
+  const mailed = emails.filter((email) => !suppressed.has(email));
+  if (mailed.length > 0) await takeTestSendQuota(parts.db, request.workspaceId, mailed.length, options.testSendPerHour);
   const { plan } = result;
   const [key, content] = Object.entries(plan.templates)[0];
   const template = compileTemplate(content);
   const variantId = plan.variants ? key : null;
   return Promise.all(
     emails.map(async (email): Promise<TestSendOutcome> => {
+      if (suppressed.has(email)) return { email, status: 'suppressed', messageId: null, error: null };
       const domain = plan.fromEmail.slice(plan.fromEmail.lastIndexOf('@') + 1);
       const messageId = `${TEST_RUN_ID}.${randomUUID()}@${domain}`;
       const token = parts.signUnsubscribe({ workspaceId: request.workspaceId, campaignId: campaign.id, runId: TEST_RUN_ID, email });

@@ -69,6 +69,34 @@ export const migrations: Migration[] = [
     },
   },
   {
+    name: '003_test_sends_and_manual_runs',
+    async up(db) {
+      // One manual run of a campaign at a time, across replicas: the partial unique index refuses a second while
+      // one is queued, sending or paused. Copies that simultaneous requests made before it are cancelled (the
+      // oldest of each campaign goes on), as the cancel action does, so that the index can be built.
+      // test_sends: each test send's addresses, kept for an hour (the workspace's sliding hourly quota).
+      await db.raw(`
+        WITH ranked AS (
+          SELECT id, row_number() OVER (PARTITION BY campaign_id ORDER BY created_at, id) AS position
+          FROM runs WHERE trigger = 'manual' AND status IN ('queued', 'sending', 'paused')
+        ), copies AS (
+          UPDATE runs SET status = 'cancelled', finished_at = now()
+          FROM ranked WHERE runs.id = ranked.id AND ranked.position > 1
+          RETURNING runs.id
+        )
+        UPDATE run_recipients SET status = 'pending', worker_id = NULL
+        WHERE run_id IN (SELECT id FROM copies) AND status = 'claimed';
+        CREATE UNIQUE INDEX runs_one_active_manual_idx ON runs (campaign_id)
+          WHERE trigger = 'manual' AND status IN ('queued', 'sending', 'paused');
+        CREATE TABLE test_sends (
+          workspace_id uuid NOT NULL,
+          sent_at timestamptz NOT NULL DEFAULT now(),
+          addresses integer NOT NULL CHECK (addresses > 0)
+        );
+        CREATE INDEX test_sends_window_idx ON test_sends (workspace_id, sent_at);
+      `);
+    },
+  {
     name: '004_recipient_databases',
     async up(db) {
       // A workspace's own recipient database (none: the shared RECIPIENTS_DATABASE_URL). The URL, password and all,

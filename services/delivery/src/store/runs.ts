@@ -45,8 +45,42 @@ export interface NewRun {
   sendPriority: number;
 }
 
-/** Inserts a run; for a fire time that already has its run, inserts nothing and resolves to undefined. */
+/** The partial unique index that keeps one manual run of a campaign queued, sending or paused (migration 003). */
+const ONE_ACTIVE_MANUAL_RUN = 'runs_one_active_manual_idx';
+
+const isActiveManualRunConflict = (error: unknown): boolean =>
+  (error as { code?: unknown }).code === '23505' && (error as { constraint?: unknown }).constraint === ONE_ACTIVE_MANUAL_RUN;
+
+/**
+ * Inserts a run; for a fire time that already has its run, inserts nothing and
+ * resolves to undefined. A manual run while the campaign has one queued,
+ * sending or paused is a ConflictError naming it: the index decides, so of
+ * simultaneous requests on any replicas one run is made.
+ */
 export async function insertRun(db: Knex, run: NewRun): Promise<Run | undefined> {
+  for (;;) {
+    try {
+      return await insertRunRow(db, run);
+    } catch (error) {
+      if (!isActiveManualRunConflict(error)) throw error;
+      const active = await activeManualRun(db, run.campaignId);
+      // Gone between the insert and the look-up (finished or cancelled): the insert may go in now.
+      if (active) throw new ConflictError(`The campaign already has a manual run in progress: ${active.id} is ${active.status}`);
+    }
+  }
+}
+
+async function activeManualRun(db: Knex, campaignId: string): Promise<{ id: string; status: RunStatus } | undefined> {
+  const { rows } = await withConnection(db, (connection) =>
+    connection.query<{ id: string; status: RunStatus }>(
+      `SELECT id, status FROM runs WHERE campaign_id = $1 AND trigger = 'manual' AND status IN ('queued', 'sending', 'paused')`,
+      [campaignId],
+    ),
+  );
+  return rows[0];
+}
+
+async function insertRunRow(db: Knex, run: NewRun): Promise<Run | undefined> {
   const rows = await withConnection(db, async (connection) => {
     const { rows: inserted } = await connection.query<RunRow>(
       `INSERT INTO runs (workspace_id, campaign_id, trigger, scheduled_for, status, failure, send_priority, plan, finished_at)
@@ -178,10 +212,15 @@ export async function actOnRun(db: Knex, workspaceId: string, id: string, action
   return changed;
 }
 
-/** A deleted workspace's runs and recipients go; a sender handing one over finds nothing to record. */
+/**
+ * A deleted workspace's runs and recipients go, and its test sends of the last
+ * hour with them; a sender handing one over finds nothing to record.
+ */
 export async function deleteWorkspaceRuns(db: Knex, workspaceId: string): Promise<number> {
   const { rowCount } = await withConnection(db, (connection) =>
-    connection.query('DELETE FROM runs WHERE workspace_id = $1', [workspaceId]),
+    connection.query('WITH quota AS (DELETE FROM test_sends WHERE workspace_id = $1) DELETE FROM runs WHERE workspace_id = $1', [
+      workspaceId,
+    ]),
   );
   return rowCount ?? 0;
 }
