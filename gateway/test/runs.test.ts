@@ -14,6 +14,8 @@ import type { JsonObject } from './support/json';
  */
 
 const SIGNING_KEY = `runs-test-${uniqueSuffix()}`;
+/** Small, so the quota test reaches it; workspace A's test sends stay below it. */
+const TEST_SEND_PER_HOUR = 5;
 const DOMAIN = `runs-${uniqueSuffix()}.example.com`;
 
 let gateway: GatewayStack;
@@ -23,6 +25,7 @@ let topic: string;
 let workspaceA: string;
 let workspaceB: string;
 let workspaceC: string;
+let workspaceD: string;
 let templates: campaignV1.TemplateServiceClient;
 
 const address = (n: number) => `user${n}@${DOMAIN}`;
@@ -53,7 +56,7 @@ beforeAll(async () => {
     label: 'runs',
     processes: ['identity', 'campaign', 'brand-guide', 'analytics', 'delivery'],
     clickhouse: true,
-    workspaces: ['Runs A', 'Runs B', 'Runs C'],
+    workspaces: ['Runs A', 'Runs B', 'Runs C', 'Runs D'],
     env: {
       RECIPIENTS_DATABASE_URL: recipients.url,
       SMTP_URL: mailpit.smtpUrl,
@@ -63,9 +66,10 @@ beforeAll(async () => {
       PUBLIC_BASE_URL: 'http://mail.example.com',
       SEND_RETRY_BASE_MS: '100',
       SEND_MAX_ATTEMPTS: '50',
+      TEST_SEND_PER_HOUR: String(TEST_SEND_PER_HOUR),
     },
   });
-  [workspaceA, workspaceB, workspaceC] = gateway.workspaces;
+  [workspaceA, workspaceB, workspaceC, workspaceD] = gateway.workspaces;
   templates = createClient(campaignV1.TemplateServiceClient, gateway.stack.urls.grpc.campaign);
 }, 180_000);
 
@@ -434,6 +438,88 @@ test('test-send: up to 10 addresses at once, outside any run, each with its outc
   const refused = await api('POST', `/email-campaigns/${noSender}/test-send`, { emails: [`d@${DOMAIN}`] });
   expect(refused.status).toBe(409);
   expect(refused.body.detail).toEqual(expect.stringContaining('from_email'));
+});
+
+test('test-send: a suppressed address is not mailed, its outcome is `suppressed`', async () => {
+  const suppressed = `test-suppressed@${DOMAIN}`;
+  expect((await api('POST', '/suppressions/', { email: suppressed })).status).toBe(201);
+  const campaignId = await sendable({ template_id: await template({ subject: 'Suppressed test {{email}}' }) });
+  const answer = await api('POST', `/email-campaigns/${campaignId}/test-send`, { emails: [suppressed, `test-kept@${DOMAIN}`] });
+  expect(answer.status).toBe(200);
+  expect(answer.body).toEqual({
+    results: [
+      { email: suppressed, status: 'suppressed', message_id: null, error: null },
+      { email: `test-kept@${DOMAIN}`, status: 'sent', message_id: expect.any(String), error: null },
+    ],
+  });
+  const received = (await mailpit.messages()).filter((message) => message.Subject.startsWith('Suppressed test'));
+  expect(received.map((message) => message.To.map((to) => to.Address))).toEqual([[`test-kept@${DOMAIN}`]]);
+});
+
+test('test-send: past TEST_SEND_PER_HOUR messages in a workspace, 429 with Retry-After; other workspaces still send', async () => {
+  const sendableIn = async (workspace: string): Promise<string> => {
+    const created = await api(
+      'POST',
+      '/email-campaigns/',
+      {
+        workspace_id: workspace,
+        name: `Quota ${uniqueSuffix()}`,
+        recipient_source: 'csv_account_ids',
+        csv_account_ids: ['acc-1'],
+        from_email: 'news@sender.example.com',
+        template_id: await template({ subject: 'Quota {{email}}' }, workspace),
+      },
+      workspace,
+    );
+    expect(created.status).toBe(201);
+    return created.body.id as string;
+  };
+  const testSend = (workspace: string, campaignId: string, emails: string[]) =>
+    api('POST', `/email-campaigns/${campaignId}/test-send`, { emails }, workspace);
+
+  const campaignB = await sendableIn(workspaceB);
+  // Simultaneous requests take exactly the quota between them, however they interleave.
+  const answers = await Promise.all(
+    Array.from({ length: TEST_SEND_PER_HOUR + 2 }, (_, n) => testSend(workspaceB, campaignB, [`quota${n}@${DOMAIN}`])),
+  );
+  expect(answers.filter((answer) => answer.status === 200)).toHaveLength(TEST_SEND_PER_HOUR);
+  const refused = answers.filter((answer) => answer.status !== 200);
+  expect(refused.map((answer) => answer.status)).toEqual([429, 429]);
+  for (const answer of refused) {
+    expect(answer.body).toEqual({ detail: expect.stringContaining('Test send quota') });
+    const retryAfter = answer.headers.get('retry-after');
+    expect(retryAfter).toMatch(/^\d+$/);
+    expect(Number(retryAfter)).toBeGreaterThan(0);
+    expect(Number(retryAfter)).toBeLessThanOrEqual(3600);
+  }
+  const received = (await mailpit.messages()).filter((message) => message.Subject.startsWith('Quota quota'));
+  expect(received).toHaveLength(TEST_SEND_PER_HOUR);
+  expect((await testSend(workspaceB, campaignB, [`late@${DOMAIN}`])).status).toBe(429);
+
+  const campaignD = await sendableIn(workspaceD);
+  const other = await testSend(workspaceD, campaignD, [`other@${DOMAIN}`]);
+  expect(other.status).toBe(200);
+  expect(other.body.results).toEqual([expect.objectContaining({ status: 'sent' })]);
+});
+
+test('ten simultaneous POST /runs on one campaign make one run, nine 409s name it, and each recipient gets one copy', async () => {
+  const ids = ['acc-11', 'acc-12', 'acc-13', 'acc-14', 'acc-15'];
+  const campaignId = await sendable({ csv_account_ids: ids, template_id: await template({ subject: 'Once {{first_name}}' }) });
+  const answers = await Promise.all(Array.from({ length: 10 }, () => api('POST', `/email-campaigns/${campaignId}/runs`, {})));
+  const created = answers.filter((answer) => answer.status === 201);
+  expect(created).toHaveLength(1);
+  const runId = created[0].body.id as string;
+  const conflicts = answers.filter((answer) => answer.status !== 201);
+  expect(conflicts.map((answer) => [answer.status, answer.body.detail])).toEqual(
+    Array.from({ length: 9 }, () => [409, expect.stringContaining(runId)]),
+  );
+
+  await waitFor(runId, (run) => run.status === 'completed');
+  const received = (await mailpit.messages()).filter((message) => message.Subject.startsWith('Once '));
+  expect(received.flatMap((message) => message.To.map((to) => to.Address.toLowerCase())).sort()).toEqual(
+    [11, 12, 13, 14, 15].map(address).sort(),
+  );
+  expect((await api('GET', `/email-campaigns/${campaignId}/runs`)).body.total).toBe(1);
 });
 
 test('deleting a workspace deletes its runs and their recipients', async () => {
