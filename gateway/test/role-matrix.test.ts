@@ -363,6 +363,10 @@ const REQUESTS: Record<string, Builder> = {
   addMember: () => ({ path: `/workspaces/${A.workspace}/members`, body: { email: `${fresh('added')}@matrix.example`, role: 'viewer' } }),
   updateMember: async () => ({ path: `/workspaces/${A.workspace}/members/${await freshMember()}`, body: { role: 'editor' } }),
   removeMember: async () => ({ path: `/workspaces/${A.workspace}/members/${await freshMember()}` }),
+  // A's own recipient database: the matrix's private database, which the PUT's check reaches
+  putRecipientDatabase: () => ({ path: `/workspaces/${A.workspace}/recipient-database`, body: { url: postgres.url } }),
+  getRecipientDatabase: () => ({ path: `/workspaces/${A.workspace}/recipient-database` }),
+  deleteRecipientDatabase: () => ({ path: `/workspaces/${A.workspace}/recipient-database` }),
   // users
   listUsers: () => ({ path: '/users/' }),
   createUser: () => ({ path: '/users/', body: { email: `${fresh('created')}@matrix.example` } }),
@@ -466,6 +470,7 @@ describe('the operation list', () => {
       'POST /workspaces/{id}/members',
       'PUT /workspaces/{id}/members/{user_id}',
       'DELETE /workspaces/{id}/members/{user_id}',
+      'GET /workspaces/{id}/recipient-database',
     ];
     const platformAdmin = [
       'GET /workspaces/',
@@ -478,6 +483,8 @@ describe('the operation list', () => {
       'PUT /users/{id}',
       'DELETE /users/{id}',
       'DELETE /provider-categories/{provider_category_id}',
+      'PUT /workspaces/{id}/recipient-database',
+      'DELETE /workspaces/{id}/recipient-database',
     ];
     const decided = new Map<string, string>([
       ['GET /auth/me', 'authenticated'],

@@ -50,6 +50,8 @@ async function main(): Promise<void> {
     await ensureRecipientDatabase(env.RECIPIENTS_DATABASE_URL);
   }
   if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = keptSecret('unsubscribe-signing-key');
+  // Workspaces' own recipient database URLs are stored encrypted with this key: kept too, so they stay readable.
+  if (!isSet(env.RECIPIENTS_ENCRYPTION_KEY)) env.RECIPIENTS_ENCRYPTION_KEY = keptSecret('recipients-encryption-key');
 
   const running = runningDetached(stateDir);
   if (running.length > 0) {

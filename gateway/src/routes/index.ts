@@ -2,6 +2,7 @@ import { brandGuideRoutes } from './brand-guides';
 import { campaignRoutes } from './campaigns';
 import { eventRoutes } from './events';
 import { identityRoutes } from './identity';
+import { recipientDatabaseRoutes } from './recipient-database';
 import { runRoutes } from './runs';
 import { suppressionRoutes } from './suppressions';
 import { templateRoutes } from './templates';
@@ -16,4 +17,5 @@ export const routeModules: RouteModule[] = [
   suppressionRoutes,
   templateRoutes,
   runRoutes,
+  recipientDatabaseRoutes,
 ];

@@ -155,6 +155,8 @@ function failureOf(error: unknown, { host, port, user, database }: RecipientData
       return `database ${database} does not exist on ${where}`;
     default:
       if (/timeout/i.test(text)) return `could not connect to ${where}: no answer within ${VERIFY_TIMEOUT_MS / 1000} s`;
-      return `could not use ${where}: ${text}`;
+      // A PostgreSQL error (SQLSTATE) comes from the server, which was reached; anything else is the connection's.
+      if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return `the database at ${where} refused: ${text}`;
+      return `could not connect to ${where}: ${text}`;
   }
 }
