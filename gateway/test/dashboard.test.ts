@@ -722,6 +722,58 @@ test('campaign runs: send now, watch the progress to the end, see the recipients
   await page.close();
 });
 
+test('workspace page: a platform admin sets, sees and removes the recipient database; the password is never on the page', async () => {
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${stack.urls.gateway}/dashboard#workspace`);
+  await page.waitForSelector('[data-testid="workspace"]:not([disabled])', { timeout: 10_000 });
+  await page.selectOption('[data-testid="workspace"]', workspaceId);
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="true"]', { timeout: 10_000 });
+  expect(await page.isVisible('[data-testid="recipient-details"]')).toBe(false);
+  expect(await page.getAttribute('[data-testid="recipient-url"]', 'type')).toBe('password');
+
+  // A wrong password: the API's 422, without the password, and nothing stored.
+  const wrong = new URL(recipients.url);
+  wrong.password = 'Dashboard-Wrong-Secret';
+  await page.fill('[data-testid="recipient-url"]', wrong.toString());
+  await page.click('[data-testid="recipient-save"]');
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="error"]', { timeout: 15_000 });
+  expect(await page.textContent('[data-testid="workspace-error"]')).toMatch(/^422 .*authentication failed for user/);
+  expect(await page.content()).not.toContain('Dashboard-Wrong-Secret');
+
+  await page.fill('[data-testid="recipient-url"]', recipients.url);
+  await page.click('[data-testid="recipient-save"]');
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="false"]', { timeout: 15_000 });
+  const url = new URL(recipients.url);
+  const shown = await page
+    .locator('[data-testid="recipient-details"] td')
+    .evaluateAll((cells) => cells.map((td) => [td.getAttribute('data-testid'), td.textContent?.trim()]));
+  expect(Object.fromEntries(shown)).toEqual({
+    'recipient-kind': 'postgres',
+    'recipient-host': url.hostname,
+    'recipient-port': url.port,
+    'recipient-database': url.pathname.slice(1),
+    'recipient-user': url.username,
+    'recipient-verified-at': expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/),
+  });
+  // The field is emptied once saved, and a reload does not fill it.
+  expect(await page.inputValue('[data-testid="recipient-url"]')).toBe('');
+  await page.reload();
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="false"]', { timeout: 10_000 });
+  expect(await page.inputValue('[data-testid="recipient-url"]')).toBe('');
+  expect(await page.content()).not.toContain(`:${url.password}@`);
+
+  await page.click('[data-testid="recipient-use-shared"]');
+  await page.click('[data-testid="confirm-yes"]');
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="true"]', { timeout: 10_000 });
+  expect(await api<{ shared: boolean }>('GET', `/workspaces/${workspaceId}/recipient-database`, undefined, workspaceId)).toMatchObject({
+    shared: true,
+  });
+  expect(problems).toEqual([]);
+  await page.close();
+});
+
 test('an API failure is shown with its status and detail', async () => {
   const page = await browser.newPage();
   await page.goto(`${stack.urls.gateway}/dashboard`);

@@ -160,6 +160,19 @@ export interface RunCounts {
   unknown: number;
 }
 
+/** Where a workspace's recipients come from (gateway/openapi/recipient-database.yaml); never a password. */
+export interface RecipientDatabase {
+  workspace_id: string;
+  /** True: the platform's shared database, and every other field is null. */
+  shared: boolean;
+  kind: 'postgres' | 'mssql' | null;
+  host: string | null;
+  port: number | null;
+  database: string | null;
+  user: string | null;
+  verified_at: string | null;
+}
+
 /** A campaign run (gateway/openapi/runs.yaml). */
 export interface CampaignRun {
   id: string;
@@ -295,6 +308,19 @@ export class Api {
     return this.get<Page<RunRecipient>>(`/campaign-runs/${encodeURIComponent(runId)}/recipients`, workspaceId, params, signal);
   }
 
+  recipientDatabase(workspaceId: string, signal?: AbortSignal): Promise<RecipientDatabase> {
+    return this.get<RecipientDatabase>(recipientDatabasePath(workspaceId), workspaceId, {}, signal);
+  }
+
+  async putRecipientDatabase(workspaceId: string, url: string): Promise<RecipientDatabase> {
+    const response = await this.send('PUT', recipientDatabasePath(workspaceId), workspaceId, {}, { url });
+    return (await response.json()) as RecipientDatabase;
+  }
+
+  async deleteRecipientDatabase(workspaceId: string): Promise<void> {
+    await this.send('DELETE', recipientDatabasePath(workspaceId), workspaceId, {});
+  }
+
   /** The address's newest events (one page). */
   eventsOf(workspaceId: string, email: string, signal?: AbortSignal): Promise<Page<EngagementEvent>> {
     return this.get<Page<EngagementEvent>>('/campaign-events/', workspaceId, { email, page_size: String(PAGE_SIZE) }, signal);
@@ -347,6 +373,8 @@ export class Api {
     return response;
   }
 }
+
+const recipientDatabasePath = (workspaceId: string): string => `/workspaces/${encodeURIComponent(workspaceId)}/recipient-database`;
 
 function suppressionParams(query: Partial<SuppressionQuery>): Record<string, string> {
   const params: Record<string, string> = {};

@@ -7,6 +7,7 @@ import { renderCampaigns, renderFunnel, renderLinks, renderSeriesTable, renderSu
 import { Session } from './session';
 import { RunsView } from './runs';
 import { LookupView, SuppressionsView } from './suppressions';
+import { WorkspaceView } from './workspace';
 
 /**
  * The analytics dashboard. It signs in through the identity provider
@@ -146,7 +147,17 @@ async function loadWorkspace(): Promise<void> {
     loadStats(),
     currentView() === 'suppressions' ? suppressions.load() : Promise.resolve(),
     currentView() === 'runs' ? runs.load() : Promise.resolve(),
+    currentView() === 'workspace' && isAdmin() ? workspace.load() : Promise.resolve(),
   ]);
+  byId('nav-workspace').hidden = !isAdmin();
+}
+
+const roleHere = (): string | undefined => me?.memberships.find((m) => m.workspace_id === ui.workspace.value)?.role;
+
+/** The workspace page is for its admins (where their recipients come from) and platform admins (who set it). */
+function isAdmin(): boolean {
+  const role = roleHere();
+  return role === 'admin' || role === 'platform_admin';
 }
 
 /** Editors and above change suppressions and start, pause, resume and cancel runs; a viewer sees none of the buttons. */
@@ -160,11 +171,11 @@ async function campaignName(workspaceId: string, id: string): Promise<string> {
   return campaigns.find((c) => c.id === id)?.name ?? id;
 }
 
-type View = 'stats' | 'suppressions' | 'lookup' | 'runs';
+type View = 'stats' | 'suppressions' | 'lookup' | 'runs' | 'workspace';
 
 function currentView(): View {
   const view = location.hash.slice(1);
-  return view === 'suppressions' || view === 'lookup' || view === 'runs' ? view : 'stats';
+  return view === 'suppressions' || view === 'lookup' || view === 'runs' || view === 'workspace' ? view : 'stats';
 }
 
 function showView(): void {
@@ -174,11 +185,13 @@ function showView(): void {
   byId('suppressions-view').hidden = view !== 'suppressions';
   byId('lookup-view').hidden = view !== 'lookup';
   byId('runs-view').hidden = view !== 'runs';
+  byId('workspace-view').hidden = view !== 'workspace';
   for (const link of document.querySelectorAll<HTMLAnchorElement>('nav.views a')) {
     if (link.dataset.view === view) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   if (view === 'suppressions' && me) void suppressions.load();
+  if (view === 'workspace' && me && isAdmin()) void workspace.load();
   if (view === 'runs' && me) void runs.load();
   else runs.stop();
 }
@@ -187,6 +200,7 @@ const context = { api, workspaceId: () => ui.workspace.value, canEdit, lookUp: (
 const suppressions = new SuppressionsView(context);
 const lookup = new LookupView(context, campaignName);
 const runs = new RunsView(context);
+const workspace = new WorkspaceView(context, () => roleHere() === 'platform_admin');
 
 async function openLookup(email: string): Promise<void> {
   location.hash = 'lookup';
