@@ -1,13 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import {
-  MSSQL_QUERY_MAX_LENGTH,
-  cronProblem,
-  parseEmail,
-  providerCategoryProblem,
-  readOnlySelectProblem,
-  templateProblem,
-} from '@mail/common';
+import { MSSQL_QUERY_MAX_LENGTH, cronProblem, parseEmail, providerCategoryProblem, readOnlySelectProblem } from '@mail/common';
 import { HttpError, notFound, unprocessable } from '../errors/http-error';
 import type { MatchedOperation, OpenApiDocument } from '../openapi/document';
 import { memoizeValidatorRouteMatchers } from '../openapi/route-matchers';
@@ -64,10 +57,12 @@ function noOperation(path: string, match: (method: string, path: string) => Matc
 
 /**
  * Ajv formats: Pydantic's notion of a UUID, an e-mail address and a
- * `datetime` (an ISO date or date-time), and the campaign and template rules
- * the model would check with field validators (the campaign service checks
- * them again), so they are reported with every other failing field. A query over
- * the length limit is left to maxLength: it is not parsed.
+ * `datetime` (an ISO date or date-time), and the campaign rules the model
+ * would check with field validators (the campaign service checks them again),
+ * so they are reported with every other failing field. A query over the
+ * length limit is left to maxLength: it is not parsed. Templates are not
+ * compiled here: the campaign service checks them in a worker thread with
+ * limits, once the caller is known to be one of the workspace's editors.
  */
 const pydanticFormats = {
   uuid: (value: string) => 'uuid' in parseUuid(value),
@@ -76,7 +71,6 @@ const pydanticFormats = {
   cron: (value: string) => cronProblem(value) === undefined,
   'tsql-select': (value: string) => [...value].length > MSSQL_QUERY_MAX_LENGTH || readOnlySelectProblem(value) === undefined,
   'provider-category': (value: string) => providerCategoryProblem(value) === undefined,
-  handlebars: (value: string) => templateProblem(value) === undefined,
 };
 
 /**

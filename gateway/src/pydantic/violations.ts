@@ -6,7 +6,6 @@ import {
   parseEmail,
   providerCategoryViolation,
   selectStatementViolation,
-  templateViolation,
   type Violation,
 } from '@mail/common';
 import { pythonJsonError } from './python-json';
@@ -25,7 +24,6 @@ const FIELD_VALIDATOR_FORMATS: Record<string, (loc: string[], value: string) => 
   cron: cronViolation,
   'tsql-select': selectStatementViolation,
   'provider-category': providerCategoryViolation,
-  handlebars: templateViolation,
 };
 
 interface ValidatorError {

@@ -1,7 +1,9 @@
+import path from 'node:path';
 import { createLogger } from '@mail/common';
 import { createTestPostgres, startTestGrpcService, type TestGrpcService, type TestPostgres } from '@mail/local';
 import { campaignV1 } from '@mail/proto';
 import type { Knex } from 'knex';
+import { TemplateChecker } from '../src/domain/template-checker';
 import { templateHandlers } from '../src/grpc/template-handlers';
 import { openDatabase } from '../src/store/database';
 import { closeWorkspaceCampaigns } from '../src/store/campaigns';
@@ -16,11 +18,16 @@ beforeAll(async () => {
     client: campaignV1.TemplateServiceClient,
     open: async (postgres) => {
       const db = await openDatabase(postgres.url);
+      // The worker runs compiled code: the built one of this package.
+      const checker = new TemplateChecker(path.join(__dirname, '../dist/domain/template-check-worker.js'));
       return {
         definition: campaignV1.TemplateServiceService,
-        implementation: templateHandlers(createLogger('campaign', 'silent'), db),
+        implementation: templateHandlers(createLogger('campaign', 'silent'), db, checker),
         resources: db,
-        close: () => db.destroy(),
+        close: async () => {
+          await checker.close();
+          await db.destroy();
+        },
       };
     },
   });
@@ -155,4 +162,73 @@ it('goes with its workspace: closing it deletes its templates and refuses new on
   await closeWorkspaceCampaigns(service.resources, workspaceId);
   expect(await service.rpc('listTemplates', { workspaceId })).toMatchObject({ templates: [], page: { total: 0 } });
   expect(await failure(create(WELCOME, workspaceId))).toMatchObject({ code: status.NOT_FOUND });
+});
+
+const nested = (depth: number): string => '{{#if a}}'.repeat(depth) + 'x' + '{{/if}}'.repeat(depth);
+
+it('takes the five built-in block helpers nested 64 deep; refuses deeper nesting, log, partials, decorators and other blocks', async () => {
+  const builtIns = '{{#each items}}{{#with this}}{{#unless hidden}}{{#lookup ../map key}}{{name}}{{/lookup}}{{/unless}}{{/with}}{{/each}}';
+  await create({ name: 'Deep', subject: 'S', html: nested(64), text: builtIns });
+  const refused: [string, RegExp][] = [
+    [nested(65), /^Value error, template nests blocks deeper than 64 levels$/],
+    ['{{log "forged line"}}', /^Value error, template uses the log helper/],
+    ['{{#if (log 1)}}x{{/if}}', /^Value error, template uses the log helper/],
+    ['{{> header}}', /^Value error, template uses a partial/],
+    ['{{#> layout}}x{{/layout}}', /^Value error, template uses a partial/],
+    ['{{#*inline "header"}}x{{/inline}}', /^Value error, template uses a decorator/],
+    ['{{#items}}x{{/items}}', /^Value error, template uses block 'items': only the block helpers if, unless, each, with and lookup/],
+  ];
+  for (const [html, msg] of refused) {
+    expect((await failure(create({ name: 'Refused', subject: 'S', html }))).violations).toEqual([
+      { loc: ['html'], type: 'value_error', msg: expect.stringMatching(msg), input: html, ctx: { error: {} } },
+    ]);
+  }
+});
+
+it('refuses a subject over 998 characters and html or text over 512 KB, without checking them', async () => {
+  const long = 'x'.repeat(524_289);
+  const { violations } = await failure(create({ name: 'Long', subject: 's'.repeat(999), html: long, text: `{{${long}` }));
+  // Inputs too big for the status trailer travel as null (grpc-status.ts).
+  expect(violations.map(({ input, ...rest }) => ({ ...rest, input: typeof input === 'string' ? input.length : input }))).toEqual([
+    { loc: ['subject'], type: 'string_too_long', msg: 'String should have at most 998 characters', input: 999, ctx: { max_length: 998 } },
+    {
+      loc: ['html'],
+      type: 'string_too_long',
+      msg: 'String should have at most 524288 characters',
+      input: null,
+      ctx: { max_length: 524_288 },
+    },
+    {
+      loc: ['text'],
+      type: 'string_too_long',
+      msg: 'String should have at most 524288 characters',
+      input: null,
+      ctx: { max_length: 524_288 },
+    },
+  ]);
+  // Characters, as Pydantic counts them: 524,288 emoji are 1,048,576 UTF-16 code units.
+  await create({ name: 'Emoji', subject: 's'.repeat(998), text: '\u{1F600}'.repeat(524_288) });
+});
+
+it('checks a template in a worker: other calls are answered meanwhile, and one that checks too long answers 422', async () => {
+  const stored = await create(WELCOME);
+  // 80,000 fields (400 kB): Handlebars takes far longer than the check's time limit to compile them.
+  const slow = '{{a}}'.repeat(80_000);
+  const order: string[] = [];
+  const checking = failure(create({ name: 'Slow', subject: 'S', html: slow })).then((result) => {
+    order.push('create');
+    return result;
+  });
+  const read = service.rpc('getTemplate', { workspaceId: WORKSPACE_A, id: stored.id }).then((template) => {
+    order.push('get');
+    return template;
+  });
+  expect(await read).toEqual(stored);
+  const { violations } = await checking;
+  expect(violations.map(({ loc, type, msg }) => ({ loc, type, msg }))).toEqual([
+    { loc: ['html'], type: 'value_error', msg: 'Value error, template took too long to check (over 3 s): simplify it' },
+  ]);
+  expect(order).toEqual(['get', 'create']);
+  // The worker that took too long was replaced: the next check is answered.
+  await create({ name: 'After', subject: 'S', text: 'fine {{field}}' });
 });

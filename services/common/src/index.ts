@@ -26,4 +26,5 @@ export * from './validation/memo';
 export * from './validation/select-statement';
 export * from './validation/text';
 export * from './workspace-states';
+export * from './worker-pool';
 export * from './sendgrid';

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, nulViolation, templateViolation, valueError, type Violation } from '@mail/common';
+import { InvalidArgumentError, nulViolation, valueError, type Violation } from '@mail/common';
 
 /** A message template: Handlebars in subject, html and text, filled from the recipient's row when sent. */
 export interface TemplateFields {
@@ -25,6 +25,10 @@ export interface Template extends NewTemplate {
 export type TemplateWrite = { [K in keyof TemplateFields]?: TemplateFields[K] | null };
 
 export const TEMPLATE_NAME_MAX_LENGTH = 200;
+/** RFC 5322's limit of a header line. */
+export const TEMPLATE_SUBJECT_MAX_LENGTH = 998;
+/** 512 KB of html or text: a message is rendered from it for each recipient. */
+export const TEMPLATE_BODY_MAX_LENGTH = 524_288;
 
 /** Fields whose null on update means "unchanged" (they cannot be cleared). */
 const NOT_NULLABLE: ReadonlySet<string> = new Set(['name', 'subject']);
@@ -33,25 +37,45 @@ const NOT_NULLABLE: ReadonlySet<string> = new Set(['name', 'subject']);
 const FIELD_ORDER = ['name', 'subject', 'html', 'text'];
 /** The fields that are Handlebars sources. */
 const TEMPLATE_TEXTS = ['subject', 'html', 'text'] as const;
+export type TemplateText = (typeof TEMPLATE_TEXTS)[number];
 
-/** Lengths count characters as Pydantic does, not UTF-16 code units. */
-function nameLengthViolation(input: string): Violation | undefined {
-  const length = [...input].length;
-  if (length < 1)
+const MAX_LENGTHS: Record<TemplateText | 'name', number> = {
+  name: TEMPLATE_NAME_MAX_LENGTH,
+  subject: TEMPLATE_SUBJECT_MAX_LENGTH,
+  html: TEMPLATE_BODY_MAX_LENGTH,
+  text: TEMPLATE_BODY_MAX_LENGTH,
+};
+
+/** What the compile check (templateProblem, run in a worker) found wrong with each template text of a write. */
+export type TemplateProblems = Partial<Record<TemplateText, string>>;
+
+/** Lengths count characters as Pydantic does, not UTF-16 code units (never fewer, so most texts need no count). */
+function lengthViolation(field: TemplateText | 'name', input: string): Violation | undefined {
+  if (field === 'name' && input.length < 1)
     return { loc: ['name'], type: 'string_too_short', msg: 'String should have at least 1 character', input, ctx: { min_length: 1 } };
-  if (length > TEMPLATE_NAME_MAX_LENGTH) {
-    const msg = `String should have at most ${TEMPLATE_NAME_MAX_LENGTH} characters`;
-    return { loc: ['name'], type: 'string_too_long', msg, input, ctx: { max_length: TEMPLATE_NAME_MAX_LENGTH } };
+  const max = MAX_LENGTHS[field];
+  if (input.length > max && [...input].length > max) {
+    return { loc: [field], type: 'string_too_long', msg: `String should have at most ${max} characters`, input, ctx: { max_length: max } };
   }
   return undefined;
 }
 
-/** As the gateway orders them: the field's own rule first, NUL (PostgreSQL's rule) last. */
-function fieldViolations(write: TemplateWrite): Violation[] {
-  const name = write.name == null ? undefined : (nameLengthViolation(write.name) ?? nulViolation(['name'], write.name));
+/** The template texts of a write that the compile check must see: those given and within their length. */
+export function textsToCheck(write: TemplateWrite): [TemplateText, string][] {
+  return TEMPLATE_TEXTS.flatMap((field) => {
+    const source = write[field];
+    return source == null || lengthViolation(field, source) ? [] : [[field, source] as [TemplateText, string]];
+  });
+}
+
+/** As the gateway orders them: the field's own rule first (its length, then the compile check), NUL (PostgreSQL's rule) last. */
+function fieldViolations(write: TemplateWrite, problems: TemplateProblems): Violation[] {
+  const name = write.name == null ? undefined : (lengthViolation('name', write.name) ?? nulViolation(['name'], write.name));
   const texts = TEMPLATE_TEXTS.map((field) => {
     const source = write[field];
-    return source == null ? undefined : (templateViolation([field], source) ?? nulViolation([field], source));
+    if (source == null) return undefined;
+    const problem = problems[field];
+    return lengthViolation(field, source) ?? (problem ? valueError([field], source, problem) : nulViolation([field], source));
   });
   return [name, ...texts].filter((v): v is Violation => v !== undefined);
 }
@@ -75,9 +99,9 @@ function present(write: TemplateWrite): TemplatePatch {
   );
 }
 
-export function newTemplate(workspaceId: string, write: TemplateWrite): NewTemplate {
+export function newTemplate(workspaceId: string, write: TemplateWrite, problems: TemplateProblems): NewTemplate {
   const required = (['name', 'subject'] as const).filter((field) => write[field] == null).map(missing);
-  const violations = [...required, ...fieldViolations(write)].sort(
+  const violations = [...required, ...fieldViolations(write, problems)].sort(
     (a, b) => FIELD_ORDER.indexOf(String(a.loc[0])) - FIELD_ORDER.indexOf(String(b.loc[0])),
   );
   throwIfAny(violations.length > 0 ? violations : [bodyViolation({ html: write.html ?? null, text: write.text ?? null })]);
@@ -85,8 +109,8 @@ export function newTemplate(workspaceId: string, write: TemplateWrite): NewTempl
 }
 
 /** The PUT rules of docs/api.md: omitted is unchanged; null clears html or text, and leaves name and subject. */
-export function templatePatch(write: TemplateWrite): TemplatePatch {
-  throwIfAny(fieldViolations(write));
+export function templatePatch(write: TemplateWrite, problems: TemplateProblems): TemplatePatch {
+  throwIfAny(fieldViolations(write, problems));
   return present(write);
 }
 

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { InvalidArgumentError, NotFoundError, unary, valueError, type Logger } from '@mail/common';
 import type { campaignV1 } from '@mail/proto';
 import { newTemplate, templatePatch, type Template, type TemplateWrite } from '../domain/template';
+import type { TemplateChecker } from '../domain/template-checker';
 import { isUuid, pageWindow } from '../domain/validation';
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from '../store/templates';
 
@@ -32,11 +33,13 @@ function scope(workspaceId: string): string {
   return workspaceId.toLowerCase();
 }
 
-export function templateHandlers(logger: Logger, db: Knex): campaignV1.TemplateServiceServer {
+export function templateHandlers(logger: Logger, db: Knex, checker: TemplateChecker): campaignV1.TemplateServiceServer {
   return {
-    createTemplate: unary(logger, 'CreateTemplate', async (request) =>
-      toProto(await createTemplate(db, newTemplate(scope(request.workspaceId), writeFromProto(request.template)))),
-    ),
+    createTemplate: unary(logger, 'CreateTemplate', async (request) => {
+      const workspaceId = scope(request.workspaceId);
+      const write = writeFromProto(request.template);
+      return toProto(await createTemplate(db, newTemplate(workspaceId, write, await checker.check(write))));
+    }),
     getTemplate: unary(logger, 'GetTemplate', async (request) => toProto(await getTemplate(db, scope(request.workspaceId), request.id))),
     listTemplates: unary(logger, 'ListTemplates', async (request) => {
       const page = await listTemplates(db, scope(request.workspaceId), request.nameQuery, pageWindow(request.page));
@@ -44,7 +47,8 @@ export function templateHandlers(logger: Logger, db: Knex): campaignV1.TemplateS
     }),
     updateTemplate: unary(logger, 'UpdateTemplate', async (request) => {
       const workspaceId = scope(request.workspaceId);
-      const patch = templatePatch(writeFromMask(request.updateMask ?? [], request.template));
+      const write = writeFromMask(request.updateMask ?? [], request.template);
+      const patch = templatePatch(write, await checker.check(write));
       return toProto(await updateTemplate(db, workspaceId, request.id, patch));
     }),
     deleteTemplate: unary(logger, 'DeleteTemplate', async (request) => {
