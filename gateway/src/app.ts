@@ -2,7 +2,7 @@ import path from 'node:path';
 import express, { type Express } from 'express';
 import type { Logger, Readiness } from '@mail/common';
 import type { ServiceClients } from './clients';
-import { authenticate, authorize } from './auth/access';
+import { authenticate, authorize, authorizeNamedWorkspace } from './auth/access';
 import type { Authenticator } from './auth/principal';
 import type { DashboardConfig } from './config';
 import { errorHandler } from './errors/handler';
@@ -36,8 +36,10 @@ export interface AppDependencies {
 
 /**
  * The public request pipeline: health, docs and the dashboard page; raw-body routes; JSON parsing; token
- * check (401); the user's rate (429); OpenAPI validation (422); workspace and role check (403/404);
- * the workspace's analytics reads (429); the route; errors in the API's format (docs/api.md, "Errors").
+ * check (401); the user's rate (429); workspace and role check (403/404) once the workspace header or path
+ * is valid; OpenAPI validation (422); the workspace and role check of a request whose workspace id only
+ * validation could read; the workspace's analytics reads (429); the route; errors in the API's format
+ * (docs/api.md, "Errors").
  */
 export function createApp(deps: AppDependencies): Express {
   const app = express();
@@ -77,6 +79,7 @@ export function createApp(deps: AppDependencies): Express {
   app.use(express.text({ limit: '1mb', type: () => true }));
   app.use(authenticate(deps.authenticator, deps.clients.principals, matchOperation));
   if (deps.fairUse) app.use(userRate(deps.fairUse));
+  app.use(authorizeNamedWorkspace);
   app.use(pydanticValidation(deps.document, matchOperation));
   app.use(authorize);
   if (deps.fairUse) app.use(fairUse(deps.fairUse));

@@ -17,6 +17,10 @@ export interface AccessLocals {
   operation?: OperationObject;
   principal?: Principal;
   workspaceId?: string;
+  /** The workspace the request names, when its header or path gives a valid UUID (known before validation). */
+  namedWorkspaceId?: string;
+  /** The access checks are done: by step 2, or by step 3 when step 2 could not tell the workspace. */
+  authorized?: boolean;
 }
 
 export const accessLocals = (res: Response): AccessLocals => res.locals as AccessLocals;
@@ -47,6 +51,9 @@ export function authenticate(
     const level = match.operation['x-required-role'];
     if (level === 'public') return next();
     const token = await authenticator.authenticate(req.headers.authorization);
+    // The first of repeated headers, as the Pydantic validation (laxRequests) reads it after this.
+    const workspaceId = workspaceToAuthorize(match, req.path, req.headersDistinct.workspace_id?.[0]);
+    accessLocals(res).namedWorkspaceId = workspaceId;
     const resolved = await principals
       .resolve({
         issuer: token.issuer,
@@ -54,8 +61,7 @@ export function authenticate(
         email: token.email,
         displayName: token.displayName,
         grantPlatformAdmin: authenticator.grantsPlatformAdmin,
-        // The first of repeated headers, as the Pydantic validation (laxRequests) reads it after this.
-        workspaceId: workspaceToAuthorize(match, req.path, req.headersDistinct.workspace_id?.[0]),
+        workspaceId,
       })
       .catch((error: unknown) => {
         const httpError = fromGrpcError(error);
@@ -76,12 +82,12 @@ export function authenticate(
 }
 
 /**
- * The workspace `authorize` will look up, so that ResolvePrincipal returns
- * only its membership instead of every one (a platform admin's list grows
- * with every workspace); undefined for operations without a workspace scope,
- * which get the full list (/auth/me shows it). This runs before validation:
- * only a valid UUID is passed, in the canonical form validation turns it into
- * and `authorize` looks up; anything else stays unset, and validation answers.
+ * The workspace the access checks will look up, so that ResolvePrincipal
+ * returns only its membership instead of every one (a platform admin's list
+ * grows with every workspace); undefined for operations without a workspace
+ * scope, which get the full list (/auth/me shows it). This runs before
+ * validation: only a valid UUID is passed, in the canonical form validation
+ * turns it into; anything else stays unset, and validation answers.
  */
 export function workspaceToAuthorize(
   match: MatchedOperation,
@@ -102,17 +108,17 @@ function pathParameter(req: Request, name: string): string | undefined {
   return (req as Request & { openapi?: { pathParams?: Record<string, string> } }).openapi?.pathParams?.[name];
 }
 
-/** Step 2, after validation: the workspace scope and the role (403, or 404 for an unknown workspace). */
-export const authorize: RequestHandler = (req, res, next) => {
+/**
+ * The role (403) and the workspace scope (403, or 404 for an unknown workspace); false when the operation
+ * acts in a workspace and `workspaceId` is not known yet.
+ */
+function checkAccess(res: Response, workspaceId: string | undefined): boolean {
   const { operation, principal } = accessLocals(res);
   const level = operation?.['x-required-role'];
-  if (!operation || !principal || level === 'public' || level === 'authenticated' || level === undefined) return next();
+  if (!operation || !principal || level === 'public' || level === 'authenticated' || level === undefined) return true;
   if (level === 'platform_admin' && !principal.isPlatformAdmin) throw forbidden('Platform admin role required');
-
-  const scope = operation['x-workspace-from'] ?? 'header';
-  if (scope === 'none') return next();
-  const workspaceId = scope === 'path' ? pathParameter(req, 'id') : req.header('workspace_id');
-  if (!workspaceId) throw new Error(`operation ${operation.operationId} has no workspace id in its ${scope}`);
+  if ((operation['x-workspace-from'] ?? 'header') === 'none') return true;
+  if (!workspaceId) return false;
   const access = principal.workspaces.get(workspaceId.toLowerCase());
   if (!access) {
     // A platform admin sees every workspace, so an unknown one does not exist.
@@ -120,5 +126,27 @@ export const authorize: RequestHandler = (req, res, next) => {
   }
   if (ROLE_RANK[access.role] < ROLE_RANK[level]) throw forbidden(`The ${level} role is required`);
   accessLocals(res).workspaceId = workspaceId.toLowerCase();
+  return true;
+}
+
+/**
+ * Step 2, before validation: the access checks, as soon as the request names its workspace validly, so
+ * that a caller outside it or below the role gets 401/403 whatever the body holds, and no body of theirs
+ * is ever validated (docs/api.md, "Errors"). A request whose workspace header or path is invalid goes on
+ * to validation, which reports that with every other violation.
+ */
+export const authorizeNamedWorkspace: RequestHandler = (_req, res, next) => {
+  accessLocals(res).authorized = checkAccess(res, accessLocals(res).namedWorkspaceId);
+  next();
+};
+
+/** Step 3, after validation: the access checks step 2 could not do, with the workspace id as validation read it. */
+export const authorize: RequestHandler = (req, res, next) => {
+  const { operation, authorized } = accessLocals(res);
+  if (authorized || !operation) return next();
+  const scope = operation['x-workspace-from'] ?? 'header';
+  const workspaceId = scope === 'path' ? pathParameter(req, 'id') : req.header('workspace_id');
+  if (!workspaceId) throw new Error(`operation ${operation.operationId} has no workspace id in its ${scope}`);
+  accessLocals(res).authorized = checkAccess(res, workspaceId);
   next();
 };
