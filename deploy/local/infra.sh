@@ -490,11 +490,13 @@ pg_start() {
 
 # What pg_provision does, numbered: a state folder provisioned by an earlier
 # number is provisioned again (every statement may run twice).
-PG_PROVISION_VERSION=2
+PG_PROVISION_VERSION=3
 
 # Role and database for the services; CREATEDB so tests can make their own,
 # and pg_signal_backend so that their DROP DATABASE ... WITH (FORCE) may end
-# an autovacuum worker in that database, a process of no role.
+# an autovacuum worker in that database, a process of no role. And the login
+# recipient queries run as (mail_recipients): no rights of its own, granted
+# SELECT on a recipient database's accounts (deploy/local/src/recipients.ts).
 pg_provision() {
   [[ $(cat -- "$PG_HOME/.provisioned" 2>/dev/null) == "$PG_PROVISION_VERSION" ]] && return 0
   as_pg psql -X -q -v ON_ERROR_STOP=1 -h "$PG_RUN" -p "$PG_PORT" -d postgres <<'SQL'
@@ -502,6 +504,9 @@ DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mail') THEN
     CREATE ROLE mail LOGIN CREATEDB PASSWORD 'mail';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mail_recipients') THEN
+    CREATE ROLE mail_recipients LOGIN NOINHERIT PASSWORD 'mail_recipients';
   END IF;
 END
 $$;
@@ -529,6 +534,8 @@ postgres_start() {
     port=$(pg_running_port)
     [[ $port == "$PG_PORT" ]] ||
       die "postgres of $STATE_DIR already runs on port $port, not PG_PORT=$PG_PORT; run 'down postgres' first"
+    # A server started by an older checkout may lack what a newer provisioning adds.
+    pg_provision
     return 0
   fi
   pg_init

@@ -9,11 +9,20 @@ export const ACCOUNTS_TABLE = `CREATE TABLE IF NOT EXISTS accounts (
 )`;
 
 /**
+ * The login recipient queries run as: `deploy/local/infra.sh` creates it with
+ * no rights of its own, and a recipient database grants it SELECT on
+ * `accounts` only, so whatever a query says it can read that table and nothing
+ * else, and write nothing (README, "Recipient database").
+ */
+export const RECIPIENT_READER = { user: 'mail_recipients', password: 'mail_recipients' };
+
+/**
  * Creates the local recipient database (the database a PostgreSQL URL names,
  * through the server's `postgres` database) and its `accounts` table, when
- * missing; what is there is left alone.
+ * missing (what is there is left alone), and lets the recipient reader read
+ * `accounts`. Resolves to the reader's URL of that database.
  */
-export async function ensureRecipientDatabase(url: string): Promise<void> {
+export async function ensureRecipientDatabase(url: string): Promise<string> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
   const server = new URL(url);
@@ -30,7 +39,21 @@ export async function ensureRecipientDatabase(url: string): Promise<void> {
   await database.connect();
   try {
     await database.query(ACCOUNTS_TABLE);
+    await grantRecipientReader(database, name);
   } finally {
     await database.end();
   }
+  const reader = new URL(url);
+  reader.username = RECIPIENT_READER.user;
+  reader.password = RECIPIENT_READER.password;
+  return reader.toString();
+}
+
+/** The reader may connect to the database and read `accounts`; PUBLIC keeps no right to create anything there. */
+async function grantRecipientReader(database: Client, name: string): Promise<void> {
+  const quoted = `"${name.replace(/"/g, '""')}"`;
+  await database.query(`REVOKE TEMPORARY ON DATABASE ${quoted} FROM PUBLIC`);
+  await database.query(`GRANT CONNECT ON DATABASE ${quoted} TO ${RECIPIENT_READER.user}`);
+  await database.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
+  await database.query(`GRANT SELECT ON accounts TO ${RECIPIENT_READER.user}`);
 }

@@ -5,6 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { infraVariables } from './testing/infra';
+import { RECIPIENT_READER } from './recipients';
 
 /**
  * The process launcher: starts the services and the gateway from their built
@@ -402,11 +403,15 @@ function sharedEnvironment(caller: Record<string, string>, stateDir: string) {
 
 /**
  * Where a stack's delivery sends and reads recipients unless told (`npm run up` tells it: the local Mailpit
- * and recipient database): nowhere, and its own database. The built-in defaults are `npm run up`'s Mailpit
- * and recipient database, which another stack (a test's) must never reach.
+ * and recipient database): nowhere, and its own database as the recipient reader, who may read nothing there.
+ * The built-in defaults are `npm run up`'s Mailpit and recipient database, which another stack (a test's) must
+ * never reach.
  */
 function sendingDefaults(env: Record<string, string>): Record<string, string> {
-  return { SMTP_URL: 'smtp://127.0.0.1:1?tls=off', RECIPIENTS_DATABASE_URL: env.DATABASE_URL };
+  const recipients = new URL(env.DATABASE_URL);
+  recipients.username = RECIPIENT_READER.user;
+  recipients.password = RECIPIENT_READER.password;
+  return { SMTP_URL: 'smtp://127.0.0.1:1?tls=off', RECIPIENTS_DATABASE_URL: recipients.toString() };
 }
 
 async function resolvePorts(choice: StackPortChoice, caller: Record<string, string>): Promise<StackPorts> {

@@ -46,8 +46,7 @@ async function main(): Promise<void> {
   if (!isSet(env.RECIPIENTS_DATABASE_URL)) {
     const recipients = new URL(infraEnv(env).databaseUrl);
     recipients.pathname = '/recipients';
-    env.RECIPIENTS_DATABASE_URL = recipients.toString();
-    await ensureRecipientDatabase(env.RECIPIENTS_DATABASE_URL);
+    env.RECIPIENTS_DATABASE_URL = await ensureRecipientDatabase(recipients.toString());
   }
   if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = keptSecret('unsubscribe-signing-key');
   // Workspaces' own recipient database URLs are stored encrypted with this key: kept too, so they stay readable.

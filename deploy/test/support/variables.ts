@@ -17,14 +17,15 @@ export interface VariableRead {
   codeDefault?: string;
 }
 
-const READER = /\benv\.(?:string|int|bool|list|optionalString|optionalInt)\(\s*['"]([A-Z][A-Z0-9_]*)['"]\s*(?:,\s*([^)]*?))?\s*\)/g;
+const READER =
+  /\benv\.(?:string|int|positiveInt|bool|list|optionalString|optionalInt)\(\s*['"]([A-Z][A-Z0-9_]*)['"]\s*(?:,\s*([^)]*?))?\s*\)/g;
 const GRPC_ADDRESS = /\bgrpcAddressVariable:\s*['"]([A-Z][A-Z0-9_]*)['"]/g;
 const PROCESS_ENV = /\bprocess\.env(?:\.([A-Z][A-Z0-9_]*)|\[\s*['"]([A-Z][A-Z0-9_]*)['"]\s*\])/g;
 
 /**
  * Every variable the processes read, found in their sources: the EnvReader
- * calls (env.string('X'), env.int, env.bool, env.list, env.optionalString,
- * env.optionalInt),
+ * calls (env.string('X'), env.int, env.positiveInt, env.bool, env.list,
+ * env.optionalString, env.optionalInt),
  * each service's grpcAddressVariable, and any direct process.env.X.
  * services/common is read by every service (runService reads its config).
  */

@@ -31,6 +31,13 @@ export class EnvReader {
     return Number(raw);
   }
 
+  /** An integer of at least 1: a count, a size or a time limit that zero would turn off. */
+  positiveInt(name: string, fallback?: number): number {
+    const value = this.int(name, fallback);
+    if (value < 1) throw new ConfigError(`${name} must be at least 1, got ${value}`);
+    return value;
+  }
+
   /** An integer, or undefined when the variable is unset or empty. */
   optionalInt(name: string): number | undefined {
     return this.optionalString(name) === undefined ? undefined : this.int(name);

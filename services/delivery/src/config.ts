@@ -1,5 +1,6 @@
 import { ConfigError, type EnvReader } from '@mail/common';
 import { PROVIDERS, type Provider } from './domain/headers';
+import type { SourceLimits } from './store/recipient-source';
 import { parseEncryptionKey } from './domain/sealed-secret';
 
 export interface SmtpConfig {
@@ -12,8 +13,10 @@ export interface SmtpConfig {
 export interface DeliveryConfig {
   databaseUrl: string;
   recipientsDatabaseUrl: string;
-  /** The time limit of each statement on the recipient database. */
-  recipientsQueryTimeoutMs: number;
+  /** What a run's read of its recipient database may take and bring. */
+  recipientSource: SourceLimits;
+  /** Runs a process loads at once. */
+  recipientLoads: number;
   campaignAddress: string;
   analyticsAddress: string;
   kafkaBrokers: string[];
@@ -73,12 +76,6 @@ function recipientsEncryptionKey(env: EnvReader, production: boolean): Buffer {
   return key;
 }
 
-function testSendPerHour(env: EnvReader): number {
-  const perHour = env.int('TEST_SEND_PER_HOUR', 100);
-  if (perHour < 1) throw new ConfigError('TEST_SEND_PER_HOUR must be at least 1');
-  return perHour;
-}
-
 /** Alone for MIGRATE_ONLY=1, which needs nothing else (the migration Job sets nothing else). */
 export function readDatabaseUrl(env: EnvReader): string {
   return env.string('DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/mail');
@@ -92,8 +89,13 @@ export function readConfig(env: EnvReader): DeliveryConfig {
   }
   return {
     databaseUrl: readDatabaseUrl(env),
-    recipientsDatabaseUrl: env.string('RECIPIENTS_DATABASE_URL', 'postgres://mail:mail@127.0.0.1:25432/recipients'),
-    recipientsQueryTimeoutMs: env.int('RECIPIENTS_QUERY_TIMEOUT_MS', 60_000),
+    recipientsDatabaseUrl: env.string('RECIPIENTS_DATABASE_URL', 'postgres://mail_recipients:mail_recipients@127.0.0.1:25432/recipients'),
+    recipientSource: {
+      timeoutMs: env.positiveInt('RECIPIENTS_QUERY_TIMEOUT_MS', 60_000),
+      rowMaxBytes: env.positiveInt('RECIPIENT_ROW_MAX_BYTES', 65_536),
+      maxRows: env.positiveInt('RUN_MAX_RECIPIENTS', 5_000_000),
+    },
+    recipientLoads: env.positiveInt('RECIPIENT_LOADS_PER_PROCESS', 4),
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
     analyticsAddress: env.string('ANALYTICS_GRPC_ADDR', '127.0.0.1:50054'),
     kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:29092']),
@@ -107,7 +109,7 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     workerLeaseMs: env.int('SEND_WORKER_LEASE_MS', 30_000),
     schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 5_000),
     runMissedGraceMs: env.int('RUN_MISSED_GRACE_MS', 3_600_000),
-    testSendPerHour: testSendPerHour(env),
+    testSendPerHour: env.positiveInt('TEST_SEND_PER_HOUR', 100),
     publicBaseUrl: env.string('PUBLIC_BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, ''),
     // Development only (refused above in production): links signed with it verify only with the same default.
     unsubscribeSigningKey: unsubscribeSigningKey ?? 'development-unsubscribe-key',

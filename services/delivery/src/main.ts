@@ -10,7 +10,8 @@ import { Scheduler } from './sending/scheduler';
 import { Sender, type UnsubscribeClaims } from './sending/sender';
 import { SmtpTransport } from './sending/transport';
 import { openDatabase } from './store/database';
-import { openRecipientDatabase } from './store/recipient-database';
+import { recipientDatabaseUrl } from './store/recipient-databases';
+import { stuckReads } from './store/recipient-source';
 import { SendingStore } from './store/sending';
 
 void runService({
@@ -23,7 +24,6 @@ void runService({
   async start({ env, logger, readiness }) {
     const config = readConfig(env);
     const db = await openDatabase(config.databaseUrl);
-    const recipients = openRecipientDatabase(config.recipientsDatabaseUrl, config.recipientsQueryTimeoutMs);
     const upstream = connectUpstream(config.campaignAddress, config.analyticsAddress);
     const transport = new SmtpTransport(config.smtp);
     const kafka = createKafka('delivery', config.kafkaBrokers, logger);
@@ -40,17 +40,27 @@ void runService({
       workerLeaseMs: config.workerLeaseMs,
       ratePerSecond: config.sendRatePerSecond,
       publicBaseUrl: config.publicBaseUrl,
+      loads: config.recipientLoads,
+      source: config.recipientSource,
       testSendPerHour: config.testSendPerHour,
     };
-    const sender = new Sender({ store: new SendingStore(db), recipients, upstream, transport, events, signUnsubscribe }, options, logger);
+    const sourceUrl = async (workspaceId: string): Promise<string> =>
+      (await recipientDatabaseUrl(db, config.recipientsEncryptionKey, workspaceId)) ?? config.recipientsDatabaseUrl;
+    const sender = new Sender(
+      { store: new SendingStore(db), recipientDatabaseUrl: sourceUrl, upstream, transport, events, signUnsubscribe },
+      options,
+      logger,
+    );
     const scheduler = new Scheduler(
       db,
       upstream,
       { intervalMs: config.schedulerIntervalMs, missedGraceMs: config.runMissedGraceMs },
       logger,
     );
-    // The recipient database is not a readiness dependency: while it is away runs wait, the API still answers.
+    // A recipient database is not a readiness dependency: while one is away its runs wait, the API still answers.
+    // A read that outlived its time limit and its cancel is the process's own fault: a stuck load.
     readiness.add('postgres', () => db.raw('select 1'));
+    readiness.add('recipient-loads', () => (stuckReads() === 0 ? Promise.resolve() : Promise.reject(new Error('a load is stuck'))));
     await sender.start();
     scheduler.start();
     return {
@@ -73,7 +83,6 @@ void runService({
         { name: 'close smtp pool', run: () => Promise.resolve(transport.close()) },
         { name: 'close kafka', run: () => Promise.all([events.close(), admin.disconnect()]).then(() => undefined) },
         { name: 'close clients', run: () => Promise.resolve(upstream.close()) },
-        { name: 'close recipient database', run: () => recipients.close() },
         { name: 'close postgres', run: () => db.destroy() },
       ],
     };

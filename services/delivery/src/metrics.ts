@@ -13,4 +13,20 @@ export const deliveryMetrics = {
     help: 'Sent events published to the events topic',
     registers: [registry],
   }),
+  loadsRunning: new prometheus.Gauge({
+    name: 'delivery_recipient_loads_running',
+    help: 'Runs whose recipients this process is reading from their recipient database now',
+    registers: [registry],
+  }),
+  runsWaitingForSource: new prometheus.Gauge({
+    name: 'delivery_runs_waiting_for_source',
+    help: 'Runs, across every replica, whose recipient database could not be reached and whose load waits to be tried again',
+    registers: [registry],
+  }),
+  runsFailed: new prometheus.Counter({
+    name: 'delivery_runs_failed_total',
+    help: 'Runs this process failed while sending, by cause (source: the recipient database refused, timed out, hit a limit or stayed unreachable)',
+    labelNames: ['cause'] as const,
+    registers: [registry],
+  }),
 };

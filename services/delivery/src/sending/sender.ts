@@ -9,7 +9,8 @@ import { retryDelayMs } from '../domain/run';
 import { pickVariant } from '../domain/variants';
 import type { Upstream } from '../grpc/clients';
 import { deliveryMetrics } from '../metrics';
-import { SourceError, type RecipientDatabase } from '../store/recipient-database';
+import { streamRecipients } from '../store/recipient-database';
+import { SourceError, SourceUnreachableError, type SourceLimits } from '../store/recipient-source';
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
 import type { SentEventPublisher } from './events';
 import { RateLimiter } from './rate-limiter';
@@ -33,11 +34,15 @@ export interface SenderOptions {
   workerLeaseMs: number;
   ratePerSecond: number;
   publicBaseUrl: string;
+  /** Runs this process loads at once, each from its own connection. */
+  loads: number;
+  source: SourceLimits;
 }
 
 export interface SenderParts {
   store: SendingStore;
-  recipients: RecipientDatabase;
+  /** The URL of the recipient database a workspace's runs read: its own, or the shared one. */
+  recipientDatabaseUrl(workspaceId: string): Promise<string>;
   upstream: Upstream;
   transport: SmtpTransport;
   events: SentEventPublisher;
@@ -106,7 +111,7 @@ export class Sender {
     this.running = true;
     this.loops.push(
       this.every(Math.max(100, Math.floor(this.options.workerLeaseMs / 4)), () => this.maintain(), 'maintenance'),
-      this.repeat(() => this.loadNext(), 'loading'),
+      ...Array.from({ length: this.options.loads }, () => this.repeat(() => this.loadNext(), 'loading')),
       this.repeat(() => this.publishSent(), 'publishing sent events'),
       ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending')),
     );
@@ -128,6 +133,7 @@ export class Sender {
       deliveryMetrics.messages.inc({ outcome: 'unknown' }, unknown);
     }
     await this.parts.store.completeFinishedRuns();
+    deliveryMetrics.runsWaitingForSource.set(await this.parts.store.runsWaitingForSource());
   }
 
   /** Runs `work` until stopped; `work` resolves to whether it found something to do. */
@@ -154,26 +160,47 @@ export class Sender {
     }
   }
 
+  /**
+   * Loads one run. What the source answers (a refused query, a limit) fails
+   * the run at once; a source that cannot be reached is tried again with
+   * backoff, for the time limit at most.
+   */
   private async loadNext(): Promise<boolean> {
-    const run = await this.parts.store.claimLoad(this.workerId, this.options.workerLeaseMs);
+    const { store } = this.parts;
+    const run = await store.claimLoad(this.workerId, this.options.workerLeaseMs);
     if (!run) return false;
+    deliveryMetrics.loadsRunning.inc();
     try {
       await this.load(run);
     } catch (error) {
-      if (!(error instanceof SourceError)) {
-        await this.parts.store.releaseLoad(run.id, this.workerId);
+      if (error instanceof SourceError) {
+        await this.failForSource(run, error.message);
+      } else if (error instanceof SourceUnreachableError) {
+        this.logger.warn({ runId: run.id, err: error }, 'recipient database unreachable; the load is tried again');
+        if (await store.deferLoad(run.id, this.workerId, this.options.source.timeoutMs)) {
+          await this.failForSource(run, `${error.message} (for longer than ${this.options.source.timeoutMs} ms)`);
+        }
+      } else {
+        await store.releaseLoad(run.id, this.workerId);
         throw error;
       }
-      this.logger.warn({ runId: run.id, err: error }, 'run failed: its recipients cannot be read');
-      await this.parts.store.failRun(run.id, error.message);
+    } finally {
+      deliveryMetrics.loadsRunning.dec();
     }
     return true;
+  }
+
+  private async failForSource(run: LoadingRun, failure: string): Promise<void> {
+    this.logger.warn({ runId: run.id, workspaceId: run.workspaceId, failure }, 'run failed: its recipients cannot be read');
+    await this.parts.store.failRun(run.id, failure);
+    deliveryMetrics.runsFailed.inc({ cause: 'source' });
   }
 
   /** Streams the run's source in from where its load stopped; never more than a batch in memory. */
   private async load(run: LoadingRun): Promise<void> {
     const variants = run.plan.variants;
-    for await (const batch of this.parts.recipients.stream(run.plan.source, run.loadPosition)) {
+    const url = await this.parts.recipientDatabaseUrl(run.workspaceId);
+    for await (const batch of streamRecipients(url, run.plan.source, run.loadPosition, this.options.source)) {
       const recipients = batch.rows.map((row) => {
         const address = addressOf(row);
         return {

@@ -69,6 +69,28 @@ export const migrations: Migration[] = [
     },
   },
   {
+    name: '002_loads_take_turns',
+    async up(db) {
+      // load_started_at: when a loader last took the run (workspaces take turns loading, the one that loaded
+      // least recently first). source_failing_since, load_attempts and load_retry_at: a source that cannot be
+      // reached is tried again with backoff, for RECIPIENTS_QUERY_TIMEOUT_MS at most, by whichever replica.
+      await db.raw(`
+        ALTER TABLE runs
+          ADD COLUMN load_started_at timestamptz,
+          ADD COLUMN source_failing_since timestamptz,
+          ADD COLUMN load_attempts integer NOT NULL DEFAULT 0,
+          ADD COLUMN load_retry_at timestamptz NOT NULL DEFAULT '-infinity';
+        CREATE INDEX runs_workspace_loads_idx ON runs (workspace_id, load_started_at);
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        DROP INDEX runs_workspace_loads_idx;
+        ALTER TABLE runs DROP COLUMN load_started_at, DROP COLUMN source_failing_since, DROP COLUMN load_attempts, DROP COLUMN load_retry_at;
+      `);
+    },
+  },
+  {
     name: '003_test_sends_and_manual_runs',
     async up(db) {
       // One manual run of a campaign at a time, across replicas: the partial unique index refuses a second while
@@ -96,6 +118,10 @@ export const migrations: Migration[] = [
         CREATE INDEX test_sends_window_idx ON test_sends (workspace_id, sent_at);
       `);
     },
+    async down(db) {
+      await db.raw('DROP TABLE test_sends; DROP INDEX runs_one_active_manual_idx;');
+    },
+  },
   {
     name: '004_recipient_databases',
     async up(db) {

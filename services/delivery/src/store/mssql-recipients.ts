@@ -1,69 +1,81 @@
 import sql from 'mssql';
 import type { RecipientRow } from '../domain/recipient';
 import {
-  SOURCE_BATCH_SIZE,
+  ReadBudget,
   SourceError,
+  SourceUnreachableError,
+  checkRows,
+  fetchRows,
   idChunks,
+  tooManyRows,
   withEmailColumn,
-  type RecipientDatabase,
   type RecipientSource,
   type SourceBatch,
-} from './recipient-database';
+  type SourceLimits,
+} from './recipient-source';
 
 /**
  * SQL Server (`mssql://user:password@host:port/database`, optional
- * `?trustServerCertificate=true`): a thin adapter behind the same interface as
- * PostgreSQL, untested here (no SQL Server can run on this platform; README,
- * "Recipient database"). Read-only: the connection declares ApplicationIntent
- * ReadOnly, and a campaign's query is checked to be one SELECT when it is
- * saved; the account the URL names should be allowed to read only. Each
- * request is limited to the time limit (requestTimeout).
+ * `?trustServerCertificate=true`): a thin adapter with the PostgreSQL one's
+ * properties, untested here (no SQL Server can run on this platform; README,
+ * "Recipient database"). A connection of its own per run, closed after it;
+ * the campaign's query as one request (a campaign's query is also checked to
+ * be one SELECT when it is saved); ApplicationIntent ReadOnly, and the login
+ * the URL names should be allowed to read only; the time limit of the whole
+ * read enforced from here by cancelling the request.
  */
-export class MssqlRecipientDatabase implements RecipientDatabase {
-  private pool?: Promise<sql.ConnectionPool>;
-
-  constructor(
-    private readonly url: string,
-    private readonly timeoutMs: number,
-  ) {}
-
-  async *stream(source: RecipientSource, position: number): AsyncIterable<SourceBatch> {
-    const pool = await this.connected();
+export async function* streamMssql(
+  url: string,
+  source: RecipientSource,
+  position: number,
+  limits: SourceLimits,
+): AsyncIterable<SourceBatch> {
+  const pool = new sql.ConnectionPool({ ...mssqlConfig(url, limits.timeoutMs), pool: { min: 0, max: 1 } });
+  pool.on('error', () => undefined);
+  let request: sql.Request | undefined;
+  const budget = new ReadBudget(
+    limits,
+    () => request?.cancel(),
+    () => void pool.close().catch(() => undefined),
+  );
+  try {
+    await budget.spend(() => pool.connect()).catch((error: unknown) => Promise.reject(classify(error)));
     if (source.kind === 'accounts') {
+      let read = position;
       for (const chunk of idChunks(source.ids, position)) {
-        const request = pool.request();
-        chunk.ids.forEach((id, index) => request.input(`id${index}`, sql.NVarChar, id));
+        request = pool.request();
+        const lookup = request;
+        chunk.ids.forEach((id, index) => lookup.input(`id${index}`, sql.NVarChar, id));
         const placeholders = chunk.ids.map((_id, index) => `@id${index}`).join(', ');
-        const { recordset } = await request.query<RecipientRow>(`SELECT * FROM accounts WHERE account_id IN (${placeholders})`);
+        const { recordset } = await budget
+          .spend(() => lookup.query<RecipientRow>(`SELECT * FROM accounts WHERE account_id IN (${placeholders})`))
+          .catch((error: unknown) => Promise.reject(classify(error)));
         const byId = new Map(recordset.map((row) => [String(row.account_id), row]));
-        const rows = chunk.ids.flatMap((id) => (byId.has(id) ? [byId.get(id) as RecipientRow] : []));
+        const rows = checkRows(
+          chunk.ids.flatMap((id) => (byId.has(id) ? [byId.get(id) as RecipientRow] : [])),
+          read,
+          limits,
+        );
+        read += rows.length;
         yield { rows, position: chunk.position };
+        if (read >= limits.maxRows && chunk.position < source.ids.length) throw tooManyRows(limits);
       }
       return;
     }
-    let read = 0;
-    for await (const rows of streamRows(pool.request(), source.sql)) {
-      const skip = Math.max(0, Math.min(rows.length, position - read));
-      read += rows.length;
-      if (skip < rows.length) yield { rows: rows.slice(skip).map(withEmailColumn), position: read };
+    request = pool.request();
+    let consumed = 0;
+    let kept = 0;
+    for await (const rows of streamRows(request, source.sql, fetchRows(limits), budget)) {
+      const fresh = rows.slice(Math.max(0, Math.min(rows.length, position - consumed)));
+      consumed += rows.length;
+      if (fresh.length === 0) continue;
+      const accepted = checkRows(fresh, position + kept, limits).map(withEmailColumn);
+      kept += accepted.length;
+      yield { rows: accepted, position: consumed - (fresh.length - accepted.length) };
+      if (accepted.length < fresh.length) throw tooManyRows(limits);
     }
-  }
-
-  async close(): Promise<void> {
-    const pool = this.pool;
-    this.pool = undefined;
-    await pool?.then((connected) => connected.close()).catch(() => undefined);
-  }
-
-  private connected(): Promise<sql.ConnectionPool> {
-    if (!this.pool) {
-      const pool = new sql.ConnectionPool(mssqlConfig(this.url, this.timeoutMs)).connect();
-      pool.catch(() => {
-        if (this.pool === pool) this.pool = undefined;
-      });
-      this.pool = pool;
-    }
-    return this.pool;
+  } finally {
+    await pool.close().catch(() => undefined);
   }
 }
 
@@ -84,8 +96,16 @@ export function mssqlConfig(url: string, timeoutMs: number): sql.config {
   };
 }
 
-/** The query's rows in batches, the request paused while a batch is being stored. */
-async function* streamRows(request: sql.Request, query: string): AsyncIterable<RecipientRow[]> {
+/** A request error is the server's answer to the query; anything else is the connection. */
+function classify(error: unknown): Error {
+  if (error instanceof SourceError || error instanceof SourceUnreachableError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof sql.RequestError) return new SourceError(`The recipient query failed: ${message}`);
+  return new SourceUnreachableError(`The recipient database could not be reached: ${message}`);
+}
+
+/** The query's rows in batches of `size`, the request paused while a batch is being stored; each wait spends from the budget. */
+async function* streamRows(request: sql.Request, query: string, size: number, budget: ReadBudget): AsyncIterable<RecipientRow[]> {
   request.stream = true;
   let batch: RecipientRow[] = [];
   const ready: RecipientRow[][] = [];
@@ -98,7 +118,7 @@ async function* streamRows(request: sql.Request, query: string): AsyncIterable<R
   };
   request.on('row', (row: RecipientRow) => {
     batch.push(row);
-    if (batch.length >= SOURCE_BATCH_SIZE) {
+    if (batch.length >= size) {
       ready.push(batch);
       batch = [];
       request.pause();
@@ -106,7 +126,7 @@ async function* streamRows(request: sql.Request, query: string): AsyncIterable<R
     }
   });
   request.on('error', (error: Error) => {
-    failure = new SourceError(`The recipient query failed: ${error.message}`);
+    failure = classify(error);
     notify();
   });
   request.on('done', () => {
@@ -124,7 +144,7 @@ async function* streamRows(request: sql.Request, query: string): AsyncIterable<R
     } else if (done) {
       return;
     } else {
-      await new Promise<void>((resolve) => (wake = resolve));
+      await budget.spend(() => new Promise<void>((resolve) => (wake = resolve)));
     }
   }
 }

@@ -55,6 +55,7 @@ export interface SentRecipient {
 
 /** A live worker's heartbeat is younger than the lease; the database's clock decides, for every replica alike. */
 const DEAD = `SELECT id FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)`;
+const LIVE = `SELECT id FROM workers WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)`;
 
 export class SendingStore {
   constructor(private readonly db: Knex) {}
@@ -91,19 +92,30 @@ export class SendingStore {
     });
   }
 
-  /** A run whose recipients are not all in yet and that no live worker loads: this worker loads it now. */
+  /**
+   * A run whose recipients are not all in yet, that no live worker loads and
+   * whose source is not waiting out a backoff: this worker loads it now.
+   * Workspaces take turns (the one that began a load least recently first),
+   * and a workspace loads one run at a time, so its slow or failing source
+   * holds back only its own runs; within a workspace, the higher send_priority
+   * first.
+   */
   async claimLoad(workerId: string, leaseMs: number): Promise<LoadingRun | undefined> {
     const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: RunPlan; load_position: number }>(
-      `UPDATE runs SET loader_id = $1,
+      `UPDATE runs SET loader_id = $1, load_started_at = clock_timestamp(),
          status = CASE WHEN status = 'queued' THEN 'sending' ELSE status END,
          started_at = coalesce(started_at, now())
        WHERE id = (
-         SELECT id FROM runs
-         WHERE status IN ('queued', 'sending', 'paused') AND NOT loaded
-           AND (loader_id IS NULL OR loader_id NOT IN (SELECT id FROM workers
-             WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)))
-         ORDER BY send_priority DESC, created_at
-         LIMIT 1 FOR UPDATE SKIP LOCKED)
+         SELECT r.id FROM runs r
+         WHERE r.status IN ('queued', 'sending', 'paused') AND NOT r.loaded AND r.load_retry_at <= now()
+           AND (r.loader_id IS NULL OR r.loader_id NOT IN (${LIVE}))
+           AND NOT EXISTS (
+             SELECT 1 FROM runs other
+             WHERE other.workspace_id = r.workspace_id AND other.id <> r.id AND NOT other.loaded
+               AND other.status IN ('queued', 'sending', 'paused') AND other.loader_id IN (${LIVE}))
+         ORDER BY (SELECT max(w.load_started_at) FROM runs w WHERE w.workspace_id = r.workspace_id) NULLS FIRST,
+           r.send_priority DESC, r.created_at
+         LIMIT 1 FOR UPDATE OF r SKIP LOCKED)
        RETURNING id, workspace_id, campaign_id, plan, load_position`,
       [workerId, leaseMs],
     );
@@ -138,11 +150,10 @@ export class SendingStore {
           ),
         ],
       );
-      await connection.query('UPDATE runs SET load_position = $2, duplicates = duplicates + $3 WHERE id = $1', [
-        runId,
-        position,
-        recipients.length - (rowCount ?? 0),
-      ]);
+      await connection.query(
+        `UPDATE runs SET load_position = $2, duplicates = duplicates + $3, source_failing_since = NULL, load_attempts = 0 WHERE id = $1`,
+        [runId, position, recipients.length - (rowCount ?? 0)],
+      );
       return true;
     });
   }
@@ -156,6 +167,24 @@ export class SendingStore {
     await this.query('UPDATE runs SET loaded = true WHERE id = $1 AND loader_id = $2', [runId, workerId]);
   }
 
+  /**
+   * The source could not be reached: the load waits (backing off from 0.5 s
+   * to 30 s) and any worker tries again. Resolves to whether the source has
+   * now failed for longer than `giveUpAfterMs`, when the run should fail.
+   */
+  async deferLoad(runId: string, workerId: string, giveUpAfterMs: number): Promise<boolean> {
+    const { rows } = await this.query<{ exhausted: boolean }>(
+      `UPDATE runs SET loader_id = NULL,
+         source_failing_since = coalesce(source_failing_since, now()),
+         load_attempts = load_attempts + 1,
+         load_retry_at = now() + make_interval(secs => least(30, 0.5 * power(2, load_attempts)))
+       WHERE id = $1 AND loader_id = $2
+       RETURNING source_failing_since < now() - make_interval(secs => $3::double precision / 1000) AS exhausted`,
+      [runId, workerId, giveUpAfterMs],
+    );
+    return rows[0]?.exhausted ?? false;
+  }
+
   /** A run whose source cannot be read ends `failed` with the reason; nothing of it is sent any more. */
   async failRun(runId: string, failure: string): Promise<void> {
     await this.query(
@@ -164,18 +193,41 @@ export class SendingStore {
     );
   }
 
+  /** A run whose template renders for nobody fails, unless a message of it was handed over already (attempts). */
+  async failRunBeforeHandOver(runId: string, failure: string): Promise<boolean> {
+    const { rowCount } = await this.query(
+      `UPDATE runs SET status = 'failed', failure = $2, finished_at = now()
+       WHERE id = $1 AND status IN ('queued', 'sending', 'paused')
+         AND NOT EXISTS (SELECT 1 FROM run_recipients WHERE run_id = $1 AND attempts > 0)`,
+      [runId, failure],
+    );
+    return rowCount === 1;
+  }
+
+  /** Runs whose loads wait for their source to answer again, across every replica. */
+  async runsWaitingForSource(): Promise<number> {
+    const { rows } = await this.query<{ waiting: number }>(
+      `SELECT count(*)::integer AS waiting FROM runs
+       WHERE status IN ('queued', 'sending', 'paused') AND NOT loaded AND source_failing_since IS NOT NULL`,
+    );
+    return rows[0]?.waiting ?? 0;
+  }
+
   /**
-   * Runs that are sending and have recipients ready, higher send_priority
-   * first; runs of one priority take turns (the one whose recipients were
-   * taken longest ago first), so a long run of one workspace does not hold
-   * back another's.
+   * Runs that are sending and have recipients ready. Workspaces take turns
+   * (the one whose recipients were taken longest ago first), so no
+   * workspace's send_priority or long run holds back another's; within a
+   * workspace the higher send_priority goes first, and runs of one priority
+   * take turns too.
    */
   async readyRuns(): Promise<ActiveRun[]> {
     const { rows } = await this.query<{ id: string; workspace_id: string; campaign_id: string; plan: SendingPlan }>(
       `SELECT id, workspace_id, campaign_id, plan - 'source' AS plan FROM runs r
        WHERE status = 'sending'
          AND EXISTS (SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status = 'pending' AND rr.retry_at <= now())
-       ORDER BY send_priority DESC, claimed_at NULLS FIRST, created_at
+       ORDER BY max(claimed_at) OVER (PARTITION BY workspace_id) NULLS FIRST,
+         min(created_at) OVER (PARTITION BY workspace_id), workspace_id,
+         send_priority DESC, claimed_at NULLS FIRST, created_at
        LIMIT 20`,
     );
     return rows.map((row) => ({ id: row.id, workspaceId: row.workspace_id, campaignId: row.campaign_id, plan: row.plan }));
