@@ -1,4 +1,4 @@
-import Handlebars from 'handlebars';
+import { templateEnvironment } from '@mail/common/handlebars';
 
 export interface TemplateContent {
   subject: string;
@@ -21,9 +21,15 @@ export interface CompiledTemplate {
   text?: Render;
 }
 
+/** Every template renders in this environment: the built-in helpers less `log`, and no partials. */
+const handlebars = templateEnvironment();
+
+/** A message's size limit, subject and bodies together, in UTF-8 bytes. */
+export const MESSAGE_MAX_BYTES = 2 * 1024 * 1024;
+
 export function compileTemplate(content: TemplateContent): CompiledTemplate {
   const compile = (source: string, noEscape: boolean): Render => {
-    const template = Handlebars.compile(source, { noEscape, strict: false });
+    const template = handlebars.compile(source, { noEscape, strict: false });
     return (fields) => template(fields);
   };
   return {
@@ -44,4 +50,10 @@ export function renderMessage(template: CompiledTemplate, fields: Record<string,
     html: template.html?.(values),
     text: template.text?.(values),
   };
+}
+
+/** Why a rendered message is too big to send, or undefined. */
+export function messageSizeProblem(message: RenderedMessage): string | undefined {
+  const bytes = [message.subject, message.html, message.text].reduce((sum, part) => sum + (part ? Buffer.byteLength(part) : 0), 0);
+  return bytes > MESSAGE_MAX_BYTES ? `The message rendered to more than ${MESSAGE_MAX_BYTES / (1024 * 1024)} MB` : undefined;
 }

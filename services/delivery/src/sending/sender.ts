@@ -4,7 +4,7 @@ import type { Logger } from '@mail/common';
 import { providerHeaders, type Provider } from '../domain/headers';
 import { SINGLE_TEMPLATE, type SendingPlan } from '../domain/plan';
 import { addressOf, fieldsOf, messageIdOf } from '../domain/recipient';
-import { compileTemplate, renderMessage, type CompiledTemplate, type RenderedMessage } from '../domain/render';
+import type { RenderedMessage } from '../domain/render';
 import { retryDelayMs } from '../domain/run';
 import { pickVariant } from '../domain/variants';
 import type { Upstream } from '../grpc/clients';
@@ -14,6 +14,7 @@ import { SourceError, SourceUnreachableError, type SourceLimits } from '../store
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
 import type { SentEventPublisher } from './events';
 import { RateLimiter } from './rate-limiter';
+import { Renderer } from './renderer';
 import type { OutgoingMessage, SmtpTransport } from './transport';
 
 export interface UnsubscribeClaims {
@@ -57,14 +58,13 @@ export function unsubscribeUrl(publicBaseUrl: string, token: string): string {
   return `${publicBaseUrl}/unsubscribe/${token}`;
 }
 
-/** The message of a campaign to one address, ready for the transport. */
+/** The message of a campaign to one address, rendered (renderer.ts), ready for the transport. */
 export function composeMessage(
   plan: SendingPlan,
-  template: CompiledTemplate,
-  recipient: { email: string; fields: Record<string, unknown>; variantId: string | null },
+  rendered: RenderedMessage,
+  recipient: { email: string; variantId: string | null },
   context: { runId: string; messageId: string; unsubscribeUrl: string; provider: Provider },
 ): OutgoingMessage {
-  const rendered: RenderedMessage = renderMessage(template, recipient.fields, context.unsubscribeUrl);
   return {
     ...rendered,
     from: { name: plan.fromName, address: plan.fromEmail },
@@ -95,8 +95,11 @@ export class Sender {
   readonly workerId = randomUUID();
   private running = false;
   private readonly loops: Promise<void>[] = [];
-  private readonly compiled = new Map<string, Map<string, CompiledTemplate>>();
+  /** Runs of which this process rendered a message: a later batch that renders for nobody does not fail them. */
+  private readonly rendered = new Set<string>();
   private readonly limiter: RateLimiter;
+  /** A worker per sending loop, so that a slow template holds only its own loop. */
+  private readonly renderer: Renderer;
 
   constructor(
     private readonly parts: SenderParts,
@@ -104,6 +107,7 @@ export class Sender {
     private readonly logger: Logger,
   ) {
     this.limiter = new RateLimiter(parts.store, parts.transport.key, options.ratePerSecond);
+    this.renderer = new Renderer(options.concurrency);
   }
 
   async start(): Promise<void> {
@@ -122,6 +126,7 @@ export class Sender {
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
+    await this.renderer.close();
     await this.parts.store.retire(this.workerId);
   }
 
@@ -244,11 +249,20 @@ export class Sender {
     }
     await store.markSuppressed(run.id, this.workerId, [...suppressed]);
     deliveryMetrics.messages.inc({ outcome: 'suppressed' }, suppressed.size);
-    const queue = claimed.filter((recipient) => !suppressed.has(recipient.email));
+    let queue: { recipient: ClaimedRecipient; message: OutgoingMessage }[];
+    try {
+      queue = await this.render(
+        run,
+        claimed.filter((recipient) => !suppressed.has(recipient.email)),
+      );
+    } catch (error) {
+      await store.release(run.id, this.workerId);
+      throw error;
+    }
     let stopped = false;
     const lane = async (): Promise<void> => {
       for (let next = queue.shift(); next && !stopped; next = queue.shift()) {
-        if (!this.running || !(await this.sendOne(run, next))) stopped = true;
+        if (!this.running || !(await this.sendOne(run, next.recipient, next.message))) stopped = true;
       }
     };
     try {
@@ -258,37 +272,65 @@ export class Sender {
     }
   }
 
-  /** One message; resolves to false when the run stopped sending (paused, cancelled) before it went. */
-  private async sendOne(run: ActiveRun, recipient: ClaimedRecipient): Promise<boolean> {
+  /**
+   * The batch's messages, rendered by one call to a render worker. A recipient whose message cannot be
+   * rendered (an error, over the time or size limit) is `failed` with the reason; when that is every
+   * recipient of the batch and no message of the run has rendered yet (its first batch), the run fails.
+   */
+  private async render(
+    run: ActiveRun,
+    recipients: ClaimedRecipient[],
+  ): Promise<{ recipient: ClaimedRecipient; message: OutgoingMessage }[]> {
     const { store } = this.parts;
-    const messageId = messageIdOf(run.id, recipient.email, run.plan.fromEmail);
-    let message: OutgoingMessage;
-    try {
-      const token = this.parts.signUnsubscribe({
-        workspaceId: run.workspaceId,
-        campaignId: run.campaignId,
+    const links = recipients.map((recipient) =>
+      unsubscribeUrl(
+        this.options.publicBaseUrl,
+        this.parts.signUnsubscribe({ workspaceId: run.workspaceId, campaignId: run.campaignId, runId: run.id, email: recipient.email }),
+      ),
+    );
+    const outcomes = await this.renderer.render({
+      cacheKey: run.id,
+      templates: run.plan.templates,
+      messages: recipients.map((recipient, index) => ({
+        key: recipient.variantId ?? SINGLE_TEMPLATE,
+        fields: recipient.fields,
+        unsubscribeUrl: links[index],
+      })),
+    });
+    const ready: { recipient: ClaimedRecipient; message: OutgoingMessage }[] = [];
+    let failure: string | undefined;
+    for (const [index, recipient] of recipients.entries()) {
+      const outcome = outcomes[index];
+      if ('error' in outcome) {
+        failure ??= outcome.error;
+        await store.recordFinal(run.id, this.workerId, recipient.email, 'failed', outcome.error);
+        deliveryMetrics.messages.inc({ outcome: 'failed' });
+        continue;
+      }
+      const context = {
         runId: run.id,
-        email: recipient.email,
-      });
-      message = composeMessage(run.plan, this.template(run, recipient.variantId), recipient, {
-        runId: run.id,
-        messageId,
-        unsubscribeUrl: unsubscribeUrl(this.options.publicBaseUrl, token),
+        messageId: messageIdOf(run.id, recipient.email, run.plan.fromEmail),
+        unsubscribeUrl: links[index],
         provider: this.options.provider,
-      });
-    } catch (error) {
-      await store.recordFinal(
-        run.id,
-        this.workerId,
-        recipient.email,
-        'failed',
-        `The template could not be rendered: ${(error as Error).message}`,
-      );
-      deliveryMetrics.messages.inc({ outcome: 'failed' });
-      return true;
+      };
+      ready.push({ recipient, message: composeMessage(run.plan, outcome.message, recipient, context) });
     }
+    if (ready.length > 0) {
+      if (this.rendered.size >= 1000) this.rendered.clear();
+      this.rendered.add(run.id);
+    } else if (failure !== undefined && !this.rendered.has(run.id)) {
+      const reason = `No message of the run's first batch could be rendered: ${failure}`;
+      if (await store.failRunBeforeHandOver(run.id, reason))
+        this.logger.warn({ runId: run.id, workspaceId: run.workspaceId, reason }, 'run failed');
+    }
+    return ready;
+  }
+
+  /** One message; resolves to false when the run stopped sending (paused, cancelled) before it went. */
+  private async sendOne(run: ActiveRun, recipient: ClaimedRecipient, message: OutgoingMessage): Promise<boolean> {
+    const { store } = this.parts;
     await this.limiter.take();
-    if (!(await store.startHandOver(run.id, this.workerId, recipient.email, messageId))) return false;
+    if (!(await store.startHandOver(run.id, this.workerId, recipient.email, message.messageId))) return false;
     const outcome = await this.parts.transport.send(message);
     const attempt = recipient.attempts + 1;
     if (outcome.kind === 'sent') {
@@ -303,19 +345,6 @@ export class Sender {
       deliveryMetrics.messages.inc({ outcome: final });
     }
     return true;
-  }
-
-  /** The run's templates, compiled once per process. */
-  private template(run: ActiveRun, variantId: string | null): CompiledTemplate {
-    let templates = this.compiled.get(run.id);
-    if (!templates) {
-      templates = new Map(Object.entries(run.plan.templates).map(([key, content]) => [key, compileTemplate(content)]));
-      if (this.compiled.size > 100) this.compiled.clear();
-      this.compiled.set(run.id, templates);
-    }
-    const template = templates.get(variantId ?? SINGLE_TEMPLATE);
-    if (!template) throw new Error(`the run has no template for variant ${variantId}`);
-    return template;
   }
 
   private async publishSent(): Promise<boolean> {

@@ -2,16 +2,19 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InvalidArgumentError, invalidEmail, parseEmail, ConflictError, UnavailableError, type Violation } from '@mail/common';
 import { cannotSend, planTestSend } from '../domain/plan';
-import { compileTemplate } from '../domain/render';
 import type { Upstream } from '../grpc/clients';
 import { takeTestSendQuota } from '../store/test-sends';
+import { Renderer } from './renderer';
 import { composeMessage, unsubscribeUrl, type SenderOptions, type UnsubscribeClaims } from './sender';
-import type { OutgoingMessage, SmtpTransport } from './transport';
+import type { SmtpTransport } from './transport';
 
 export const TEST_SEND_MAX = 10;
 
 /** A test message's run_id (in its headers and unsubscribe link): it belongs to no run. */
 const TEST_RUN_ID = 'test-send';
+
+/** Test sends render in workers of their own, with a run's limits, whatever the runs are rendering. */
+const renderer = new Renderer(2);
 
 export interface TestSendOutcome {
   email: string;
@@ -74,26 +77,27 @@ export async function testSend(
   if (mailed.length > 0) await takeTestSendQuota(parts.db, request.workspaceId, mailed.length, options.testSendPerHour);
   const { plan } = result;
   const [key, content] = Object.entries(plan.templates)[0];
-  const template = compileTemplate(content);
   const variantId = plan.variants ? key : null;
+  const links = mailed.map((email) =>
+    unsubscribeUrl(
+      options.publicBaseUrl,
+      parts.signUnsubscribe({ workspaceId: request.workspaceId, campaignId: campaign.id, runId: TEST_RUN_ID, email }),
+    ),
+  );
+  const outcomes = await renderer.render({
+    templates: { [key]: content },
+    messages: mailed.map((email, index) => ({ key, fields: { email }, unsubscribeUrl: links[index] })),
+  });
   return Promise.all(
     emails.map(async (email): Promise<TestSendOutcome> => {
       if (suppressed.has(email)) return { email, status: 'suppressed', messageId: null, error: null };
+      const index = mailed.indexOf(email);
+      const rendered = outcomes[index];
+      if ('error' in rendered) return { email, status: 'failed', messageId: null, error: rendered.error };
       const domain = plan.fromEmail.slice(plan.fromEmail.lastIndexOf('@') + 1);
       const messageId = `${TEST_RUN_ID}.${randomUUID()}@${domain}`;
-      const token = parts.signUnsubscribe({ workspaceId: request.workspaceId, campaignId: campaign.id, runId: TEST_RUN_ID, email });
-      let message: OutgoingMessage;
-      try {
-        const context = {
-          runId: TEST_RUN_ID,
-          messageId,
-          unsubscribeUrl: unsubscribeUrl(options.publicBaseUrl, token),
-          provider: options.provider,
-        };
-        message = composeMessage(plan, template, { email, fields: { email }, variantId }, context);
-      } catch (error) {
-        return { email, status: 'failed', messageId: null, error: `The template could not be rendered: ${(error as Error).message}` };
-      }
+      const context = { runId: TEST_RUN_ID, messageId, unsubscribeUrl: links[index], provider: options.provider };
+      const message = composeMessage(plan, rendered.message, { email, variantId }, context);
       const outcome = await parts.transport.send(message);
       return outcome.kind === 'sent'
         ? { email, status: 'sent', messageId, error: null }
