@@ -100,11 +100,11 @@ describe('alert rules', () => {
   beforeAll(() => awaitGoTools(), GO_TOOLS_TIMEOUT_MS);
 
   test('promtool checks them and passes their unit tests (alerts.test.yml)', () => {
-    expect(promtool('check', 'rules', RULES)).toMatch(/SUCCESS: 8 rules found/);
+    expect(promtool('check', 'rules', RULES)).toMatch(/SUCCESS: 9 rules found/);
     expect(promtool('test', 'rules', path.join(OBSERVABILITY, 'alerts.test.yml'))).toMatch(/SUCCESS/);
   });
 
-  test('cover lag growth, a rising 503 rate, dead-lettered events, stalled partitions, readiness failures and refused analytics reads', () => {
+  test('cover lag growth, a rising 503 rate, dead-lettered events, stalled partitions, readiness failures, refused analytics reads and runs failing for their source', () => {
     const expressions = rules().map((rule) => rule.expr);
     const selecting = (metric: string): boolean => expressions.some((expr) => metricNames(expr).includes(metric));
     expect(
@@ -115,6 +115,7 @@ describe('alert rules', () => {
         'ingestion_partition_stalled_seconds',
         'readiness_ready',
         'analytics_reads_refused_total',
+        'delivery_runs_failed_total',
       ].filter((m) => !selecting(m)),
     ).toEqual([]);
     expect(expressions.some((expr) => expr.includes('status="503"'))).toBe(true);
