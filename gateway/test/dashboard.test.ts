@@ -3,7 +3,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { Client } from 'pg';
-import { createTestPostgres, startMailpit, startStack, uniqueSuffix, type Mailpit, type Stack, type TestPostgres } from '@mail/local';
+import {
+  createTestPostgres,
+  ensureRecipientDatabase,
+  startMailpit,
+  startStack,
+  uniqueSuffix,
+  type Mailpit,
+  type Stack,
+  type TestPostgres,
+} from '@mail/local';
 import { launchChromium } from './support/chromium';
 import { startPrivateStack, type PrivateStack } from './support/private-stack';
 
@@ -249,7 +258,7 @@ beforeAll(async () => {
       NODE_ENV: 'development',
       LOG_LEVEL: 'warn',
       KAFKA_TOPIC_PARTITIONS: '1',
-      RECIPIENTS_DATABASE_URL: recipients.url,
+      RECIPIENTS_DATABASE_URL: await ensureRecipientDatabase(recipients.url),
       SMTP_URL: mailpit.smtpUrl,
       UNSUBSCRIBE_SIGNING_KEY: `dashboard-${suffix}`,
       // Slow enough that a run is still sending when its Pause button is pressed.

@@ -1,6 +1,15 @@
 import { Client } from 'pg';
 import { call, createClient, createKafka, createLogger } from '@mail/common';
-import { ACCOUNTS_TABLE, createTestPostgres, infraEnv, startMailpit, uniqueSuffix, type Mailpit, type TestPostgres } from '@mail/local';
+import {
+  ACCOUNTS_TABLE,
+  createTestPostgres,
+  ensureRecipientDatabase,
+  infraEnv,
+  startMailpit,
+  uniqueSuffix,
+  type Mailpit,
+  type TestPostgres,
+} from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import { requestJson, startGatewayStack, type GatewayStack } from './support/stack';
 import type { JsonObject } from './support/json';
@@ -58,7 +67,7 @@ beforeAll(async () => {
     clickhouse: true,
     workspaces: ['Runs A', 'Runs B', 'Runs C', 'Runs D'],
     env: {
-      RECIPIENTS_DATABASE_URL: recipients.url,
+      RECIPIENTS_DATABASE_URL: await ensureRecipientDatabase(recipients.url),
       SMTP_URL: mailpit.smtpUrl,
       SMTP_PROVIDER: 'sendgrid',
       KAFKA_EVENTS_TOPIC: topic,
