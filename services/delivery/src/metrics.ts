@@ -25,7 +25,7 @@ export const deliveryMetrics = {
   }),
   runsFailed: new prometheus.Counter({
     name: 'delivery_runs_failed_total',
-    help: 'Runs this process failed while sending, by cause (source: the recipient database refused, timed out, hit a limit or stayed unreachable)',
+    help: 'Runs this process failed while sending, by cause (source: the recipient database refused, timed out, hit a limit or stayed unreachable; template: no message of its first batch could be rendered)',
     labelNames: ['cause'] as const,
     registers: [registry],
   }),

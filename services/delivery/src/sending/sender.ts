@@ -320,8 +320,10 @@ export class Sender {
       this.rendered.add(run.id);
     } else if (failure !== undefined && !this.rendered.has(run.id)) {
       const reason = `No message of the run's first batch could be rendered: ${failure}`;
-      if (await store.failRunBeforeHandOver(run.id, reason))
+      if (await store.failRunBeforeHandOver(run.id, reason)) {
         this.logger.warn({ runId: run.id, workspaceId: run.workspaceId, reason }, 'run failed');
+        deliveryMetrics.runsFailed.inc({ cause: 'template' });
+      }
     }
     return ready;
   }
