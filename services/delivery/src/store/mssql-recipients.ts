@@ -1,6 +1,7 @@
 import sql from 'mssql';
 import type { RecipientRow } from '../domain/recipient';
 import {
+  QueryRows,
   ReadBudget,
   SourceError,
   SourceUnreachableError,
@@ -8,7 +9,6 @@ import {
   fetchRows,
   idChunks,
   tooManyRows,
-  withEmailColumn,
   type RecipientSource,
   type SourceBatch,
   type SourceLimits,
@@ -63,16 +63,11 @@ export async function* streamMssql(
       return;
     }
     request = pool.request();
-    let consumed = 0;
-    let kept = 0;
+    const progress = new QueryRows(position, limits);
     for await (const rows of streamRows(request, source.sql, fetchRows(limits), budget)) {
-      const fresh = rows.slice(Math.max(0, Math.min(rows.length, position - consumed)));
-      consumed += rows.length;
-      if (fresh.length === 0) continue;
-      const accepted = checkRows(fresh, position + kept, limits).map(withEmailColumn);
-      kept += accepted.length;
-      yield { rows: accepted, position: consumed - (fresh.length - accepted.length) };
-      if (accepted.length < fresh.length) throw tooManyRows(limits);
+      const { batch, capped } = progress.accept(rows);
+      if (batch) yield batch;
+      if (capped) throw tooManyRows(limits);
     }
   } finally {
     await pool.close().catch(() => undefined);

@@ -3,6 +3,7 @@ import pg from 'pg';
 import Cursor from 'pg-cursor';
 import type { RecipientRow } from '../domain/recipient';
 import {
+  QueryRows,
   ReadBudget,
   SourceError,
   SourceUnreachableError,
@@ -12,7 +13,6 @@ import {
   idChunks,
   rowTooLarge,
   tooManyRows,
-  withEmailColumn,
   type RecipientSource,
   type SourceBatch,
   type SourceLimits,
@@ -97,19 +97,13 @@ async function* queryRows(
 ): AsyncIterable<SourceBatch> {
   const cursor = client.query(new Cursor<RecipientRow>(sql));
   const size = fetchRows(limits);
-  let consumed = 0;
-  let kept = 0;
+  const progress = new QueryRows(position, limits);
   for (;;) {
     const rows = await fetch(cursor, size, budget, wire, limits);
     if (rows.length === 0) return;
-    // A resumed load skips what earlier loads stored: the source's order is the query's.
-    const fresh = rows.slice(Math.max(0, Math.min(rows.length, position - consumed)));
-    consumed += rows.length;
-    if (fresh.length === 0) continue;
-    const accepted = checkRows(fresh, position + kept, limits).map(withEmailColumn);
-    kept += accepted.length;
-    yield { rows: accepted, position: consumed - (fresh.length - accepted.length) };
-    if (accepted.length < fresh.length) throw tooManyRows(limits);
+    const { batch, capped } = progress.accept(rows);
+    if (batch) yield batch;
+    if (capped) throw tooManyRows(limits);
   }
 }
 

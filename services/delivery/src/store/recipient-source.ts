@@ -78,6 +78,32 @@ export function checkRows(rows: RecipientRow[], before: number, limits: SourceLi
   return rows.slice(0, Math.max(0, limits.maxRows - before));
 }
 
+/**
+ * A query's rows as they come, against where a resumed load stands (rows
+ * before `position` were stored by an earlier load and are skipped) and the
+ * run's row cap.
+ */
+export class QueryRows {
+  private consumed = 0;
+  private kept = 0;
+
+  constructor(
+    private readonly position: number,
+    private readonly limits: SourceLimits,
+  ) {}
+
+  /** The fetch's rows to store, if any, and whether the cap cut them (the caller stores them, then fails the run). */
+  accept(rows: RecipientRow[]): { batch?: SourceBatch; capped: boolean } {
+    const fresh = rows.slice(Math.max(0, Math.min(rows.length, this.position - this.consumed)));
+    this.consumed += rows.length;
+    if (fresh.length === 0) return { capped: false };
+    const accepted = checkRows(fresh, this.position + this.kept, this.limits).map(withEmailColumn);
+    this.kept += accepted.length;
+    const capped = accepted.length < fresh.length;
+    return { batch: { rows: accepted, position: this.consumed - (fresh.length - accepted.length) }, capped };
+  }
+}
+
 export function rowTooLarge(limits: SourceLimits): SourceError {
   return new SourceError(`A recipient row is larger than ${limits.rowMaxBytes} bytes (RECIPIENT_ROW_MAX_BYTES)`);
 }
