@@ -1,5 +1,6 @@
 export * from './client';
 export * from './compaction';
+export * from './events';
 export * from './layout';
 export * from './proto-values';
 export { ENGAGED_EVENTS } from './rollups';

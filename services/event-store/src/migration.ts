@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { readSystemTables } from './client';
-import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './schema';
+import { BOUNCE_CLASS_ENUM, EVENT_TYPE_ENUM, NO_VARIANT } from './events';
 import type { StoreLayout, TableSpec } from './layout';
 import { markDaysUnsettled } from './rollups';
 import { identifier, int, raw, sql, str, type SqlFragment } from './sql';
@@ -35,9 +35,7 @@ const migrationsTable: TableSpec = {
 /** The columns of `events` a copy fills, and v1's values for them: no variant, no bounce class, no machine open. */
 const COPIED_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open, email,
   occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, raw, ingested_at`;
-// A function: schema.ts, whose enums it names, imports this module.
-const copiedValues =
-  (): SqlFragment => sql`id, workspace_id, campaign_id, toUUID(${str(NO_VARIANT)}), CAST(toString(event_type) AS ${EVENT_TYPE_ENUM}),
+const COPIED_VALUES = sql`id, workspace_id, campaign_id, toUUID(${str(NO_VARIANT)}), CAST(toString(event_type) AS ${EVENT_TYPE_ENUM}),
   bounce_type, CAST('none' AS ${BOUNCE_CLASS_ENUM}), toUInt8(0), email, occurred_at, received_at, url, reason, user_agent, ip,
   provider, provider_event_id, provider_message_id, raw, ingested_at`;
 
@@ -97,7 +95,7 @@ export async function migrateFromV1(client: ClickHouseClient, layout: StoreLayou
     const inMonth = sql`toYYYYMM(occurred_at) = ${int(Number(month))}`;
     await client.command({
       query: sql`INSERT INTO ${db}.events (${COPIED_COLUMNS})
-        SELECT ${copiedValues()} FROM ${v1}
+        SELECT ${COPIED_VALUES} FROM ${v1}
         WHERE ${inMonth} AND id NOT IN (SELECT id FROM ${db}.events WHERE ${inMonth})
         LIMIT 1 BY id`.text,
     });

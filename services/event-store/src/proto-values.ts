@@ -1,5 +1,5 @@
 import { eventsV1 } from '@mail/proto';
-import type { BounceClass, EventRow, StoredBounceType, StoredEventType } from './schema';
+import type { BounceClass, EventRow, StoredBounceType, StoredEventType } from './events';
 
 const { EventType, BounceType, BounceClass: ProtoBounceClass } = eventsV1;
 

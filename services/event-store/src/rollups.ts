@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { pendingMutations, readSystemTables } from './client';
-import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './schema';
+import { BOUNCE_TYPE_ENUM, EVENT_TYPE_ENUM } from './events';
 import { layoutOf, type EventDatabase, type StoreLayout, type TableSpec } from './layout';
 import { dateTime, int, join, list, raw, sql, str, uuid, type SqlFragment } from './sql';
 

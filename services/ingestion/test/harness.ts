@@ -8,8 +8,8 @@ import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClient } from '@m
 import { NO_VARIANT, createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
-import type { SourcedEvent } from '../src/domain/batch';
-import type { EngagementEventRow } from '../src/store/events';
+import type { SourcedEvent } from '../src/domain/records';
+import type { EngagementEventRow } from '../src/domain/columns';
 
 /**
  * The real campaign and ingestion processes (started by the launcher from

@@ -4,7 +4,8 @@ import { MONTHLY_TABLES, closedMonthsToCompact, compactClosedMonths, type MonthP
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { startMaintenance } from '../src/background/maintenance';
 import { ingestionMetrics } from '../src/metrics';
-import { EventWriter, type EngagementEventRow } from '../src/store/events';
+import type { EngagementEventRow } from '../src/domain/columns';
+import { EventWriter } from '../src/store/events';
 import { eventRow, sleep } from './harness';
 
 // Closed months of the monthly event tables are merged into one part each; nothing read changes. The same pass settles

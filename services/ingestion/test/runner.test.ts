@@ -3,7 +3,7 @@ import { createLogger } from '@mail/common';
 import { chsql } from '@mail/event-store';
 import { createTestEventDatabase, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
-import type { ConsumedRecord, PoisonRecord } from '../src/domain/batch';
+import type { ConsumedRecord, PoisonRecord } from '../src/domain/records';
 import { runBatch, type BatchDependencies, type ConsumedBatch } from '../src/pipeline/runner';
 import { EventWriter } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';

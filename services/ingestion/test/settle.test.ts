@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import { chsql, settleUnsettledDays, type SettleOptions } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import { EventWriter, type EngagementEventRow } from '../src/store/events';
+import type { EngagementEventRow } from '../src/domain/columns';
+import { EventWriter } from '../src/store/events';
 import { eventRow, sleep } from './harness';
 
 // Marks of unsettled days are cleared once the day's rollups are found to agree with its events (rebuilt first, when

@@ -3,7 +3,8 @@ import { EVENT_BATCH_SCHEMA, createClient, createKafka, createLogger, ensureTopi
 import { chsql, createClickHouse } from '@mail/event-store';
 import { createTestEventDatabase, infraEnv, uniqueSuffix, type TestEventDatabase } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
-import { decode, type ConsumedRecord, type PoisonRecord, type Sourced } from '../src/domain/batch';
+import { decode } from '../src/domain/batch';
+import type { ConsumedRecord, PoisonRecord, Sourced } from '../src/domain/records';
 import { byTable, type BatchRows } from '../src/domain/rows';
 import { eventId } from '../src/domain/events';
 import { CategoryResolver, type CategoryMatch } from '../src/grpc/categories';
@@ -17,7 +18,8 @@ import {
   suppress,
   type StoreDependencies,
 } from '../src/pipeline/steps';
-import { EventWriter, type EngagementEventRow } from '../src/store/events';
+import type { EngagementEventRow } from '../src/domain/columns';
+import { EventWriter } from '../src/store/events';
 import { SuppressionStateStore } from '../src/store/suppressions';
 import { UnsettledDays, workspaceDays, type WorkspaceDay } from '../src/store/unsettled';
 import { engagementEvent, sourced } from './harness';

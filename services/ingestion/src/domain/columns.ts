@@ -1,5 +1,4 @@
-import { BOUNCE_CLASSES, BOUNCE_TYPES, EVENT_TYPES, SIGNAL_REASONS } from '@mail/event-store';
-import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
+import { BOUNCE_CLASSES, BOUNCE_TYPES, EVENT_TYPES, SIGNAL_REASONS, type EventRow, type SignalReason } from '@mail/event-store';
 
 /**
  * What a column of the tables ingestion writes takes (their types in
@@ -23,6 +22,35 @@ const TIME: ColumnKind = { type: 'DateTime' };
 const TEXT: ColumnKind = { type: 'String' };
 const NULLABLE_TEXT: ColumnKind = { type: 'String', nullable: true };
 const enumOf = (members: readonly string[]): ColumnKind => ({ type: 'Enum8', members });
+
+/**
+ * Rows exactly as the tables of @mail/event-store's schema hold them, every
+ * column (the declarations below list them). Times are unix seconds.
+ */
+export type EngagementEventRow = EventRow;
+
+export interface UnmatchedEventRow {
+  provider_event_id: string;
+  provider: string;
+  event_type: string;
+  email: string;
+  categories: string[];
+  occurred_at: number;
+  received_at: number;
+  raw: string;
+  ingested_at: number;
+  /** The event, for re-matching: see encodeUnmatched. */
+  encoded_event: string;
+}
+
+export interface SuppressionSignalRow {
+  workspace_id: string;
+  email: string;
+  reason: SignalReason;
+  occurred_at: number;
+  provider_event_id: string;
+  ingested_at: number;
+}
 
 /** Every column is always sent, in this order: the old ClickHouse fills an omitted column with its type's zero value, not its DEFAULT. */
 export const ENGAGEMENT_COLUMNS: TableColumns<EngagementEventRow> = {

@@ -1,8 +1,8 @@
 import { NO_VARIANT, storedEventDetails } from '@mail/event-store';
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from '../grpc/categories';
-import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../store/events';
-import { poisonOf, type EventSource, type Sourced, type SourcedEvent } from './batch';
+import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from './columns';
+import { poisonOf, type EventSource, type Sourced, type SourcedEvent } from './records';
 import { ENGAGEMENT_COLUMNS, SIGNAL_COLUMNS, UNMATCHED_COLUMNS, rowProblem } from './columns';
 import { eventId, signalReason, storedBounceClass, storedBounceType, storedType } from './events';
 import { encodeUnmatched } from './unmatched';

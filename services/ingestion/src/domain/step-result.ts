@@ -1,5 +1,5 @@
 import type { WorkspaceDay } from '../store/unsettled';
-import type { PoisonRecord } from './batch';
+import type { PoisonRecord } from './records';
 
 /** Go on with `value`. */
 export interface Ok<T> {

@@ -9,7 +9,7 @@ import {
 } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import type { IngestionConfig } from '../config';
-import type { PoisonRecord } from '../domain/batch';
+import type { PoisonRecord } from '../domain/records';
 import { ingestionMetrics as metrics } from '../metrics';
 import type { WorkspaceDay } from '../store/unsettled';
 import { runBatch, type BatchOutcome, type ConsumedBatch } from './runner';

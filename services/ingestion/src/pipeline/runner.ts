@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@mail/common';
-import { decode, type ConsumedRecord, type PoisonRecord, type SourcedEvent } from '../domain/batch';
+import { decode } from '../domain/batch';
+import type { ConsumedRecord, PoisonRecord, SourcedEvent } from '../domain/records';
 import { byTable, checkRows, withoutSources } from '../domain/rows';
 import { deadLettered, dropped, ok, okValues, type BatchResult } from '../domain/step-result';
 import { ingestionMetrics as metrics } from '../metrics';

@@ -1,8 +1,10 @@
 import { batchRows, type SourcedRows } from '../domain/rows';
-import { notStoredYet, poisonOf, type PoisonRecord, type Sourced, type SourcedEvent } from '../domain/batch';
+import { notStoredYet } from '../domain/batch';
+import { poisonOf, type PoisonRecord, type Sourced, type SourcedEvent } from '../domain/records';
 import { deadLetter, deadLettered, ok, okValues, retry, type BatchResult, type EventResult } from '../domain/step-result';
 import type { CategoryMatch } from '../grpc/categories';
-import type { EngagementEventRow, EventWriter, UnmatchedEventRow, SuppressionSignalRow } from '../store/events';
+import type { EngagementEventRow, UnmatchedEventRow, SuppressionSignalRow } from '../domain/columns';
+import type { EventWriter } from '../store/events';
 import { insertIsolating } from '../store/refused-rows';
 import type { SuppressionStateStore } from '../store/suppressions';
 import { workspaceDays, type WorkspaceDay } from '../store/unsettled';

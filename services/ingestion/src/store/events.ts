@@ -1,38 +1,17 @@
 import { Readable } from 'node:stream';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { chsql, type EventRow, type SignalReason } from '@mail/event-store';
-import { ENGAGEMENT_COLUMNS, SIGNAL_COLUMNS, UNMATCHED_COLUMNS, type ColumnKind } from '../domain/columns';
+import { chsql } from '@mail/event-store';
+import {
+  ENGAGEMENT_COLUMNS,
+  SIGNAL_COLUMNS,
+  UNMATCHED_COLUMNS,
+  type ColumnKind,
+  type EngagementEventRow,
+  type SuppressionSignalRow,
+  type UnmatchedEventRow,
+} from '../domain/columns';
 
 const { dateTime, identifier, join, sql, uuid, uuidSet } = chsql;
-
-/**
- * Rows exactly as the tables of @mail/event-store's schema hold them, every
- * column (domain/columns.ts lists them). Times are unix seconds.
- */
-export type EngagementEventRow = EventRow;
-
-export interface UnmatchedEventRow {
-  provider_event_id: string;
-  provider: string;
-  event_type: string;
-  email: string;
-  categories: string[];
-  occurred_at: number;
-  received_at: number;
-  raw: string;
-  ingested_at: number;
-  /** The event, for re-matching: see encodeUnmatched. */
-  encoded_event: string;
-}
-
-export interface SuppressionSignalRow {
-  workspace_id: string;
-  email: string;
-  reason: SignalReason;
-  occurred_at: number;
-  provider_event_id: string;
-  ingested_at: number;
-}
 
 type Cell = string | number | null | string[];
 type Columns<Column extends string> = { readonly [Name in Column]: ColumnKind };

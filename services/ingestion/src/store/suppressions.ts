@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { refreshSuppressionState } from '@mail/event-store';
-import type { SuppressionSignalRow } from './events';
+import type { SuppressionSignalRow } from '../domain/columns';
 
 /** Keeps suppression_state current for the addresses whose signals ingestion stores. */
 export class SuppressionStateStore {
