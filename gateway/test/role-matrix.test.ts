@@ -214,9 +214,11 @@ beforeAll(async () => {
     env: {
       DATABASE_URL: postgres.url,
       // Runs and test sends are under access test only: no recipient database or SMTP server listens there, so
-      // every run stays sending (its recipients wait for the database) and nothing leaves.
+      // every run stays sending or paused (its recipients wait for the database, longer than the test lasts)
+      // and nothing leaves.
       SMTP_URL: 'smtp://127.0.0.1:9?tls=off',
-      RECIPIENTS_DATABASE_URL: 'postgres://mail:mail@127.0.0.1:9/recipients',
+      RECIPIENTS_DATABASE_URL: 'postgres://mail_recipients:mail_recipients@127.0.0.1:9/recipients',
+      RECIPIENTS_QUERY_TIMEOUT_MS: '3600000',
       CLICKHOUSE_URL: database.url,
       CLICKHOUSE_DATABASE: database.database,
       BOOTSTRAP_PLATFORM_ADMINS: ROOT_EMAIL,
