@@ -699,7 +699,7 @@ describe('Dockerfile', () => {
   });
 });
 
-describe('README configuration table', () => {
+describe('the configuration table of docs/configuration.md', () => {
   test('lists every variable, with the processes that read it and the default of the code', () => {
     const { file, rows } = configurationTable();
     const problemsFound: string[] = [];

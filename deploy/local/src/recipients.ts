@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 
-/** The table campaigns' `csv_account_ids` are looked up in (README, "Configuration": RECIPIENTS_DATABASE_URL). */
+/** The table campaigns' `csv_account_ids` are looked up in (docs/configuration.md, "Variables": RECIPIENTS_DATABASE_URL). */
 export const ACCOUNTS_TABLE = `CREATE TABLE IF NOT EXISTS accounts (
   account_id text PRIMARY KEY,
   email text NOT NULL,
@@ -12,7 +12,7 @@ export const ACCOUNTS_TABLE = `CREATE TABLE IF NOT EXISTS accounts (
  * The login recipient queries run as: `deploy/local/infra.sh` creates it with
  * no rights of its own, and a recipient database grants it SELECT on
  * `accounts` only, so whatever a query says it can read that table and nothing
- * else, and write nothing (README, "Recipient database").
+ * else, and write nothing (docs/configuration.md, "Recipient databases").
  */
 export const RECIPIENT_READER = { user: 'mail_recipients', password: 'mail_recipients' };
 

@@ -145,25 +145,23 @@ export interface ConfigurationRow {
 }
 
 /**
- * The "Configuration" table of README.md, or of deploy/k8s/README.md while the
- * root README has none: one row per variable, `NAME` in the first column, the
- * default in the second and the processes that read it in the third.
+ * The table of docs/configuration.md, "Variables": one row per variable,
+ * `NAME` in the first column, the default in the second and the processes
+ * that read it in the third.
  */
 export function configurationTable(): { file: string; rows: Map<string, ConfigurationRow> } {
-  for (const file of ['README.md', 'deploy/k8s/README.md']) {
-    const full = path.join(REPO_ROOT, file);
-    if (!fs.existsSync(full)) continue;
-    const section = /^## Configuration[ \t]*\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(fs.readFileSync(full, 'utf8'))?.[1] ?? '';
-    const rows = new Map<string, ConfigurationRow>();
-    for (const line of section.split('\n')) {
-      const row = cells(line);
-      for (const match of (row[0] ?? '').matchAll(/`([A-Z][A-Z0-9_]*)`/g)) {
-        rows.set(match[1], { variable: match[1], defaultCell: row[1] ?? '', readByCell: row[2] ?? '' });
-      }
+  const file = 'docs/configuration.md';
+  const section =
+    /^## Variables[ \t]*\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(fs.readFileSync(path.join(REPO_ROOT, file), 'utf8'))?.[1] ?? '';
+  const rows = new Map<string, ConfigurationRow>();
+  for (const line of section.split('\n')) {
+    const row = cells(line);
+    for (const match of (row[0] ?? '').matchAll(/`([A-Z][A-Z0-9_]*)`/g)) {
+      rows.set(match[1], { variable: match[1], defaultCell: row[1] ?? '', readByCell: row[2] ?? '' });
     }
-    if (rows.size > 0) return { file, rows };
   }
-  throw new Error('no "## Configuration" table with `VARIABLE` rows in README.md or deploy/k8s/README.md');
+  if (rows.size === 0) throw new Error(`no "## Variables" table with \`VARIABLE\` rows in ${file}`);
+  return { file, rows };
 }
 
 /** Does a "read by" cell name this process (or say "every process" / "every service")? */

@@ -26,7 +26,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * statement (the extended query protocol: Parse, Bind, Execute of a portal;
  * nothing is spliced around its text) inside a read-only transaction begun
  * before it, fetched a bounded number of rows at a time. The login the URL
- * names is what limits what it can read (README, "Recipient database").
+ * names is what limits what it can read (docs/configuration.md, "Recipient databases").
  */
 export async function* streamPostgres(
   url: string,
