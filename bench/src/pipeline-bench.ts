@@ -163,6 +163,7 @@ async function producerCeiling(topic: string, events: number): Promise<number> {
       bounceType: eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED,
       bounceClass: eventsV1.BounceClass.BOUNCE_CLASS_UNSPECIFIED,
       machineOpen: false,
+      machineClick: false,
       email: `recipient-${i}@example.com`,
       occurredAt: now,
       receivedAt: now,

@@ -128,8 +128,10 @@ describe('GET /campaign-events/', () => {
       provider_event_id: 'sg-click-1',
       provider_message_id: 'msg-1',
       machine_open: false,
+      machine_click: false,
       variant_id: null,
       bounce_class: null,
+      run_id: null,
     });
     expect(answer.body.items[1]).toMatchObject({ event_type: 'bounce', bounce_type: 'soft', reason: '421 try later' });
   });
@@ -331,6 +333,7 @@ function counts(values: Record<string, number> = {}): JsonObject {
     machine_opens: 0,
     unique_opens: 0,
     clicks: 0,
+    machine_clicks: 0,
     unique_clicks: 0,
     ...values,
   };

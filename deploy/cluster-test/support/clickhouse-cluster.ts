@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { call, createClient } from '@mail/common';
-import { StoreLayout, createClickHouse, ensureEventSchema, type EventRow, type SuppressedAddress } from '@mail/event-store';
+import { NO_RUN, StoreLayout, createClickHouse, ensureEventSchema, type EventRow, type SuppressedAddress } from '@mail/event-store';
 import { startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { analyticsV1 } from '@mail/proto';
 
@@ -148,6 +148,7 @@ export function madeUpEvents(workspaceId: string, campaignIds: string[], count: 
       bounce_type: type === 'bounce' ? (i % 2 === 0 ? 'hard' : 'soft') : 'none',
       bounce_class: type === 'bounce' ? 'invalid_address' : 'none',
       machine_open: type === 'open' && i % 5 === 0 ? 1 : 0,
+      run_id: NO_RUN,
       email: `reader${i % 17}@example.com`,
       occurred_at: dateTime(occurred),
       received_at: dateTime(occurred + 2),

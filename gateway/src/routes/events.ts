@@ -40,6 +40,7 @@ function eventFilter(req: Request, workspaceId: string): analyticsV1.EventFilter
     campaignId: query.campaign_id as string | undefined,
     email: query.email as string | undefined,
     variantId: query.variant_id as string | undefined,
+    runId: query.run_id as string | undefined,
     ...dateRange(query),
   };
 }
@@ -66,8 +67,10 @@ function eventJson(event: analyticsV1.EventRecord): Json {
     received_at: event.receivedAt?.toISOString(),
     ...storedEventDetails(event),
     machine_open: event.machineOpen,
+    machine_click: event.machineClick,
     variant_id: event.variantId ?? null,
     bounce_class: event.bounceClass ?? null,
+    run_id: event.runId ?? null,
   };
 }
 
@@ -87,6 +90,7 @@ function countsJson(counts: analyticsV1.EngagementCounts | undefined): Json {
     machine_opens: counts?.machineOpens ?? 0,
     unique_opens: counts?.uniqueOpens ?? 0,
     clicks: counts?.clicks ?? 0,
+    machine_clicks: counts?.machineClicks ?? 0,
     unique_clicks: counts?.uniqueClicks ?? 0,
     delivery_rate: rate(counts?.deliveryRate),
     open_rate: rate(counts?.openRate),

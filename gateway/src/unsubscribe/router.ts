@@ -76,6 +76,8 @@ function unsubscribeEvent(claims: UnsubscribeClaims, req: Request, now: Date): e
     ip: req.ip,
     rawJson: JSON.stringify({ one_click: true, run_id: claims.runId, campaign_id: claims.campaignId }),
     machineOpen: false,
+    machineClick: false,
+    runId: claims.runId,
     workspaceId: claims.workspaceId,
     campaignId: claims.campaignId,
   };

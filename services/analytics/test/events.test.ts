@@ -86,6 +86,7 @@ describe('ListEvents', () => {
       provider: 'sendgrid',
       providerEventId: bounce.provider_event_id,
       machineOpen: false,
+      machineClick: false,
     });
     expect(events[3]).toMatchObject({
       url: 'https://example.com/offer',

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { createLogger } from '@mail/common';
-import { createClickHouse, NO_VARIANT, refreshSuppressionState, type EventRow as StoredEventRow } from '@mail/event-store';
+import { createClickHouse, NO_RUN, NO_VARIANT, refreshSuppressionState, type EventRow as StoredEventRow } from '@mail/event-store';
 import { createTestClickHouse, startTestGrpcService, type Rpc } from '@mail/local';
 import { analyticsV1, eventsV1 } from '@mail/proto';
 import { analyticsHandlers } from '../src/grpc/handlers';
@@ -109,6 +109,7 @@ export function event(overrides: Partial<EventRow> & Pick<EventRow, 'workspace_i
   return {
     id: crypto.randomUUID(),
     variant_id: NO_VARIANT,
+    run_id: NO_RUN,
     event_type: 'open',
     bounce_type: 'none',
     bounce_class: 'none',

@@ -251,7 +251,8 @@ describe('GetStats of delivery events, machine opens and rates', () => {
       row('open', 'b@example.com', '2026-04-02T11:00:00Z'),
       row('open', 'c@example.com', '2026-04-03T12:00:00Z'),
       row('open', 'd@example.com', '2026-04-01T09:00:00Z', { machine_open: 1 }),
-      // Clicks: a on two days, b.
+      // Clicks: a on two days, b; c's only click is a machine's (a security scanner), in no unique click or rate.
+      row('click', 'c@example.com', '2026-04-02T12:00:00Z', { url: 'https://example.com/x', machine_open: 1 }),
       row('click', 'a@example.com', '2026-04-01T10:05:00Z', { url: 'https://example.com/x' }),
       row('click', 'a@example.com', '2026-04-03T10:05:00Z', { url: 'https://example.com/x' }),
       row('click', 'b@example.com', '2026-04-02T11:05:00Z', { url: 'https://example.com/y' }),
@@ -275,7 +276,8 @@ describe('GetStats of delivery events, machine opens and rates', () => {
     opens: 6,
     machineOpens: 2,
     uniqueOpens: 3,
-    clicks: 3,
+    clicks: 4,
+    machineClicks: 1,
     uniqueClicks: 2,
     deliveryRate: 0.8,
     openRate: 3 / 8,
@@ -306,6 +308,73 @@ describe('GetStats of delivery events, machine opens and rates', () => {
     });
     expect(result.totals).toMatchObject({ delivered: 1, processed: 0 });
     expect(result.totals?.deliveryRate).toBeUndefined();
+  });
+});
+
+describe('ListEvents and GetStats of one run', () => {
+  const workspaceId = randomUUID();
+  const campaignId = randomUUID();
+  const [runA, runB] = [randomUUID(), randomUUID()];
+  const row = (type: EventRow['event_type'], email: string, runId: string | undefined, extra: Partial<EventRow> = {}) =>
+    event({
+      workspace_id: workspaceId,
+      campaign_id: campaignId,
+      event_type: type,
+      email,
+      occurred_at: '2026-05-04T10:00:00Z',
+      ...(runId ? { run_id: runId } : {}),
+      ...extra,
+    });
+
+  beforeAll(() =>
+    analytics.insertEvents([
+      row('sent', 'a@example.com', runA, { provider: 'smtp' }),
+      row('sent', 'b@example.com', runA, { provider: 'smtp' }),
+      row('open', 'a@example.com', runA, { provider: 'tracking' }),
+      row('open', 'b@example.com', runA, { provider: 'tracking', machine_open: 1 }),
+      row('click', 'b@example.com', runA, { provider: 'tracking', url: 'https://example.com/a', machine_open: 1 }),
+      row('sent', 'a@example.com', runB, { provider: 'smtp' }),
+      row('open', 'a@example.com', runB, { provider: 'tracking' }),
+      row('click', 'a@example.com', runB, { provider: 'tracking', url: 'https://example.com/b' }),
+      // A provider's event without a run_id custom argument.
+      row('open', 'c@example.com', undefined),
+    ]),
+  );
+
+  it('lists the events of a run, each with its run_id', async () => {
+    const response = await analytics.rpc('listEvents', {
+      filter: { workspaceId, runId: runA.toUpperCase() },
+      page: { page: 1, pageSize: 50 },
+    });
+    expect(response.page?.total).toBe(3);
+    expect(response.events.map((e) => [e.eventType, e.email, e.runId, e.machineOpen, e.machineClick]).sort()).toEqual(
+      [
+        [EventType.EVENT_TYPE_OPEN, 'a@example.com', runA, false, false],
+        [EventType.EVENT_TYPE_OPEN, 'b@example.com', runA, true, false],
+        [EventType.EVENT_TYPE_CLICK, 'b@example.com', runA, false, true],
+      ].sort(),
+    );
+    const none = await analytics.rpc('listEvents', {
+      filter: { workspaceId, runId: '00000000-0000-0000-0000-000000000000' },
+      page: { page: 1, pageSize: 50 },
+    });
+    expect(none.events.map((e) => [e.email, e.runId])).toEqual([['c@example.com', undefined]]);
+  });
+
+  it.each([
+    ['whole days', { occurredFrom: at('2026-05-04T00:00:00Z'), occurredBefore: at('2026-05-05T00:00:00Z') }],
+    ['all time', {}],
+  ])("counts a run's events only, machine opens and clicks apart, over %s", async (_name, range) => {
+    const a = await analytics.rpc('getStats', { filter: { workspaceId, runId: runA, ...range }, interval: Interval.INTERVAL_DAY });
+    expect(a.totals).toMatchObject({ sent: 2, opens: 2, machineOpens: 1, uniqueOpens: 1, clicks: 1, machineClicks: 1, uniqueClicks: 0 });
+    expect(a.topLinks).toEqual([{ campaignId, url: 'https://example.com/a', clicks: 1, uniqueClicks: 1 }]);
+    const b = await analytics.rpc('getStats', { filter: { workspaceId, runId: runB, ...range }, interval: Interval.INTERVAL_DAY });
+    expect(b.totals).toMatchObject({ sent: 1, opens: 1, uniqueOpens: 1, clicks: 1, uniqueClicks: 1 });
+  });
+
+  it('rejects a run_id that is not a UUID', async () => {
+    const error = await failure(analytics.rpc('getStats', { filter: { workspaceId, runId: 'run-1' }, interval: Interval.INTERVAL_DAY }));
+    expect(error.code).toBe(status.INVALID_ARGUMENT);
   });
 });
 

@@ -51,7 +51,7 @@ function categoriesOf(category: unknown): string[] {
  * The normalized event, or undefined for an event type that is accepted but
  * not kept. A bounce is soft only when SendGrid says `blocked`; `bounce`, a
  * missing type or any other type counts as hard. Custom args arrive as
- * top-level fields: `variant_id` names the message's variant. `reason` is
+ * top-level fields: `variant_id` names the message's variant, `run_id` its run. `reason` is
  * SendGrid's `reason` (bounces, dropped) or else its `response` (deferred,
  * delivered). `occurredAt` is the event's `timestamp`, which the caller has
  * read (the webhook validates it as a lax integer).
@@ -86,7 +86,9 @@ export function fromSendgridEvent(event: SendgridEventFields, occurredAt: Date, 
     ip: text(event.ip),
     rawJson: JSON.stringify(event),
     machineOpen: eventType === EventType.EVENT_TYPE_OPEN && event.sg_machine_open === true,
+    machineClick: false,
     variantId: text(event.variant_id),
+    runId: text(event.run_id),
     bounceClass,
   };
 }

@@ -56,7 +56,7 @@ export interface EventRow<Time extends number | string = number> {
   event_type: StoredEventType;
   bounce_type: StoredBounceType;
   bounce_class: StoredBounceClass;
-  /** 1 on an open flagged as machine-generated. */
+  /** 1 on an open or a click flagged as made by a machine (a privacy proxy, a security scanner). */
   machine_open: number;
   email: string;
   occurred_at: Time;
@@ -70,6 +70,8 @@ export interface EventRow<Time extends number | string = number> {
   provider_message_id: string | null;
   raw: string;
   ingested_at: Time;
+  /** NO_RUN when the event names no run. */
+  run_id: string;
 }
 export const SIGNAL_REASONS = ['hard_bounce', 'soft_bounce', 'unsubscribe', 'spam_report'] as const;
 export type SignalReason = (typeof SIGNAL_REASONS)[number];

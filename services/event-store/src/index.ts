@@ -4,6 +4,7 @@ export * from './events';
 export * from './layout';
 export * from './proto-values';
 export { ENGAGED_EVENTS } from './rollups';
+export * from './runs';
 export * from './schema';
 export * from './settle';
 export * from './suppression';

@@ -27,13 +27,16 @@ import { dateTime, int, join, list, raw, sql, str, uuid, type SqlFragment } from
  */
 /** The columns events_by_address is filled with: all of events but raw. */
 const EVENTS_BY_ADDRESS_COLUMNS = sql`id, workspace_id, campaign_id, variant_id, event_type, bounce_type, bounce_class, machine_open,
-  email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at`;
+  email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, ingested_at, run_id`;
 
 /**
- * The events whose distinct addresses the unique figures count (human opens,
+ * The events whose distinct addresses the unique figures count (human opens
  * and clicks): the only ones event_rollup_daily keeps address sets for.
+ * machine_open is in the rollup's key, so a view made when machine clicks
+ * still counted keeps their sets in rows of their own, which this condition
+ * leaves out at read time too.
  */
-export const ENGAGED_EVENTS = sql`((event_type = 'open' AND machine_open = 0) OR event_type = 'click')`;
+export const ENGAGED_EVENTS = sql`(event_type IN ('open', 'click') AND machine_open = 0)`;
 
 /** The key of event_rollup_daily below the day, in its order. */
 const EVENT_ROLLUP_KEY = sql`campaign_id, variant_id, event_type, bounce_type, machine_open`;
@@ -136,7 +139,7 @@ const DERIVED_TABLES: DerivedTable[] = [
   },
   {
     name: 'events_by_address',
-    layout: ['variant_id', 'bounce_class', 'machine_open'],
+    layout: ['variant_id', 'bounce_class', 'machine_open', 'run_id'],
     // The columns of events, so the two cannot drift apart; its raw column stays empty here.
     table: (layout) => ({
       name: 'events_by_address',

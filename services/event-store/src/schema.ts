@@ -44,7 +44,8 @@ const eventsTable: TableSpec = {
     provider_event_id String,
     provider_message_id Nullable(String),
     raw String,
-    ingested_at DateTime('UTC')
+    ingested_at DateTime('UTC'),
+    run_id UUID
   )`,
   family: 'ReplacingMergeTree',
   engineArguments: raw.trusted('ingested_at'),
@@ -131,6 +132,8 @@ const ADDED_COLUMNS: { table: string; column: string; type: SqlFragment }[] = [
   // The event as ingestion received it: base64 of its encoded events.v1.EngagementEvent without raw_json (the raw
   // column holds it), whatever its provider. '' in rows stored before the column existed.
   { table: 'unmatched_events', column: 'encoded_event', type: raw.trusted('String') },
+  // The run whose message the event answers (NO_RUN: none, as in every row stored before the column existed).
+  { table: 'events', column: 'run_id', type: raw.trusted('UUID') },
 ];
 
 async function columnExists(client: ClickHouseClient, layout: StoreLayout, table: string, column: string): Promise<boolean> {

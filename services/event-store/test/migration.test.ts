@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 import {
+  NO_RUN,
   NO_VARIANT,
   createClickHouse,
   ensureEventSchema,
@@ -78,8 +79,10 @@ const V1_SCHEMA = [
     FROM engagement_events`,
 ];
 
-/** A v1 row: today's columns but variant_id, bounce_class and machine_open, and the four engagement types only. */
-type V1Row = Omit<EventRow<string>, 'variant_id' | 'bounce_class' | 'machine_open' | 'event_type'> & { event_type: EngagementEventType };
+/** A v1 row: today's columns but variant_id, bounce_class, machine_open and run_id, and the four engagement types only. */
+type V1Row = Omit<EventRow<string>, 'variant_id' | 'bounce_class' | 'machine_open' | 'event_type' | 'run_id'> & {
+  event_type: EngagementEventType;
+};
 
 const WORKSPACE = randomUUID();
 const CAMPAIGN = randomUUID();
@@ -242,7 +245,7 @@ it('finishes a migration that stopped halfway through the copy, copying only wha
         SELECT id, workspace_id, campaign_id, toUUID('${NO_VARIANT}'), CAST(toString(event_type) AS Enum8('open' = 1, 'click' = 2,
           'bounce' = 3, 'unsubscribe' = 4, 'processed' = 5, 'delivered' = 6, 'deferred' = 7, 'dropped' = 8, 'spamreport' = 9)),
           bounce_type, 'none', 0, email, occurred_at, received_at, url, reason, user_agent, ip, provider, provider_event_id,
-          provider_message_id, raw, ingested_at
+          provider_message_id, raw, ingested_at, toUUID('${NO_RUN}')
         FROM engagement_events_v1 WHERE toYYYYMM(occurred_at) = 202603 OR provider_event_id = 'sg-3'
         LIMIT 1 BY id`,
     });

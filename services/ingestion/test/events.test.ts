@@ -11,6 +11,7 @@ const valid: eventsV1.EngagementEvent = {
   bounceType: BounceType.BOUNCE_TYPE_SOFT,
   bounceClass: BounceClass.BOUNCE_CLASS_MAILBOX_UNAVAILABLE,
   machineOpen: false,
+  machineClick: false,
   email: 'a@example.com',
   occurredAt: new Date('2026-01-02T03:04:05Z'),
   receivedAt: new Date('2026-01-02T03:04:06Z'),

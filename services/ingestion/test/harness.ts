@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { EVENT_BATCH_SCHEMA, RECORD_SCHEMA_HEADER, call, createClient } from '@mail/common';
-import { NO_VARIANT, createClickHouse } from '@mail/event-store';
+import { NO_RUN, NO_VARIANT, createClickHouse } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, infraEnv, startStack, uniqueSuffix, type Stack } from '@mail/local';
 import { campaignV1, eventsV1 } from '@mail/proto';
 import type { SourcedEvent } from '../src/domain/records';
@@ -227,6 +227,7 @@ export function engagementEvent(fields: Partial<eventsV1.EngagementEvent> & { pr
     bounceType: BounceType.BOUNCE_TYPE_UNSPECIFIED,
     bounceClass: BounceClass.BOUNCE_CLASS_UNSPECIFIED,
     machineOpen: false,
+    machineClick: false,
     email: 'someone@example.com',
     occurredAt: new Date('2026-11-20T10:00:00Z'),
     receivedAt: new Date(),
@@ -244,6 +245,7 @@ export function eventRow(
     id: crypto.randomUUID(),
     campaign_id: crypto.randomUUID(),
     variant_id: NO_VARIANT,
+    run_id: NO_RUN,
     event_type: 'open',
     bounce_type: 'none',
     bounce_class: 'none',

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { NO_VARIANT } from '@mail/event-store';
+import { NO_RUN, NO_VARIANT } from '@mail/event-store';
 import { uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { eventId } from '../src/domain/events';
@@ -95,6 +95,7 @@ it('stores each kept type with its campaign, type and bounce type; spam reports 
     provider_message_id: 'msg-1',
     raw: events[0].rawJson,
     ingested_at: expect.any(String),
+    run_id: NO_RUN,
   });
   expect(byId.get('click')).toMatchObject({
     campaign_id: campaignB.id,

@@ -152,6 +152,7 @@ function toEvent(body: JsonObject, receivedAt: Date): eventsV1.EngagementEvent |
     receivedAt,
     categories: strings(data!.tags),
     variantId: optionalText(variables.variant_id),
+    runId: optionalText(variables.run_id),
     url: optionalText(data!.url),
     userAgent: optionalText(clientInfo['user-agent']),
     ip: optionalText(data!.ip),

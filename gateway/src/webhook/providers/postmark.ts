@@ -134,6 +134,7 @@ function toEvent(record: JsonObject, receivedAt: Date): eventsV1.EngagementEvent
     receivedAt,
     categories: tag ? [tag] : [],
     variantId: optionalText(metadata.variant_id),
+    runId: optionalText(metadata.run_id),
     url: optionalText(record.OriginalLink),
     reason:
       kind.eventType === EventType.EVENT_TYPE_BOUNCE || kind.eventType === EventType.EVENT_TYPE_DROPPED ? bounceReason(record) : undefined,

@@ -319,6 +319,7 @@ function toEvents(sesEvent: JsonObject, messageId: string, receivedAt: Date): ev
     receivedAt,
     categories: strings(tags.category),
     variantId: strings(tags.variant_id)[0],
+    runId: strings(tags.run_id)[0],
   };
   const rawOf = (entry: unknown): JsonObject => ({
     [typeKey]: name,

@@ -20,6 +20,8 @@ export interface EventFilter {
   email?: string;
   /** NO_VARIANT: the events attributed to no variant. */
   variantId?: string;
+  /** NO_RUN: the events attributed to no run. */
+  runId?: string;
 }
 
 export interface PageWindow {
@@ -65,6 +67,9 @@ export function validFilter(filter: analyticsV1.EventFilter | undefined): EventF
   if (filter?.variantId !== undefined && !UUID.test(filter.variantId)) {
     violations.push(uuidViolation('variant_id', filter.variantId));
   }
+  if (filter?.runId !== undefined && !UUID.test(filter.runId)) {
+    violations.push(uuidViolation('run_id', filter.runId));
+  }
   let eventType: StoredEventType | undefined;
   if (filter?.eventType !== undefined && filter.eventType !== eventsV1.EventType.EVENT_TYPE_UNSPECIFIED) {
     eventType = STORED_EVENT_TYPES.get(filter.eventType);
@@ -87,6 +92,7 @@ export function validFilter(filter: analyticsV1.EventFilter | undefined): EventF
     campaignId: filter?.campaignId?.toLowerCase(),
     email: filter?.email === undefined ? undefined : normalizeEmail(filter.email),
     variantId: filter?.variantId?.toLowerCase(),
+    runId: filter?.runId?.toLowerCase(),
   };
 }
 

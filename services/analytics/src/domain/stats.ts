@@ -18,13 +18,16 @@ export interface EventCounts {
   /** Every open, machine opens included. */
   opens: number;
   machineOpens: number;
+  /** Every click, machine clicks included. */
   clicks: number;
+  machineClicks: number;
 }
 
 /** Exact distinct addresses. */
 export interface UniqueCounts {
   /** Addresses with an open not flagged as machine-generated. */
   uniqueOpens: number;
+  /** Addresses with a click not flagged as machine-generated. */
   uniqueClicks: number;
 }
 
@@ -54,6 +57,7 @@ export const NO_EVENTS: EventCounts = {
   opens: 0,
   machineOpens: 0,
   clicks: 0,
+  machineClicks: 0,
 };
 const NO_UNIQUES: UniqueCounts = { uniqueOpens: 0, uniqueClicks: 0 };
 

@@ -1,5 +1,5 @@
 import { serverStream, unary, type Logger } from '@mail/common';
-import { NO_VARIANT, PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, eventDetails } from '@mail/event-store';
+import { NO_RUN, NO_VARIANT, PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, eventDetails } from '@mail/event-store';
 import { analyticsV1 } from '@mail/proto';
 import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
 import { assembleStats } from '../domain/stats';
@@ -62,7 +62,10 @@ function eventToProto(event: StoredEvent): analyticsV1.EventRecord {
     occurredAt: fromUnixSeconds(event.occurred_ts),
     receivedAt: fromUnixSeconds(event.received_ts),
     ...eventDetails(event),
-    machineOpen: Number(event.machine_open) === 1,
+    // One stored flag marks a machine's open and a machine's click.
+    machineOpen: Number(event.machine_open) === 1 && event.event_type === 'open',
+    machineClick: Number(event.machine_open) === 1 && event.event_type === 'click',
+    runId: event.run_id === NO_RUN ? undefined : event.run_id,
     variantId: event.variant_id === NO_VARIANT ? undefined : event.variant_id,
     bounceClass: event.bounce_class === 'none' ? undefined : event.bounce_class,
   };

@@ -38,6 +38,7 @@ export function eventConditions(filter: EventFilter): chsql.SqlFragment {
   if (filter.eventTypes) conditions.push(eventTypeCondition(filter.eventTypes));
   if (filter.campaignId) conditions.push(sql`campaign_id = ${uuid(filter.campaignId)}`);
   if (filter.variantId) conditions.push(sql`variant_id = ${uuid(filter.variantId)}`);
+  if (filter.runId) conditions.push(sql`run_id = ${uuid(filter.runId)}`);
   if (filter.email !== undefined) conditions.push(sql`email = ${str(filter.email)}`);
   return join(conditions, ' AND ');
 }

@@ -115,7 +115,7 @@ function readSlice(store: EventStore, filter: EventFilter, window: PageWindow, p
   const wholeRows = (rows: RowSource, condition: chsql.SqlFragment) => sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_at, toUInt32(occurred_at) AS occurred_ts,
       toUInt32(received_at) AS received_ts, url, reason, user_agent, ip, provider, provider_event_id, provider_message_id,
-      variant_id, bounce_class, machine_open, ingested_at
+      variant_id, bounce_class, machine_open, run_id, ingested_at
     FROM ${rows.table} WHERE ${rows.where} ${condition}`;
   // A day of the workspace holds many events: the page is chosen on narrow columns first, and only its
   // rows are read whole; occurred_at, a column of the table's key, lets that read skip to them. An address
@@ -129,7 +129,7 @@ function readSlice(store: EventStore, filter: EventFilter, window: PageWindow, p
       : undefined;
   return store.rows<StoredEvent>(sql`
     SELECT id, workspace_id, campaign_id, event_type, bounce_type, email, occurred_ts, received_ts,
-      url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, variant_id, bounce_class, machine_open
+      url, reason, user_agent, ip, provider, provider_event_id, provider_message_id, variant_id, bounce_class, machine_open, run_id
     FROM (${union((rows) => wholeRows(rows, page ? sql`AND (occurred_at, provider_event_id, ingested_at) IN (${page})` : raw.trusted('')))})
     ${newestFirstOrder} ${page ? raw.trusted('') : pageWindow}`);
 }

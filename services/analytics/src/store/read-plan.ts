@@ -64,6 +64,7 @@ function addressRows(where: chsql.SqlFragment, unsettled: Date[]): RowSource[] {
 /**
  * `useRollups`: the read groups by whole days, so rollups can answer for them.
  * The address filter is not in the rollups: its events are few, read row by row.
+ * Nor is the run: a run's events are a recent, bounded part of its workspace's, read row by row too.
  */
 function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): ReadPlan {
   const where = eventConditions(filter);
@@ -73,7 +74,7 @@ function planFor(filter: EventFilter, useRollups: boolean, unsettled: Date[]): R
   }
   const table = raw.trusted('events');
   const rows = [{ table, where }];
-  if (!useRollups) return { rows, uncovered: rows };
+  if (!useRollups || filter.runId !== undefined) return { rows, uncovered: rows };
 
   const from = filter.from && wholeSecondAtOrAfter(filter.from);
   const before = filter.before && wholeSecondAtOrAfter(filter.before);
@@ -123,7 +124,7 @@ export async function readPlanned<T>(
   useRollups: boolean,
   read: (plan: ReadPlan) => Promise<T>,
 ): Promise<T> {
-  if (filter.email === undefined && !useRollups) return read(planFor(filter, false, []));
+  if (filter.email === undefined && (!useRollups || filter.runId !== undefined)) return read(planFor(filter, false, []));
   const guessed = planFor(filter, useRollups, lastUnsettled.get(filter.workspaceId) ?? []);
   const [unsettled, answer] = await Promise.all([unsettledDays(store, filter.workspaceId), read(guessed)]);
   lastUnsettled.set(filter.workspaceId, unsettled);

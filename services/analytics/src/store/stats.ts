@@ -31,6 +31,7 @@ interface CountRow {
   opens: string;
   machine_opens: string;
   clicks: string;
+  machine_clicks: string;
 }
 
 interface UniqueRow {
@@ -61,6 +62,7 @@ const eventCounts = (row: CountRow): EventCounts => ({
   opens: Number(row.opens),
   machineOpens: Number(row.machine_opens),
   clicks: Number(row.clicks),
+  machineClicks: Number(row.machine_clicks),
 });
 
 /** The sums of the variant rows (`${campaign id} ${variant id}`) per campaign. */
@@ -144,7 +146,8 @@ async function readStatsOf(store: EventStore, filter: EventFilter, interval: Int
             sumIf(events, event_type = 'unsubscribe') AS unsubscribes,
             sumIf(events, event_type = 'open') AS opens,
             sumIf(events, event_type = 'open' AND machine_open = 1) AS machine_opens,
-            sumIf(events, event_type = 'click') AS clicks
+            sumIf(events, event_type = 'click') AS clicks,
+            sumIf(events, event_type = 'click' AND machine_open = 1) AS machine_clicks
           FROM (${from})
           GROUP BY key`),
       [],

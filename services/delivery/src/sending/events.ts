@@ -27,7 +27,9 @@ export function sentEvent(sent: SentRecipient, receivedAt: Date): eventsV1.Engag
     categories: sent.providerCategoryId === null ? [] : [sent.providerCategoryId],
     rawJson: JSON.stringify({ run_id: sent.runId, message_id: sent.messageId }),
     machineOpen: false,
+    machineClick: false,
     variantId: sent.variantId ?? undefined,
+    runId: sent.runId,
     workspaceId: sent.workspaceId,
     campaignId: sent.campaignId,
   };

@@ -74,6 +74,7 @@ export const ENGAGEMENT_COLUMNS: TableColumns<EngagementEventRow> = {
   provider_message_id: NULLABLE_TEXT,
   raw: TEXT,
   ingested_at: TIME,
+  run_id: UUID,
 };
 
 export const UNMATCHED_COLUMNS: TableColumns<UnmatchedEventRow> = {

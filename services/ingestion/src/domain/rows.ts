@@ -1,4 +1,4 @@
-import { NO_VARIANT, storedEventDetails } from '@mail/event-store';
+import { NO_RUN, NO_VARIANT, storedEventDetails } from '@mail/event-store';
 import type { eventsV1 } from '@mail/proto';
 import type { CategoryMatch } from '../grpc/categories';
 import type { EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from './columns';
@@ -61,13 +61,15 @@ export function toRows(event: EngagementEvent, match: CategoryMatch | undefined,
     event_type: storedType(event),
     bounce_type: storedBounceType(event),
     bounce_class: storedBounceClass(event),
-    machine_open: event.machineOpen ? 1 : 0,
+    // One column flags both: a machine's open and a machine's click (the event type tells which).
+    machine_open: event.machineOpen || event.machineClick ? 1 : 0,
     email: event.email,
     occurred_at: seconds(event.occurredAt),
     received_at: seconds(event.receivedAt),
     ...storedEventDetails(event),
     raw: event.rawJson,
     ingested_at: ingestedAt,
+    run_id: event.runId !== undefined && UUID.test(event.runId) ? event.runId.toLowerCase() : NO_RUN,
   };
   return rows;
 }
