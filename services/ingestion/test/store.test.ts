@@ -1,16 +1,8 @@
 import crypto from 'node:crypto';
 import { NO_VARIANT } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
-import {
-  EventWriter,
-  lookupRanges,
-  toTabSeparated,
-  tsvCell,
-  type EngagementEventRow,
-  type SuppressionSignalRow,
-  type UnmatchedEventRow,
-} from '../src/store/events';
-import type { ColumnKind } from '../src/domain/columns';
+import { EventWriter, lookupRanges, toTabSeparated, tsvCell } from '../src/store/events';
+import type { ColumnKind, EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../src/domain/columns';
 import { eventRow } from './harness';
 
 /** Strings that end, split or corrupt a TabSeparated field, or a quoted array element, unless escaped. */
