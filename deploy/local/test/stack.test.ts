@@ -19,6 +19,7 @@ import {
   type Stack,
   type StackOptions,
 } from '../src/stack';
+import { RECIPIENT_READER } from '../src/recipients';
 import { infraEnv } from '../src/testing/infra';
 
 /** The launcher's mechanics, with a tiny stand-in script in place of the real services. */
@@ -133,12 +134,15 @@ test('starts the services, then the gateway, on free ports with the environment 
   }
   expect((await report(stack.urls.ops.ingestion)).env.CAMPAIGN_GRPC_ADDR).toBe(stack.urls.grpc.campaign);
   expect((await report(stack.urls.ops.identity)).env.CAMPAIGN_GRPC_ADDR).toBeUndefined();
-  // Delivery sends nowhere and reads recipients from the stack's own database unless the caller says otherwise.
+  // Delivery sends nowhere and reads recipients from the stack's own database, as the recipient reader, unless the caller says otherwise.
+  const recipients = new URL(infra.databaseUrl);
+  recipients.username = RECIPIENT_READER.user;
+  recipients.password = RECIPIENT_READER.password;
   expect((await report(stack.urls.ops.delivery)).env).toMatchObject({
     CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
     SMTP_URL: 'smtp://127.0.0.1:1?tls=off',
-    RECIPIENTS_DATABASE_URL: infra.databaseUrl,
+    RECIPIENTS_DATABASE_URL: recipients.toString(),
   });
 
   for (const name of PROCESS_NAMES) {
