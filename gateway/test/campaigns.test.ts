@@ -60,6 +60,7 @@ const FULL: JsonObject = {
   reply_to: 'replies@example.com',
   delivery_mode: 'variants',
   template_id: 'tpl-main',
+  ab_test: { test_fraction: 0.3, wait_minutes: 60, metric: 'click_rate' },
 };
 
 /** The OpenAPI document's pattern for text that can end up in a mail header: no C0 control character, no DEL. */
@@ -114,6 +115,7 @@ describe('create and read', () => {
       reply_to: null,
       delivery_mode: 'single_template',
       template_id: null,
+      ab_test: null,
       variants: null,
       created_at: TIMESTAMP,
       updated_at: answer.body.created_at,
@@ -733,5 +735,56 @@ describe('validation', () => {
       if (answer.status !== 201 || answer.body.mssql_query !== sql) refused.push({ sql, answer: answer.body });
     }
     expect(refused).toEqual([]);
+  });
+});
+
+describe('ab_test', () => {
+  it('fills the omitted members with their defaults and is cleared by null', async () => {
+    const created = await api('POST', '/email-campaigns/', {
+      workspace_id: workspaceA,
+      name: 'AB',
+      delivery_mode: 'variants',
+      ab_test: { wait_minutes: 30 },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.ab_test).toEqual({ test_fraction: 0.2, wait_minutes: 30, metric: 'open_rate' });
+    const replaced = await put(created.body.id as string, { ab_test: { metric: 'click_rate' } });
+    expect(replaced.body.ab_test).toEqual({ test_fraction: 0.2, wait_minutes: 240, metric: 'click_rate' });
+    expect((await put(created.body.id as string, { name: 'Renamed' })).body.ab_test).toEqual(replaced.body.ab_test);
+    expect((await put(created.body.id as string, { ab_test: null })).body.ab_test).toBeNull();
+  });
+
+  it('answers 422 without delivery_mode variants, on create and when an update would leave it so', async () => {
+    const single = await api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'AB single', ab_test: {} });
+    expect(single.status).toBe(422);
+    const abDefaults = { test_fraction: 0.2, wait_minutes: 240, metric: 'open_rate' };
+    expect(single.body.detail).toEqual([valueError(['body', 'ab_test'], abDefaults, 'ab_test needs delivery_mode variants')]);
+    const created = await api('POST', '/email-campaigns/', {
+      workspace_id: workspaceA,
+      name: 'AB',
+      delivery_mode: 'variants',
+      ab_test: {},
+    });
+    const switched = await put(created.body.id as string, { delivery_mode: 'single_template' });
+    expect(switched.status).toBe(422);
+    expect((await api('GET', `/email-campaigns/${created.body.id as string}`)).body.delivery_mode).toBe('variants');
+    const plain = await api('POST', '/email-campaigns/', { workspace_id: workspaceA, name: 'Plain' });
+    expect((await put(plain.body.id as string, { ab_test: { test_fraction: 0.1 } })).status).toBe(422);
+    expect((await put(plain.body.id as string, { ab_test: { test_fraction: 0.1 }, delivery_mode: 'variants' })).status).toBe(200);
+  });
+
+  it('bounds test_fraction, wait_minutes and metric', async () => {
+    const answer = await api('POST', '/email-campaigns/', {
+      workspace_id: workspaceA,
+      name: 'AB bounds',
+      delivery_mode: 'variants',
+      ab_test: { test_fraction: 0.6, wait_minutes: 0, metric: 'bounce_rate' },
+    });
+    expect(answer.status).toBe(422);
+    expect((answer.body.detail as JsonObject[]).map((entry) => [entry.loc, entry.type])).toEqual([
+      [['body', 'ab_test', 'test_fraction'], 'less_than_equal'],
+      [['body', 'ab_test', 'wait_minutes'], 'greater_than_equal'],
+      [['body', 'ab_test', 'metric'], 'enum'],
+    ]);
   });
 });

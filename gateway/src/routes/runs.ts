@@ -26,6 +26,29 @@ function runJson(run: deliveryV1.Run | undefined): Json {
         recipients: variant.recipients,
         sent: variant.sent,
       })) ?? null,
+    ab_test: run.abTest ? abTestJson(run.abTest) : null,
+    audience: run.audience ? { run_id: run.audience.runId, engagement: run.audience.engagement } : null,
+  };
+}
+
+function abTestJson(test: deliveryV1.RunAbTest): Json {
+  return {
+    phase: test.phase,
+    test_fraction: test.testFraction,
+    wait_minutes: test.waitMinutes,
+    metric: test.metric,
+    test_recipients: test.testRecipients,
+    decide_at: test.decideAt?.toISOString() ?? null,
+    winner_variant_id: test.winnerVariantId ?? null,
+    decided_by: test.decidedBy ?? null,
+    variants: test.variants.map((variant) => ({
+      variant_id: variant.variantId,
+      sent: variant.sent,
+      opens: variant.opens,
+      clicks: variant.clicks,
+      rate: variant.rate ?? null,
+    })),
+    leader_variant_id: test.leaderVariantId ?? null,
   };
 }
 
@@ -45,7 +68,12 @@ export const runRoutes: RouteModule = (router, { clients }) => {
   const service = clients.delivery;
 
   router.post('/email-campaigns/:id/runs', async (req, res) => {
-    const answer = await callService(service.createRun.bind(service), { workspaceId: workspaceIdOf(res), campaignId: pathParam(req) });
+    const audience = (req.body as Json | undefined)?.audience as Json | null | undefined;
+    const answer = await callService(service.createRun.bind(service), {
+      workspaceId: workspaceIdOf(res),
+      campaignId: pathParam(req),
+      audience: audience ? { runId: audience.run_id as string, engagement: audience.engagement as string } : undefined,
+    });
     res.status(201).json(runJson(answer.run));
   });
 
@@ -98,6 +126,15 @@ export const runRoutes: RouteModule = (router, { clients }) => {
 
   router.post('/campaign-runs/:id/resume', async (req, res) => {
     const answer = await callService(service.resumeRun.bind(service), { workspaceId: workspaceIdOf(res), id: pathParam(req) });
+    res.json(runJson(answer.run));
+  });
+
+  router.post('/campaign-runs/:id/winner', async (req, res) => {
+    const answer = await callService(service.pickWinner.bind(service), {
+      workspaceId: workspaceIdOf(res),
+      id: pathParam(req),
+      variantId: (req.body as Json).variant_id as string,
+    });
     res.json(runJson(answer.run));
   });
 

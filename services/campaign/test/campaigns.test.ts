@@ -38,6 +38,7 @@ const FULL_INPUT: campaignV1.CampaignInput = {
   replyTo: 'replies@example.com',
   deliveryMode: DeliveryMode.DELIVERY_MODE_VARIANTS,
   templateId: 'tpl-main',
+  abTest: { testFraction: 0.3, waitMinutes: 60, metric: 'click_rate' },
   variants: {
     variants: [
       { templateId: 'tpl-a', weight: 3, label: 'A', isActive: true },
@@ -220,7 +221,7 @@ describe('update', () => {
       workspaceId: FULL_INPUT.workspaceId,
       campaign: { ...FULL_INPUT, providerCategoryId: 'update-1' },
     });
-    const { campaign } = await update(original!.id, ['name', 'description', 'schedule_cron', 'csv_account_ids', 'template_id'], {
+    const { campaign } = await update(original!.id, ['name', 'description', 'schedule_cron', 'csv_account_ids', 'template_id', 'ab_test'], {
       name: 'Renamed',
     });
     expect(campaign).toEqual({
@@ -230,6 +231,7 @@ describe('update', () => {
       scheduleCron: undefined,
       csvAccountIds: undefined,
       templateId: undefined,
+      abTest: undefined,
       nextRunAt: undefined,
       updatedAt: expect.any(Date),
     });
@@ -445,5 +447,35 @@ describe('categories and health', () => {
     } finally {
       health.close();
     }
+  });
+});
+
+describe('ab_test', () => {
+  it('takes its defaults for unset members, and only with delivery_mode variants, on create and update', async () => {
+    const abTest = { waitMinutes: 15 };
+    expect((await create({ deliveryMode: DeliveryMode.DELIVERY_MODE_VARIANTS, abTest })).abTest).toEqual({
+      testFraction: 0.2,
+      waitMinutes: 15,
+      metric: 'open_rate',
+    });
+    const refused = await failure(create({ abTest }));
+    expect(refused.code).toBe(status.INVALID_ARGUMENT);
+    expect(refused.violations).toEqual([expect.objectContaining({ loc: ['ab_test'], type: 'value_error' })]);
+    const campaign = await create({ deliveryMode: DeliveryMode.DELIVERY_MODE_VARIANTS, abTest });
+    const switched = await failure(update(campaign.id, ['delivery_mode'], { deliveryMode: DeliveryMode.DELIVERY_MODE_SINGLE_TEMPLATE }));
+    expect(switched.code).toBe(status.INVALID_ARGUMENT);
+    const { campaign: read } = await service.rpc('getCampaign', { workspaceId: WORKSPACE_A, id: campaign.id });
+    expect(read?.deliveryMode).toBe(DeliveryMode.DELIVERY_MODE_VARIANTS);
+  });
+
+  it('bounds its members in the service too', async () => {
+    const refused = await failure(
+      create({ deliveryMode: DeliveryMode.DELIVERY_MODE_VARIANTS, abTest: { testFraction: 0.001, waitMinutes: 20_000, metric: 'x' } }),
+    );
+    expect(refused.violations.map((violation) => [violation.loc, violation.type])).toEqual([
+      [['ab_test', 'test_fraction'], 'greater_than_equal'],
+      [['ab_test', 'wait_minutes'], 'less_than_equal'],
+      [['ab_test', 'metric'], 'enum'],
+    ]);
   });
 });

@@ -56,6 +56,34 @@ const stringList: FieldCodec<string[], campaignV1.AccountIdList | undefined> = {
   fromProto: (list) => list?.ids,
 };
 
+/** A campaign's A/B test, as the API's JSON and the campaign's `ab_test` column (jsonb) hold it. */
+export interface AbTestSettings {
+  test_fraction: number;
+  wait_minutes: number;
+  metric: 'open_rate' | 'click_rate';
+}
+
+export const AB_TEST_DEFAULTS: AbTestSettings = { test_fraction: 0.2, wait_minutes: 240, metric: 'open_rate' };
+export const AB_TEST_FRACTION_RANGE = { min: 0.01, max: 0.5 };
+export const AB_TEST_WAIT_MINUTES_RANGE = { min: 1, max: 10_080 };
+export const AB_TEST_METRICS: readonly AbTestSettings['metric'][] = ['open_rate', 'click_rate'];
+
+/**
+ * The A/B test object: its omitted members take their defaults as it comes
+ * from proto, so a stored or shown value is always whole. An object that
+ * leaves members out is a whole new value on update too.
+ */
+const abTestCodec: FieldCodec<AbTestSettings, campaignV1.AbTest | undefined> = {
+  toProto: (value) =>
+    value === undefined ? undefined : { testFraction: value.test_fraction, waitMinutes: value.wait_minutes, metric: value.metric },
+  fromProto: (message) =>
+    message && {
+      test_fraction: message.testFraction ?? AB_TEST_DEFAULTS.test_fraction,
+      wait_minutes: message.waitMinutes ?? AB_TEST_DEFAULTS.wait_minutes,
+      metric: (message.metric as AbTestSettings['metric'] | undefined) ?? AB_TEST_DEFAULTS.metric,
+    },
+};
+
 const field = <T, P, Nullable extends boolean>(declared: CampaignField<T, P, Nullable>): NoInfer<CampaignField<T, P, Nullable>> => declared;
 
 const { RecipientSource, DeliveryMode } = campaignV1;
@@ -108,6 +136,7 @@ export const CAMPAIGN_FIELDS = {
   templateId: field({ json: 'template_id', column: 'template_id', nullable: true, default: null, codec: optional<string>() }),
 } satisfies { [K in Exclude<keyof campaignV1.CampaignInput, 'variants'>]-?: CampaignField<unknown, campaignV1.CampaignInput[K], boolean> };
 
+  abTest: field({ json: 'ab_test', column: 'ab_test', nullable: true, default: null, codec: abTestCodec }),
 export type CampaignFieldName = keyof typeof CAMPAIGN_FIELDS;
 
 type ValueOf<F> = F extends CampaignField<infer T, infer _P, infer Nullable> ? T | (Nullable extends true ? null : never) : never;

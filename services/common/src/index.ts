@@ -10,6 +10,7 @@ export * from './grpc-server';
 export * from './grpc-status';
 export * from './health';
 export * from './kafka';
+export * from './leader';
 export * from './logger';
 export * from './metrics';
 export * from './ops-server';

@@ -57,6 +57,11 @@ export function validWorkspaceId(workspaceId: string): string {
   return workspaceId.toLowerCase();
 }
 
+export function validRunId(runId: string): string {
+  throwIfAny(UUID.test(runId) ? [] : [uuidViolation('run_id', runId)]);
+  return runId.toLowerCase();
+}
+
 export function validFilter(filter: analyticsV1.EventFilter | undefined): EventFilter {
   const violations: Violation[] = [];
   const workspaceId = filter?.workspaceId ?? '';

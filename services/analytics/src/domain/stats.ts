@@ -1,5 +1,5 @@
+import { significantLeader } from '@mail/common';
 import type { EventFilter, Interval } from './filter';
-import { significantLeader } from './leader';
 import { seriesBuckets } from './series';
 import { SUPPRESSION_REASONS, type SuppressionReason } from './suppression';
 

@@ -1,11 +1,21 @@
 import { serverStream, unary, type Logger } from '@mail/common';
 import { NO_RUN, NO_VARIANT, PROTO_BOUNCE_TYPES, PROTO_EVENT_TYPES, eventDetails } from '@mail/event-store';
 import { analyticsV1 } from '@mail/proto';
-import { listedTypes, normalizeEmail, pageWindow, validateAll, validFilter, validInterval, validWorkspaceId } from '../domain/filter';
+import {
+  listedTypes,
+  normalizeEmail,
+  pageWindow,
+  validateAll,
+  validFilter,
+  validInterval,
+  validRunId,
+  validWorkspaceId,
+} from '../domain/filter';
 import { assembleStats } from '../domain/stats';
 import { actorOf, validManualSuppression, type SuppressionFilter, type SuppressionReason } from '../domain/suppression';
 import type { EventDatabase } from '../store/connection';
 import { listEvents, type StoredEvent } from '../store/events';
+import { filterEngaged, runEngagement } from '../store/runs';
 import { readStats } from '../store/stats';
 import {
   addSuppression,
@@ -129,6 +139,32 @@ export function analyticsHandlers(logger: Logger, events: EventDatabase): analyt
       const workspaceId = validWorkspaceId(request.workspaceId);
       const emails = [...new Set(request.emails.map(normalizeEmail))];
       return { emails: emails.length === 0 ? [] : await events.call(workspaceId, (store) => filterSuppressed(store, workspaceId, emails)) };
+    }),
+
+    getRunEngagement: unary(logger, 'GetRunEngagement', async (request) => {
+      const [workspaceId, runId] = validateAll(
+        () => validWorkspaceId(request.workspaceId),
+        () => validRunId(request.runId),
+      );
+      const until = request.until ?? new Date();
+      const variants = await events.call(workspaceId, (store) => runEngagement(store, workspaceId, runId, until));
+      return { variants: variants.map((v) => ({ variantId: v.variantId, uniqueOpens: v.opens, uniqueClicks: v.clicks })) };
+    }),
+
+    filterEngaged: unary(logger, 'FilterEngaged', async (request) => {
+      const [workspaceId, runId] = validateAll(
+        () => validWorkspaceId(request.workspaceId),
+        () => validRunId(request.runId),
+      );
+      const type = request.engagement === analyticsV1.Engagement.ENGAGEMENT_CLICK ? 'click' : 'open';
+      const emails = [...new Set(request.emails.map(normalizeEmail))];
+      const until = request.until ?? new Date();
+      return {
+        emails:
+          emails.length === 0
+            ? []
+            : await events.call(workspaceId, (store) => filterEngaged(store, workspaceId, runId, type, emails, until)),
+      };
     }),
 
     getSuppression: unary(logger, 'GetSuppression', async (request) => {

@@ -1,4 +1,7 @@
 import {
+  AB_TEST_FRACTION_RANGE,
+  AB_TEST_METRICS,
+  AB_TEST_WAIT_MINUTES_RANGE,
   CAMPAIGN_FIELD_LIST,
   CAMPAIGN_WRITE_FIELDS,
   InvalidArgumentError,
@@ -11,6 +14,7 @@ import {
   providerCategoryViolation,
   selectStatementViolation,
   valueError,
+  type AbTestSettings,
   type CampaignFieldName,
   type CampaignValues,
   type Violation,
@@ -118,6 +122,33 @@ function variantViolations(variants: VariantWrite[], creating: boolean): (Violat
   ]);
 }
 
+function abTestViolations(abTest: AbTestSettings): (Violation | undefined)[] {
+  const metric = abTest.metric as string;
+  return [
+    rangeViolation(['ab_test', 'test_fraction'], abTest.test_fraction, AB_TEST_FRACTION_RANGE),
+    rangeViolation(['ab_test', 'wait_minutes'], abTest.wait_minutes, AB_TEST_WAIT_MINUTES_RANGE),
+    (AB_TEST_METRICS as readonly string[]).includes(metric)
+      ? undefined
+      : {
+          loc: ['ab_test', 'metric'],
+          type: 'enum',
+          msg: "Input should be 'open_rate' or 'click_rate'",
+          input: metric,
+          ctx: { expected: "'open_rate' or 'click_rate'" },
+        },
+  ];
+}
+
+/**
+ * An A/B test splits a run's recipients across variants: a campaign with one
+ * needs delivery_mode variants, on create and as an update leaves it.
+ */
+export function abTestModeViolation(campaign: Pick<CampaignValues, 'abTest' | 'deliveryMode'>): Violation | undefined {
+  return campaign.abTest != null && campaign.deliveryMode !== 'variants'
+    ? valueError(['ab_test'], campaign.abTest, 'ab_test needs delivery_mode variants')
+    : undefined;
+}
+
 /** Whether `loc` is `outer` or lies inside it. */
 const within = (loc: (string | number)[], outer: (string | number)[]): boolean => outer.every((part, i) => loc[i] === part);
 
@@ -142,6 +173,7 @@ function fieldViolations(write: CampaignWrite, creating: boolean): Violation[] {
     write.fromEmail == null ? undefined : emailViolation(['from_email'], write.fromEmail),
     write.fromName == null ? undefined : headerSafeViolation(['from_name'], write.fromName),
     write.replyTo == null ? undefined : emailViolation(['reply_to'], write.replyTo),
+    ...(write.abTest == null ? [] : abTestViolations(write.abTest)),
     ...(write.variants == null ? [] : variantViolations(write.variants, creating)),
   ].filter((v): v is Violation => v !== undefined);
   // One entry per field, as Pydantic: the NUL rule, a field validator, runs only where the constraints passed.
@@ -201,6 +233,8 @@ export function newCampaign(write: CampaignWrite, workspaceId: string): NewCampa
   );
   violations.push(...workspaceViolations(write, workspaceId));
   violations.push(...fieldViolations(write, true));
+  const mode = abTestModeViolation({ abTest: write.abTest ?? null, deliveryMode: write.deliveryMode ?? 'single_template' });
+  if (mode && !violations.some((violation) => violation.loc[0] === 'ab_test')) violations.push(mode);
   throwIfAny(violations);
   return {
     // Complete: every field without a default was present.

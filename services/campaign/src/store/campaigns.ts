@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import {
   CAMPAIGN_FIELD_LIST,
   ConflictError,
+  InvalidArgumentError,
   NotFoundError,
   OPEN_WORKSPACE,
   closeWorkspace,
@@ -24,7 +25,7 @@ import type {
   ScheduledCampaign,
   VariantDraft,
 } from '../domain/model';
-import { checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
+import { abTestModeViolation, checkVariantIds, isUuid, type PageWindow } from '../domain/validation';
 
 /**
  * Campaign SQL, each statement written out where it is used, its values in
@@ -272,6 +273,9 @@ export async function updateCampaign(db: Knex, workspaceId: string, id: string, 
     });
     const { rows } = await run<Campaign>(connection, statement).catch(conflictOnDuplicate);
     const campaign = rows[0];
+    // The rule reads the result: the write may change either field and leave the other as stored.
+    const mode = abTestModeViolation(campaign);
+    if (mode) throw new InvalidArgumentError([mode]);
     if (campaign.providerCategoryId !== current.providerCategoryId || variants !== undefined) {
       // Queued in the transaction: subscribers hear of the change (of the category, or of the variants it resolves
       // to) once it is committed.

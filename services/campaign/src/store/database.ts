@@ -162,6 +162,16 @@ export const migrations: Migration[] = [
       await db.raw('DROP TABLE category_releases');
     },
   },
+  {
+    name: '007_ab_test',
+    async up(db) {
+      // A campaign's A/B test settings as the API shows them (test_fraction, wait_minutes, metric), or null.
+      await db.raw('ALTER TABLE campaigns ADD COLUMN ab_test jsonb');
+    },
+    async down(db) {
+      await db.raw('ALTER TABLE campaigns DROP COLUMN ab_test');
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

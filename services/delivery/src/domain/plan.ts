@@ -1,6 +1,16 @@
-import { InvalidArgumentError, valueError } from '@mail/common';
+import { AB_TEST_DEFAULTS, InvalidArgumentError, valueError } from '@mail/common';
 import { campaignV1 } from '@mail/proto';
+import type { AbMetric, AbTestPlan } from './ab-test';
 import type { TemplateContent } from './render';
+
+export const ENGAGEMENTS = ['not_opened', 'not_clicked', 'opened', 'clicked'] as const;
+export type Engagement = (typeof ENGAGEMENTS)[number];
+
+/** A follow-up run's recipients: the sent recipients of an earlier run of the workspace who did, or did not, engage. */
+export interface Audience {
+  runId: string;
+  engagement: Engagement;
+}
 
 export interface PlanVariant {
   id: string;
@@ -19,11 +29,14 @@ export interface RunPlan {
   replyTo: string | null;
   providerCategoryId: string | null;
   sendPriority: number;
-  source: { kind: 'query'; sql: string } | { kind: 'accounts'; ids: string[] };
+  /** An audience reads the earlier run's ledger, with the human events stored until `asOf` (the run's creation). */
+  source: { kind: 'query'; sql: string } | { kind: 'accounts'; ids: string[] } | ({ kind: 'audience'; asOf: string } & Audience);
   /** Active variants with a weight (variants mode), or null (single template). */
   variants: PlanVariant[] | null;
   /** By variant id; the single template under SINGLE_TEMPLATE. */
   templates: Record<string, TemplateContent>;
+  /** The A/B test of a variants campaign that has one, else null (absent in plans stored before it existed). */
+  abTest?: AbTestPlan | null;
 }
 
 /**
@@ -44,12 +57,14 @@ export type PlanResult = { plan: RunPlan } | { missing: string[] };
  * The run plan of a campaign, or every piece it lacks to be sent (the 409's
  * and a failed scheduled run's reason).
  */
-export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLookup): Promise<PlanResult> {
+export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLookup, audience?: Audience): Promise<PlanResult> {
   const missing: string[] = [];
   if (!campaign.fromEmail) missing.push('from_email is not set');
 
   let source: RunPlan['source'] | undefined;
-  if (campaign.recipientSource === campaignV1.RecipientSource.RECIPIENT_SOURCE_MSSQL_QUERY) {
+  if (audience) {
+    source = { kind: 'audience', ...audience, asOf: new Date().toISOString() };
+  } else if (campaign.recipientSource === campaignV1.RecipientSource.RECIPIENT_SOURCE_MSSQL_QUERY) {
     if (campaign.mssqlQuery) source = { kind: 'query', sql: campaign.mssqlQuery };
     else missing.push('mssql_query is not set (recipient_source is mssql_query)');
   } else if (campaign.csvAccountIds?.ids.length) {
@@ -62,7 +77,9 @@ export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLoo
   let variants: PlanVariant[] | null = null;
   if (campaign.deliveryMode === campaignV1.DeliveryMode.DELIVERY_MODE_VARIANTS) {
     const active = (campaign.variants?.variants ?? []).filter((variant) => variant.isActive && variant.weight > 0);
+  let abTest: AbTestPlan | null = null;
     if (active.length === 0) missing.push('no active variant with a weight above 0 (delivery_mode is variants)');
+    if (campaign.abTest) abTest = abTestPlan(campaign.abTest);
     variants = active.map((variant) => ({ id: variant.id, label: variant.label ?? null, weight: variant.weight }));
     for (const variant of active) wanted.push([variant.id, variant.templateId]);
   } else if (campaign.templateId) {
@@ -91,11 +108,20 @@ export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLoo
       templates,
     },
   };
+      abTest,
 }
 
 export const cannotSend = (missing: string[]): string => `The campaign cannot be sent: ${missing.join('; ')}`;
 
 /**
+function abTestPlan(settings: campaignV1.AbTest): AbTestPlan {
+  return {
+    testFraction: settings.testFraction ?? AB_TEST_DEFAULTS.test_fraction,
+    waitMinutes: settings.waitMinutes ?? AB_TEST_DEFAULTS.wait_minutes,
+    metric: (settings.metric as AbMetric | undefined) ?? AB_TEST_DEFAULTS.metric,
+  };
+}
+
  * The plan of a test send: the campaign's sender and one template, that of
  * `variantId` (any variant of the campaign) or, in variants mode without one,
  * of the first active variant. Recipients do not matter.

@@ -1,11 +1,15 @@
+import type { AbMetric, AbPhase, DecidedBy } from './ab-test';
+import type { Audience } from './plan';
+
 export const RUN_STATUSES = ['queued', 'sending', 'paused', 'completed', 'cancelled', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /**
  * A recipient's stored status. `claimed`: taken by a sender, not handed over
- * yet (shown as pending); `sending`: being handed over to SMTP right now.
+ * yet (shown as pending); `held`: waiting for its run's A/B test to pick the
+ * winner (shown as pending); `sending`: being handed over to SMTP right now.
  */
-export const RECIPIENT_STATUSES = ['pending', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown'] as const;
+export const RECIPIENT_STATUSES = ['pending', 'held', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown'] as const;
 export type RecipientStatus = (typeof RECIPIENT_STATUSES)[number];
 
 /** The statuses the API filters on and shows: `claimed` is pending to the user. */
@@ -73,6 +77,30 @@ export interface RunVariantFigures {
   sent: number;
 }
 
+export interface RunAbTestVariant {
+  variantId: string;
+  /** Of the test recipients. */
+  sent: number;
+  opens: number;
+  clicks: number;
+  rate: number | null;
+}
+
+export interface RunAbTest {
+  phase: AbPhase;
+  testFraction: number;
+  waitMinutes: number;
+  metric: AbMetric;
+  testRecipients: number;
+  decideAt: Date | null;
+  /** When the winner was picked: engagement stored later is not the test's. */
+  decidedAt: Date | null;
+  winnerVariantId: string | null;
+  decidedBy: DecidedBy | null;
+  variants: RunAbTestVariant[];
+  leaderVariantId: string | null;
+}
+
 export interface Run {
   id: string;
   workspaceId: string;
@@ -86,6 +114,8 @@ export interface Run {
   finishedAt: Date | null;
   counts: RunCounts;
   variants: RunVariantFigures[] | null;
+  abTest: RunAbTest | null;
+  audience: Audience | null;
 }
 
 export interface RunRecipient {

@@ -10,6 +10,10 @@ export interface Upstream {
   scheduledCampaigns(): Promise<campaignV1.ScheduledCampaign[]>;
   /** Of the addresses, those suppressed in the workspace now. */
   suppressed(workspaceId: string, emails: string[]): Promise<Set<string>>;
+  /** Of the addresses, those with a human open (or click) of the run's message among the events stored until `until`. */
+  engaged(workspaceId: string, runId: string, kind: 'open' | 'click', emails: string[], until: Date): Promise<Set<string>>;
+  /** By variant, the run's distinct addresses with a human open and with a human click among the events stored until `until`. */
+  runEngagement(workspaceId: string, runId: string, until: Date): Promise<Map<string, { opens: number; clicks: number }>>;
   close(): void;
 }
 
@@ -49,6 +53,16 @@ export function connectUpstream(campaignAddress: string, analyticsAddress: strin
       if (emails.length === 0) return new Set();
       const answer = await call(analytics.filterSuppressed.bind(analytics), { workspaceId, emails });
       return new Set(answer.emails);
+    },
+    async engaged(workspaceId, runId, kind, emails, until) {
+      if (emails.length === 0) return new Set();
+      const engagement = kind === 'open' ? analyticsV1.Engagement.ENGAGEMENT_OPEN : analyticsV1.Engagement.ENGAGEMENT_CLICK;
+      const answer = await call(analytics.filterEngaged.bind(analytics), { workspaceId, runId, engagement, emails, until });
+      return new Set(answer.emails);
+    },
+    async runEngagement(workspaceId, runId, until) {
+      const answer = await call(analytics.getRunEngagement.bind(analytics), { workspaceId, runId, until });
+      return new Map(answer.variants.map((v) => [v.variantId, { opens: v.uniqueOpens, clicks: v.uniqueClicks }]));
     },
     close() {
       for (const client of [campaigns, templates, analytics]) client.close();

@@ -2,8 +2,9 @@ import type { Knex } from 'knex';
 import { InvalidArgumentError, NotFoundError, unary, valueError, type Logger } from '@mail/common';
 import type { deliveryV1 } from '@mail/proto';
 import { parseRecipientDatabaseUrl, redactedUrl } from '../domain/recipient-database-url';
+import { ENGAGEMENTS, type Audience, type Engagement } from '../domain/plan';
 import { LISTED_STATUSES, isUuid, pageWindow, type Page, type Run, type RunRecipient } from '../domain/run';
-import { startRun } from '../sending/runs';
+import { startRun, withEngagement } from '../sending/runs';
 import { testSend } from '../sending/test-send';
 import type { SenderOptions, UnsubscribeClaims } from '../sending/sender';
 import type { SmtpTransport } from '../sending/transport';
@@ -15,7 +16,7 @@ import {
   verifyRecipientDatabase,
   type StoredRecipientDatabase,
 } from '../store/recipient-databases';
-import { actOnRun, deleteWorkspaceRuns, getRun, listRecipients, listRuns } from '../store/runs';
+import { actOnRun, deleteWorkspaceRuns, getRun, listRecipients, listRuns, pickWinner } from '../store/runs';
 import type { Upstream } from './clients';
 
 const orUndefined = <T>(value: T | null): T | undefined => value ?? undefined;
@@ -35,7 +36,28 @@ function runToProto(run: Run | undefined): deliveryV1.Run {
     finishedAt: orUndefined(run.finishedAt),
     counts: run.counts,
     variants: run.variants ? { variants: run.variants.map((variant) => ({ ...variant, label: orUndefined(variant.label) })) } : undefined,
+    abTest: run.abTest
+      ? {
+          ...run.abTest,
+          decideAt: orUndefined(run.abTest.decideAt),
+          winnerVariantId: orUndefined(run.abTest.winnerVariantId),
+          decidedBy: orUndefined(run.abTest.decidedBy),
+          variants: run.abTest.variants.map((variant) => ({ ...variant, rate: orUndefined(variant.rate) })),
+          leaderVariantId: orUndefined(run.abTest.leaderVariantId),
+        }
+      : undefined,
+    audience: orUndefined(run.audience),
   };
+}
+
+/** A follow-up run's audience; the gateway checked its shape, the service checks it again. */
+function audienceOf(audience: deliveryV1.RunAudience | undefined): Audience | undefined {
+  if (!audience) return undefined;
+  if (!(ENGAGEMENTS as readonly string[]).includes(audience.engagement)) {
+    throw new InvalidArgumentError([valueError(['audience', 'engagement'], audience.engagement, `not one of ${ENGAGEMENTS.join(', ')}`)]);
+  }
+  if (!isUuid(audience.runId)) throw new NotFoundError('Campaign run');
+  return { runId: audience.runId.toLowerCase(), engagement: audience.engagement as Engagement };
 }
 
 function recipientToProto(recipient: RunRecipient): deliveryV1.RunRecipient {
@@ -108,17 +130,24 @@ export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV
           workspaceId: scope(request.workspaceId),
           campaignId: campaignIdOf(request.campaignId),
           scheduledFor: null,
+          audience: audienceOf(request.audience),
         }),
       ),
     })),
-    getRun: unary(logger, 'GetRun', async (request) => ({ run: runToProto(await getRun(db, scope(request.workspaceId), request.id)) })),
+    getRun: unary(logger, 'GetRun', async (request) => ({
+      run: runToProto(await withEngagement(upstream, await getRun(db, scope(request.workspaceId), request.id))),
+    })),
+    pickWinner: unary(logger, 'PickWinner', async (request) => ({
+      run: runToProto(await withEngagement(upstream, await pickWinner(db, scope(request.workspaceId), request.id, request.variantId))),
+    })),
     listRuns: unary(logger, 'ListRuns', async (request) => {
       const workspaceId = scope(request.workspaceId);
       const campaignId = campaignIdOf(request.campaignId);
       // A campaign of another workspace, or none, is a 404 rather than an empty list.
       await upstream.getCampaign(workspaceId, campaignId);
       const page = await listRuns(db, workspaceId, campaignId, pageWindow(request.page));
-      return { runs: page.items.map(runToProto), page: pageInfo(page) };
+      const runs = await Promise.all(page.items.map((run) => withEngagement(upstream, run)));
+      return { runs: runs.map(runToProto), page: pageInfo(page) };
     }),
     listRunRecipients: unary(logger, 'ListRunRecipients', async (request) => {
       const page = await listRecipients(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@mail/common';
+import { decideWinner, testSize, variantBounds } from '../domain/ab-test';
 import { providerHeaders, type Provider } from '../domain/headers';
 import { SINGLE_TEMPLATE, type SendingPlan } from '../domain/plan';
 import { addressOf, fieldsOf, messageIdOf } from '../domain/recipient';
@@ -9,6 +10,7 @@ import { retryDelayMs } from '../domain/run';
 import { pickVariant } from '../domain/variants';
 import type { Upstream } from '../grpc/clients';
 import { deliveryMetrics } from '../metrics';
+import { streamAudience } from '../store/audience';
 import { streamRecipients } from '../store/recipient-database';
 import { SourceError, SourceUnreachableError, type SourceLimits } from '../store/recipient-source';
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
@@ -140,6 +142,8 @@ export class Sender {
     await this.parts.store.completeFinishedRuns();
     deliveryMetrics.runsWaitingForSource.set(await this.parts.store.runsWaitingForSource());
   }
+    await this.parts.store.endTests();
+    await this.decideDueTests();
 
   /** Runs `work` until stopped; `work` resolves to whether it found something to do. */
   private async repeat(work: () => Promise<boolean>, name: string): Promise<void> {
@@ -201,27 +205,60 @@ export class Sender {
     deliveryMetrics.runsFailed.inc({ cause: 'source' });
   }
 
-  /** Streams the run's source in from where its load stopped; never more than a batch in memory. */
+  /**
+   * Streams the run's source in from where its load stopped; never more than a batch in memory. A run with
+   * an A/B test holds its recipients until the load is done, then picks its test recipients (store/sending.ts).
+   */
   private async load(run: LoadingRun): Promise<void> {
-    const variants = run.plan.variants;
-    const url = await this.parts.recipientDatabaseUrl(run.workspaceId);
-    for await (const batch of streamRecipients(url, run.plan.source, run.loadPosition, this.options.source)) {
+    const { variants, source, abTest } = run.plan;
+    // Of a run with an A/B test, the variants are given when the test recipients are picked.
+    const pick = abTest ? undefined : variants;
+    const batches =
+      source.kind === 'audience'
+        ? streamAudience(this.parts.store.db, source, run.loadPosition, (runId, kind, emails, until) =>
+            this.parts.upstream.engaged(run.workspaceId, runId, kind, emails, until),
+          )
+        : streamRecipients(await this.parts.recipientDatabaseUrl(run.workspaceId), source, run.loadPosition, this.options.source);
+    for await (const batch of batches) {
       const recipients = batch.rows.map((row) => {
         const address = addressOf(row);
         return {
           email: address.email,
           valid: address.valid,
           error: address.valid ? null : `Invalid address: ${address.reason}`,
-          variantId: address.valid && variants ? pickVariant(variants, run.id, address.email).id : null,
+          variantId: address.valid && pick ? pickVariant(pick, run.id, address.email).id : null,
           fields: fieldsOf(row),
         };
       });
-      if (!this.running || !(await this.parts.store.addRecipients(run.id, this.workerId, recipients, batch.position))) {
+      if (!this.running || !(await this.parts.store.addRecipients(run.id, this.workerId, recipients, batch.position, !!abTest))) {
         await this.parts.store.releaseLoad(run.id, this.workerId);
         return;
       }
     }
-    await this.parts.store.finishLoad(run.id, this.workerId);
+    const test =
+      abTest && variants ? { size: (valid: number) => testSize(valid, abTest.testFraction), bounds: variantBounds(variants) } : undefined;
+    await this.parts.store.finishLoad(run.id, this.workerId, test);
+  }
+
+  /**
+   * Decides the A/B tests that waited long enough, from the human opens or clicks of their test recipients
+   * (analytics) over their test messages sent. Every replica tries; the store lets one decide.
+   */
+  private async decideDueTests(): Promise<void> {
+    const { store, upstream } = this.parts;
+    for (const due of await store.dueDecisions()) {
+      const [sent, engagement] = await Promise.all([store.testSent(due.id), upstream.runEngagement(due.workspaceId, due.id, new Date())]);
+      const figures = due.variants.map((variant) => ({
+        variantId: variant.id,
+        sent: sent.get(variant.id) ?? 0,
+        opens: engagement.get(variant.id)?.opens ?? 0,
+        clicks: engagement.get(variant.id)?.clicks ?? 0,
+      }));
+      const { winner, decidedBy } = decideWinner(figures, due.metric);
+      if (await store.decide(due.id, winner, decidedBy)) {
+        this.logger.info({ runId: due.id, winner, decidedBy, figures }, 'A/B test decided');
+      }
+    }
   }
 
   private async sendNext(): Promise<boolean> {

@@ -146,6 +146,40 @@ export const migrations: Migration[] = [
       await db.raw('DROP TABLE recipient_databases;');
     },
   },
+  {
+    name: '006_ab_tests_and_audiences',
+    async up(db) {
+      // A run with an A/B test (ab_phase set) loads its valid recipients `held`, which no sender claims; once loaded,
+      // its test recipients (ab_group 'test') become pending with a variant, the others (ab_group 'holdout') stay held
+      // until the winner is decided, when they become pending with the winner's variant (docs/api.md, "A/B test, then
+      // the winner"). audience: a follow-up run's earlier run and engagement, as the API shows it.
+      await db.raw(`
+        ALTER TABLE runs
+          ADD COLUMN ab_phase text CHECK (ab_phase IN ('testing', 'waiting', 'sending_winner', 'done')),
+          ADD COLUMN decide_at timestamptz,
+          ADD COLUMN winner_variant_id uuid,
+          ADD COLUMN decided_by text CHECK (decided_by IN ('significance', 'best_rate', 'manual')),
+          ADD COLUMN decided_at timestamptz,
+          ADD COLUMN audience jsonb;
+        CREATE INDEX runs_ab_undecided_idx ON runs (ab_phase) WHERE ab_phase IN ('testing', 'waiting');
+        ALTER TABLE run_recipients
+          DROP CONSTRAINT run_recipients_status_check,
+          ADD CONSTRAINT run_recipients_status_check
+            CHECK (status IN ('pending', 'held', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown')),
+          ADD COLUMN ab_group text CHECK (ab_group IN ('test', 'holdout'));
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        ALTER TABLE run_recipients DROP COLUMN ab_group, DROP CONSTRAINT run_recipients_status_check,
+          ADD CONSTRAINT run_recipients_status_check
+            CHECK (status IN ('pending', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown'));
+        DROP INDEX runs_ab_undecided_idx;
+        ALTER TABLE runs DROP COLUMN ab_phase, DROP COLUMN decide_at, DROP COLUMN winner_variant_id, DROP COLUMN decided_by,
+          DROP COLUMN decided_at, DROP COLUMN audience;
+      `);
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

@@ -9,7 +9,8 @@ import type { RecipientRow } from '../domain/recipient';
  * transaction) reaches another run.
  */
 
-export type RecipientSource = RunPlan['source'];
+/** What the recipient database is asked: a follow-up run's audience is read from the delivery service's own ledger. */
+export type RecipientSource = Exclude<RunPlan['source'], { kind: 'audience' }>;
 
 /** A batch of the source's rows and the position after it, from which a later load resumes. */
 export interface SourceBatch {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { ConflictError, NotFoundError, withConnection, type PgConnection } from '@mail/common';
-import type { PlanVariant, RunPlan } from '../domain/plan';
+import { ConflictError, InvalidArgumentError, NotFoundError, valueError, withConnection, type PgConnection } from '@mail/common';
+import type { AbPhase, AbTestPlan, DecidedBy } from '../domain/ab-test';
+import type { Audience, Engagement, PlanVariant, RunPlan } from '../domain/plan';
 import {
   RUN_ACTIONS,
   isUuid,
@@ -12,6 +13,7 @@ import {
   type RunStatus,
   type RunVariantFigures,
 } from '../domain/run';
+import { recordWinner } from './sending';
 
 /** The runs as the API shows them; SQL written where it is used, values as $n parameters. */
 
@@ -28,11 +30,20 @@ interface RunRow {
   finished_at: Date | null;
   duplicates: number;
   variants: PlanVariant[] | null;
+  ab_test: AbTestPlan | null;
+  ab_phase: AbPhase | null;
+  decide_at: Date | null;
+  decided_at: Date | null;
+  winner_variant_id: string | null;
+  decided_by: DecidedBy | null;
+  /** As the API shows it. */
+  audience: { run_id: string; engagement: Engagement } | null;
 }
 
 /** Of the plan only its variants, for the run's figures: its source alone can be a megabyte (a csv list of account ids). */
 const RUN_COLUMNS = `id, workspace_id, campaign_id, trigger, scheduled_for, status, failure, created_at, started_at, finished_at,
-  duplicates, plan->'variants' AS variants`;
+  duplicates, plan->'variants' AS variants, plan->'abTest' AS ab_test, ab_phase, decide_at, decided_at, winner_variant_id, decided_by,
+  audience`;
 
 export interface NewRun {
   workspaceId: string;
@@ -43,6 +54,7 @@ export interface NewRun {
   plan?: RunPlan;
   failure?: string;
   sendPriority: number;
+  audience?: Audience;
 }
 
 /** The partial unique index that keeps one manual run of a campaign queued, sending or paused (migration 003). */
@@ -83,8 +95,9 @@ async function activeManualRun(db: Knex, campaignId: string): Promise<{ id: stri
 async function insertRunRow(db: Knex, run: NewRun): Promise<Run | undefined> {
   const rows = await withConnection(db, async (connection) => {
     const { rows: inserted } = await connection.query<RunRow>(
-      `INSERT INTO runs (workspace_id, campaign_id, trigger, scheduled_for, status, failure, send_priority, plan, finished_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $5 = 'failed' THEN now() END)
+      `INSERT INTO runs (workspace_id, campaign_id, trigger, scheduled_for, status, failure, send_priority, plan, finished_at, ab_phase,
+         audience)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $5 = 'failed' THEN now() END, $9, $10)
        ON CONFLICT (campaign_id, scheduled_for) DO NOTHING
        RETURNING ${RUN_COLUMNS}`,
       [
@@ -96,6 +109,8 @@ async function insertRunRow(db: Knex, run: NewRun): Promise<Run | undefined> {
         run.failure ?? null,
         run.sendPriority,
         run.plan ? JSON.stringify(run.plan) : null,
+        run.plan?.abTest ? 'testing' : null,
+        run.audience ? JSON.stringify({ run_id: run.audience.runId, engagement: run.audience.engagement }) : null,
       ],
     );
     return withFigures(connection, inserted);
@@ -141,8 +156,8 @@ export async function listRuns(db: Knex, workspaceId: string, campaignId: string
   });
 }
 
-/** `claimed` is shown (and filtered) as pending. */
-const SHOWN_STATUS = `CASE WHEN status = 'claimed' THEN 'pending' ELSE status END`;
+/** `claimed` and `held` are shown (and filtered) as pending. */
+const SHOWN_STATUS = `CASE WHEN status IN ('claimed', 'held') THEN 'pending' ELSE status END`;
 
 export async function listRecipients(
   db: Knex,
@@ -152,7 +167,7 @@ export async function listRecipients(
   window: PageWindow,
 ): Promise<Page<RunRecipient>> {
   await getRunRow(db, workspaceId, runId);
-  const statuses = status === undefined ? null : status === 'pending' ? ['pending', 'claimed'] : [status];
+  const statuses = status === undefined ? null : status === 'pending' ? ['pending', 'claimed', 'held'] : [status];
   return withConnection(db, async (connection) => {
     const scope = [runId, statuses];
     const [{ rows }, { rows: totals }] = await Promise.all([
@@ -213,6 +228,28 @@ export async function actOnRun(db: Knex, workspaceId: string, id: string, action
 }
 
 /**
+ * The winner of a run's A/B test, picked by hand while the test waits for
+ * its decision (the run sending or paused); a ConflictError at any other time.
+ */
+export async function pickWinner(db: Knex, workspaceId: string, id: string, variantId: string): Promise<Run> {
+  const row = await getRunRow(db, workspaceId, id);
+  const refused = (phase: AbPhase | null, status: RunStatus): ConflictError =>
+    new ConflictError(
+      phase === null
+        ? 'The run has no A/B test'
+        : `A winner can be picked only while the run's A/B test waits for its decision: its phase is ${phase} and the run is ${status}`,
+    );
+  if (row.ab_phase !== 'waiting' || !['sending', 'paused'].includes(row.status)) throw refused(row.ab_phase, row.status);
+  const variant = row.variants?.find((candidate) => candidate.id === variantId.toLowerCase());
+  if (!variant) throw new InvalidArgumentError([valueError(['variant_id'], variantId, 'not a variant of this run')]);
+  if (!(await recordWinner(db, id, variant.id, 'manual'))) {
+    const current = await getRunRow(db, workspaceId, id);
+    throw refused(current.ab_phase, current.status);
+  }
+  return getRun(db, workspaceId, id);
+}
+
+/**
  * A deleted workspace's runs and recipients go, and its test sends of the last
  * hour with them; a sender handing one over finds nothing to record.
  */
@@ -229,6 +266,7 @@ interface CountRow {
   run_id: string;
   variant_id: string | null;
   status: string;
+  ab_group: 'test' | 'holdout' | null;
   n: string;
 }
 
@@ -236,17 +274,22 @@ interface CountRow {
 async function withFigures(connection: PgConnection, rows: RunRow[]): Promise<Run[]> {
   if (rows.length === 0) return [];
   const { rows: counts } = await connection.query<CountRow>(
-    `SELECT run_id, variant_id, status, count(*) AS n FROM run_recipients WHERE run_id = ANY ($1::uuid[])
-     GROUP BY run_id, variant_id, status`,
+    `SELECT run_id, variant_id, status, ab_group, count(*) AS n FROM run_recipients WHERE run_id = ANY ($1::uuid[])
+     GROUP BY run_id, variant_id, status, ab_group`,
     [rows.map((row) => row.id)],
   );
   return rows.map((row) => {
     const mine = counts.filter((count) => count.run_id === row.id);
-    const total = (statuses: string[], variantId?: string): number =>
+    const total = (statuses: string[], variantId?: string, testOnly = false): number =>
       mine
-        .filter((count) => statuses.includes(count.status) && (variantId === undefined || count.variant_id === variantId))
+        .filter(
+          (count) =>
+            statuses.includes(count.status) &&
+            (variantId === undefined || count.variant_id === variantId) &&
+            (!testOnly || count.ab_group === 'test'),
+        )
         .reduce((sum, count) => sum + Number(count.n), 0);
-    const all = ['pending', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown'];
+    const all = ['pending', 'held', 'claimed', 'sending', 'sent', 'failed', 'suppressed', 'invalid', 'unknown'];
     const variants: RunVariantFigures[] | null =
       row.variants?.map((variant) => ({
         id: variant.id,
@@ -273,10 +316,32 @@ async function withFigures(connection: PgConnection, rows: RunRow[]): Promise<Ru
         suppressed: total(['suppressed']),
         invalid: total(['invalid']),
         duplicates: row.duplicates,
-        pending: total(['pending', 'claimed', 'sending']),
+        pending: total(['pending', 'held', 'claimed', 'sending']),
         unknown: total(['unknown']),
       },
       variants,
+      // Engagement is analytics' to tell: sending/runs.ts adds it (withEngagement).
+      abTest:
+        row.ab_test && row.ab_phase
+          ? {
+              phase: row.ab_phase,
+              ...row.ab_test,
+              testRecipients: total(all, undefined, true),
+              decideAt: row.decide_at,
+              decidedAt: row.decided_at,
+              winnerVariantId: row.winner_variant_id,
+              decidedBy: row.decided_by,
+              variants: (row.variants ?? []).map((variant) => ({
+                variantId: variant.id,
+                sent: total(['sent'], variant.id, true),
+                opens: 0,
+                clicks: 0,
+                rate: null,
+              })),
+              leaderVariantId: null,
+            }
+          : null,
+      audience: row.audience && { runId: row.audience.run_id, engagement: row.audience.engagement },
     };
   });
 }

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { withConnection, withTransaction } from '@mail/common';
-import type { RunPlan, SendingPlan } from '../domain/plan';
+import type { AbMetric, DecidedBy } from '../domain/ab-test';
+import type { PlanVariant, RunPlan, SendingPlan } from '../domain/plan';
 
 /**
  * The senders' SQL: exactly once rests on these statements (docs/api.md,
@@ -9,7 +10,9 @@ import type { RunPlan, SendingPlan } from '../domain/plan';
  * to pending for a retry. A process that stops beating its heartbeat is dead:
  * its claimed rows go back to pending, its sending rows become unknown, which
  * nothing sends again. A settled recipient keeps the worker_id of the process
- * that settled it.
+ * that settled it. A run with an A/B test loads its valid recipients `held`,
+ * which no sender claims, until its test (then its winner) releases them as
+ * pending.
  */
 
 export interface LoadingRun {
@@ -42,6 +45,14 @@ export interface ActiveRun {
   plan: SendingPlan;
 }
 
+/** A run whose A/B test waited long enough: its winner is to be decided now. */
+export interface DueDecision {
+  id: string;
+  workspaceId: string;
+  variants: PlanVariant[];
+  metric: AbMetric;
+}
+
 export interface SentRecipient {
   runId: string;
   workspaceId: string;
@@ -58,7 +69,8 @@ const DEAD = `SELECT id FROM workers WHERE heartbeat_at < now() - make_interval(
 const LIVE = `SELECT id FROM workers WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)`;
 
 export class SendingStore {
-  constructor(private readonly db: Knex) {}
+  /** Also the database a follow-up run's audience is read from (store/audience.ts). */
+  constructor(readonly db: Knex) {}
 
   async heartbeat(workerId: string): Promise<void> {
     await this.query(`INSERT INTO workers (id, heartbeat_at) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`, [
@@ -131,7 +143,7 @@ export class SendingStore {
    * cancelled. An address already in the run is a duplicate. Resolves to false
    * when the load is no longer this worker's to do.
    */
-  async addRecipients(runId: string, workerId: string, recipients: StoredRecipient[], position: number): Promise<boolean> {
+  async addRecipients(runId: string, workerId: string, recipients: StoredRecipient[], position: number, held = false): Promise<boolean> {
     return withTransaction(this.db, async (connection) => {
       const { rows: owned } = await connection.query(
         `SELECT 1 FROM runs WHERE id = $1 AND loader_id = $2 AND status IN ('sending', 'paused') FOR UPDATE`,
@@ -140,7 +152,7 @@ export class SendingStore {
       if (owned.length === 0) return false;
       const { rowCount } = await connection.query(
         `INSERT INTO run_recipients (run_id, email, status, variant_id, fields, error)
-         SELECT $1, r.email, CASE WHEN r.valid THEN 'pending' ELSE 'invalid' END, r.variant_id, r.fields, r.error
+         SELECT $1, r.email, CASE WHEN NOT r.valid THEN 'invalid' WHEN $3 THEN 'held' ELSE 'pending' END, r.variant_id, r.fields, r.error
          FROM jsonb_to_recordset($2::jsonb) AS r(email text, valid boolean, variant_id uuid, fields jsonb, error text)
          ON CONFLICT (run_id, email) DO NOTHING`,
         [
@@ -148,6 +160,7 @@ export class SendingStore {
           JSON.stringify(
             recipients.map((r) => ({ email: r.email, valid: r.valid, variant_id: r.variantId, fields: r.fields, error: r.error })),
           ),
+          held,
         ],
       );
       await connection.query(
@@ -163,8 +176,44 @@ export class SendingStore {
     await this.query('UPDATE runs SET loader_id = NULL WHERE id = $1 AND loader_id = $2', [runId, workerId]);
   }
 
-  async finishLoad(runId: string, workerId: string): Promise<void> {
-    await this.query('UPDATE runs SET loaded = true WHERE id = $1 AND loader_id = $2', [runId, workerId]);
+  /**
+   * The run's recipients are all in. With an A/B test (`test`), in the same
+   * transaction: the first `size` of its held recipients in the order of a
+   * hash keyed by the run (the same on every replica and resumption) become
+   * its test recipients, pending, split across the variants by `bounds`
+   * (domain/ab-test.ts); the others stay held for the winner.
+   */
+  async finishLoad(
+    runId: string,
+    workerId: string,
+    test?: { size: (valid: number) => number; bounds: { id: string; upto: number }[] },
+  ): Promise<void> {
+    await withTransaction(this.db, async (connection) => {
+      const { rowCount } = await connection.query('UPDATE runs SET loaded = true WHERE id = $1 AND loader_id = $2 AND NOT loaded', [
+        runId,
+        workerId,
+      ]);
+      if (rowCount !== 1 || !test) return;
+      const { rows } = await connection.query<{ valid: number }>(
+        `SELECT count(*)::integer AS valid FROM run_recipients WHERE run_id = $1 AND status = 'held'`,
+        [runId],
+      );
+      const size = test.size(rows[0].valid);
+      await connection.query(
+        `WITH ranked AS (
+           SELECT email, row_number() OVER (ORDER BY sha256(convert_to($1::text || ':test:' || email, 'UTF8')), email) AS position
+           FROM run_recipients WHERE run_id = $1 AND status = 'held'
+         )
+         UPDATE run_recipients rr SET status = 'pending', ab_group = 'test',
+           variant_id = (SELECT b.id FROM jsonb_to_recordset($3::jsonb) AS b(id uuid, upto double precision)
+                         WHERE (ranked.position - 0.5) / $2::integer < b.upto ORDER BY b.upto LIMIT 1)
+         FROM ranked WHERE rr.run_id = $1 AND rr.email = ranked.email AND ranked.position <= $2::integer`,
+        [runId, size, JSON.stringify(test.bounds)],
+      );
+      await connection.query(`UPDATE run_recipients SET ab_group = 'holdout' WHERE run_id = $1 AND status = 'held'`, [runId]);
+      // A run without a valid recipient has nothing to test: its test is over at once.
+      if (size === 0) await connection.query(`UPDATE runs SET ab_phase = 'done' WHERE id = $1`, [runId]);
+    });
   }
 
   /**
@@ -312,13 +361,53 @@ export class SendingStore {
     );
   }
 
-  /** Sending runs whose recipients are all in and all settled are completed. */
+  /**
+   * Sending runs whose recipients are all in and all settled are completed;
+   * one with an A/B test only once its winner was sent (its test `done`).
+   */
   async completeFinishedRuns(): Promise<void> {
     await this.query(
-      `UPDATE runs r SET status = 'completed', finished_at = now()
-       WHERE status = 'sending' AND loaded
+      `UPDATE runs r SET status = 'completed', finished_at = now(), ab_phase = CASE WHEN ab_phase IS NOT NULL THEN 'done' END
+       WHERE status = 'sending' AND loaded AND (ab_phase IS NULL OR ab_phase IN ('sending_winner', 'done'))
+         AND NOT EXISTS (
+           SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status IN ('pending', 'held', 'claimed', 'sending'))`,
+    );
+  }
+
+  /**
+   * Sending runs whose test recipients are all settled go on waiting: their
+   * winner is decided `waitMinutes` after the last test message went out
+   * (decide_at). A paused run keeps its phase.
+   */
+  async endTests(): Promise<void> {
+    await this.query(
+      `UPDATE runs r SET ab_phase = 'waiting',
+         decide_at = coalesce(
+           (SELECT max(sent_at) FROM run_recipients rr WHERE rr.run_id = r.id AND rr.ab_group = 'test'), now())
+           + make_interval(mins => (plan->'abTest'->>'waitMinutes')::integer)
+       WHERE ab_phase = 'testing' AND status = 'sending' AND loaded
          AND NOT EXISTS (SELECT 1 FROM run_recipients rr WHERE rr.run_id = r.id AND rr.status IN ('pending', 'claimed', 'sending'))`,
     );
+  }
+
+  /** Sending runs whose test waited until decide_at. */
+  async dueDecisions(): Promise<DueDecision[]> {
+    const { rows } = await this.query<{ id: string; workspace_id: string; variants: PlanVariant[]; metric: AbMetric }>(
+      `SELECT id, workspace_id, plan->'variants' AS variants, plan->'abTest'->>'metric' AS metric FROM runs
+       WHERE ab_phase = 'waiting' AND status = 'sending' AND decide_at <= now()
+       ORDER BY decide_at LIMIT 20`,
+    );
+    return rows.map((row) => ({ id: row.id, workspaceId: row.workspace_id, variants: row.variants, metric: row.metric }));
+  }
+
+  /** A run's test recipients sent, by variant. */
+  async testSent(runId: string): Promise<Map<string, number>> {
+    return testSentByVariant(this.db, runId);
+  }
+
+  /** The automatic decision: taken only while the run still waits, sends, and decide_at has passed. */
+  async decide(runId: string, winner: string, decidedBy: Exclude<DecidedBy, 'manual'>): Promise<boolean> {
+    return recordWinner(this.db, runId, winner, decidedBy);
   }
 
   /**
@@ -403,4 +492,40 @@ export class SendingStore {
   private query<Row extends object = Record<string, unknown>>(text: string, values: unknown[] = []) {
     return withConnection(this.db, (connection) => connection.query<Row & Record<string, unknown>>(text, values));
   }
+}
+
+/**
+ * The decision of a run's A/B test, automatic (decide_at passed, the run
+ * sending) or by hand (`manual`, the run sending or paused): one transaction,
+ * taken by the first to update the run while it waits, whatever the
+ * replicas. The run goes on sending the winner: its held recipients become
+ * pending with the winner's variant. Resolves to false when another decided
+ * first (or the run stopped waiting).
+ */
+export function recordWinner(db: Knex, runId: string, winner: string, decidedBy: DecidedBy): Promise<boolean> {
+  return withTransaction(db, async (connection) => {
+    const { rowCount } = await connection.query(
+      `UPDATE runs SET ab_phase = 'sending_winner', winner_variant_id = $2, decided_by = $3, decided_at = now()
+       WHERE id = $1 AND ab_phase = 'waiting'
+         AND CASE WHEN $3 = 'manual' THEN status IN ('sending', 'paused') ELSE status = 'sending' AND decide_at <= now() END`,
+      [runId, winner, decidedBy],
+    );
+    if (rowCount !== 1) return false;
+    await connection.query(`UPDATE run_recipients SET status = 'pending', variant_id = $2 WHERE run_id = $1 AND status = 'held'`, [
+      runId,
+      winner,
+    ]);
+    return true;
+  });
+}
+
+export async function testSentByVariant(db: Knex, runId: string): Promise<Map<string, number>> {
+  const { rows } = await withConnection(db, (connection) =>
+    connection.query<{ variant_id: string; sent: number }>(
+      `SELECT variant_id, count(*)::integer AS sent FROM run_recipients
+       WHERE run_id = $1 AND ab_group = 'test' AND status = 'sent' GROUP BY variant_id`,
+      [runId],
+    ),
+  );
+  return new Map(rows.map((row) => [row.variant_id, row.sent]));
 }

@@ -1,3 +1,8 @@
+/**
+ * The significance test of variant rates, one place for the stats' leaders
+ * (analytics) and the decision of a run's A/B test (delivery).
+ */
+
 /** |z| beyond this differs at 95 % confidence, two-sided. */
 export const Z_95 = 1.959964;
 

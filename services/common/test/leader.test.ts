@@ -1,4 +1,4 @@
-import { significantLeader, twoProportionZ, Z_95, type VariantOutcome } from '../src/domain/leader';
+import { significantLeader, twoProportionZ, Z_95, type VariantOutcome } from '../src/leader';
 
 /**
  * Pearson's chi-square of the 2x2 table (success/failure by variant), without
