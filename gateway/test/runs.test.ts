@@ -195,7 +195,25 @@ test('runs of an unknown campaign or of another workspace are 404s', async () =>
   expect((await api('POST', `/campaign-runs/${runId}/pause`, {}, workspaceB)).status).toBe(404);
   expect((await api('GET', `/campaign-runs/${crypto.randomUUID()}`)).status).toBe(404);
   expect((await api('GET', `/campaign-runs/not-a-uuid`)).status).toBe(422);
-  await waitFor(runId, (run) => run.status === 'completed');
+  const done = await waitFor(runId, (run) => run.status === 'completed');
+  // A follow-up of another workspace's run, or of none, is a 404; of this one, a run with its audience.
+  const followUp = (runOf: string, workspace = workspaceA) =>
+    api('POST', `/email-campaigns/${mine}/runs`, { audience: { run_id: runOf, engagement: 'not_opened' } }, workspace);
+  expect((await followUp(crypto.randomUUID())).status).toBe(404);
+  const theirs = await api('POST', `/email-campaigns/${mine}/runs`, { audience: { run_id: runId, engagement: 'opened' } }, workspaceB);
+  expect(theirs.status).toBe(404);
+  const bad = await api('POST', `/email-campaigns/${mine}/runs`, { audience: { run_id: runId, engagement: 'read' } });
+  expect(bad.status).toBe(422);
+  expect((bad.body.detail as JsonObject[])[0].loc).toEqual(['body', 'audience', 'engagement']);
+  const follow = await followUp(runId);
+  expect(follow.status).toBe(201);
+  expect(follow.body.audience).toEqual({ run_id: runId, engagement: 'not_opened' });
+  const followed = await waitFor(follow.body.id as string, (run) => run.status === 'completed');
+  expect((followed.counts as JsonObject).recipients).toBe((done.counts as JsonObject).sent);
+  // A run without an A/B test has no winner to pick: 409.
+  const winner = await api('POST', `/campaign-runs/${runId}/winner`, { variant_id: crypto.randomUUID() });
+  expect(winner.status).toBe(409);
+  expect((await api('POST', `/campaign-runs/${runId}/winner`, { variant_id: crypto.randomUUID() }, workspaceB)).status).toBe(404);
 });
 
 test('a run sends each address once with the headers of the contract, and records who got what and why not', async () => {
@@ -222,6 +240,8 @@ test('a run sends each address once with the headers of the contract, and record
     finished_at: null,
     counts: { recipients: 0, sent: 0, failed: 0, suppressed: 0, invalid: 0, duplicates: 0, pending: 0, unknown: 0 },
     variants: null,
+    ab_test: null,
+    audience: null,
   });
   const runId = created.body.id as string;
   const run = await waitFor(runId, (current) => current.status === 'completed');
