@@ -75,11 +75,11 @@ export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLoo
 
   const wanted: [string, string][] = [];
   let variants: PlanVariant[] | null = null;
-  if (campaign.deliveryMode === campaignV1.DeliveryMode.DELIVERY_MODE_VARIANTS) {
-    const active = (campaign.variants?.variants ?? []).filter((variant) => variant.isActive && variant.weight > 0);
   let abTest: AbTestPlan | null = null;
-    if (active.length === 0) missing.push('no active variant with a weight above 0 (delivery_mode is variants)');
+  if (campaign.deliveryMode === campaignV1.DeliveryMode.DELIVERY_MODE_VARIANTS) {
     if (campaign.abTest) abTest = abTestPlan(campaign.abTest);
+    const active = (campaign.variants?.variants ?? []).filter((variant) => variant.isActive && variant.weight > 0);
+    if (active.length === 0) missing.push('no active variant with a weight above 0 (delivery_mode is variants)');
     variants = active.map((variant) => ({ id: variant.id, label: variant.label ?? null, weight: variant.weight }));
     for (const variant of active) wanted.push([variant.id, variant.templateId]);
   } else if (campaign.templateId) {
@@ -106,14 +106,11 @@ export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLoo
       source,
       variants,
       templates,
+      abTest,
     },
   };
-      abTest,
 }
 
-export const cannotSend = (missing: string[]): string => `The campaign cannot be sent: ${missing.join('; ')}`;
-
-/**
 function abTestPlan(settings: campaignV1.AbTest): AbTestPlan {
   return {
     testFraction: settings.testFraction ?? AB_TEST_DEFAULTS.test_fraction,
@@ -122,6 +119,9 @@ function abTestPlan(settings: campaignV1.AbTest): AbTestPlan {
   };
 }
 
+export const cannotSend = (missing: string[]): string => `The campaign cannot be sent: ${missing.join('; ')}`;
+
+/**
  * The plan of a test send: the campaign's sender and one template, that of
  * `variantId` (any variant of the campaign) or, in variants mode without one,
  * of the first active variant. Recipients do not matter.
