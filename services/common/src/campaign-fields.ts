@@ -134,9 +134,9 @@ export const CAMPAIGN_FIELDS = {
     }),
   }),
   templateId: field({ json: 'template_id', column: 'template_id', nullable: true, default: null, codec: optional<string>() }),
+  abTest: field({ json: 'ab_test', column: 'ab_test', nullable: true, default: null, codec: abTestCodec }),
 } satisfies { [K in Exclude<keyof campaignV1.CampaignInput, 'variants'>]-?: CampaignField<unknown, campaignV1.CampaignInput[K], boolean> };
 
-  abTest: field({ json: 'ab_test', column: 'ab_test', nullable: true, default: null, codec: abTestCodec }),
 export type CampaignFieldName = keyof typeof CAMPAIGN_FIELDS;
 
 type ValueOf<F> = F extends CampaignField<infer T, infer _P, infer Nullable> ? T | (Nullable extends true ? null : never) : never;

@@ -140,10 +140,10 @@ export class Sender {
       deliveryMetrics.messages.inc({ outcome: 'unknown' }, unknown);
     }
     await this.parts.store.completeFinishedRuns();
-    deliveryMetrics.runsWaitingForSource.set(await this.parts.store.runsWaitingForSource());
-  }
     await this.parts.store.endTests();
     await this.decideDueTests();
+    deliveryMetrics.runsWaitingForSource.set(await this.parts.store.runsWaitingForSource());
+  }
 
   /** Runs `work` until stopped; `work` resolves to whether it found something to do. */
   private async repeat(work: () => Promise<boolean>, name: string): Promise<void> {
