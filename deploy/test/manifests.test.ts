@@ -64,6 +64,7 @@ const SECRET_KEYS = [
   'RECIPIENTS_DATABASE_URL',
   'SMTP_URL',
   'UNSUBSCRIBE_SIGNING_KEY',
+  'TRACKING_SIGNING_KEY',
   'RECIPIENTS_ENCRYPTION_KEY',
 ];
 /** Read by a process only in a one-shot Job, never set on its Deployment or in compose. */

@@ -26,12 +26,17 @@ export interface AppDependencies {
   logger: Logger;
   /** The dashboard's sign-in settings; without them the page takes a pasted token. */
   dashboard?: DashboardConfig;
-  /** Routes that read their body raw (the signed webhook) or not at all (one-click unsubscribe), mounted before JSON parsing. */
+  /**
+   * Routes that read their body raw (the signed webhook) or not at all (one-click unsubscribe, first-party
+   * tracking), mounted before JSON parsing.
+   */
   rawBodyRoutes?: express.Router;
   /** How long a body may take to arrive before the answer is 408; without them only Node's own limits apply. */
   timeouts?: RequestTimeouts;
   /** Each user's rate and each workspace's concurrent analytics reads (429 past them); without them, no limit. */
   fairUse?: FairUseLimits;
+  /** TRUSTED_PROXIES; none: X-Forwarded-For is never read, whoever sends it. */
+  trustedProxies?: string[];
 }
 
 /**
@@ -44,7 +49,9 @@ export interface AppDependencies {
 export function createApp(deps: AppDependencies): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', true);
+  // A client address (tracking's machine rules, logs) comes from X-Forwarded-For only as the configured proxies
+  // set it: trusting every hop would let any client name its own address.
+  app.set('trust proxy', deps.trustedProxies && deps.trustedProxies.length > 0 ? deps.trustedProxies : false);
   // Express, the validator and the access check must match a path the same way, or a request could be
   // routed to a handler without its documented access check: exact case, exact trailing slash.
   app.set('case sensitive routing', true);

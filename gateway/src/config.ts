@@ -63,6 +63,13 @@ export interface GatewayConfig {
   webhook: WebhookConfig;
   /** Verifies one-click unsubscribe links (UNSUBSCRIBE_SIGNING_KEY, the key delivery signs them with); unset, none verifies. */
   unsubscribeSigningKey?: string;
+  /** Verifies first-party open pixels and tracked links (TRACKING_SIGNING_KEY, the key delivery signs them with). */
+  trackingSigningKey?: string;
+  /**
+   * TRUSTED_PROXIES: the proxies whose X-Forwarded-For gives a request's client address (addresses, CIDR ranges,
+   * or Express's names loopback, linklocal, uniquelocal); empty: none, the socket's address is the client's.
+   */
+  trustedProxies: string[];
   services: { identity: string; campaign: string; brandGuide: string; analytics: string; delivery: string };
 }
 
@@ -138,6 +145,10 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
         'MAILGUN_WEBHOOK_SIGNING_KEY, SES_SNS_TOPIC_ARNS or POSTMARK_WEBHOOK_BASIC_AUTH',
     );
   }
+  const trackingSigningKey = env.optionalString('TRACKING_SIGNING_KEY');
+  if (production && trackingSigningKey === undefined) {
+    throw new ConfigError('TRACKING_SIGNING_KEY must be set in production: first-party open pixels and tracked links verify with it');
+  }
   const timeouts: RequestTimeouts = {
     requestMs: env.int('REQUEST_TIMEOUT_MS', 30_000),
     webhookMs: env.int('WEBHOOK_REQUEST_TIMEOUT_MS', 120_000),
@@ -166,6 +177,12 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     dashboard,
     webhook,
     unsubscribeSigningKey: env.optionalString('UNSUBSCRIBE_SIGNING_KEY'),
+    trackingSigningKey,
+    trustedProxies: env
+      .string('TRUSTED_PROXIES', '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== ''),
     services: {
       identity: env.string('IDENTITY_GRPC_ADDR', '127.0.0.1:50051'),
       campaign: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),

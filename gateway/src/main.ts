@@ -12,6 +12,7 @@ import { answerClientError } from './errors/client-error';
 import { gatewayReadiness } from './health';
 import { serverTimeoutOptions } from './limits/request-timeout';
 import { loadOpenApiDocument } from './openapi/document';
+import { trackingRouter } from './tracking/router';
 import { unsubscribeRouter } from './unsubscribe/router';
 import { createWebhook } from './webhook';
 
@@ -31,6 +32,9 @@ async function main(): Promise<void> {
   if (config.unsubscribeSigningKey === undefined) {
     logger.warn('UNSUBSCRIBE_SIGNING_KEY unset: every one-click unsubscribe link answers 404');
   }
+  if (config.trackingSigningKey === undefined) {
+    logger.warn('TRACKING_SIGNING_KEY unset: every open pixel and tracked link answers 404');
+  }
   if (config.auth.devAuthEnabled) {
     logger.warn('DEV_AUTH_ENABLED=1: token checks are OFF, every request acts as dev@example.com (platform admin)');
   }
@@ -41,7 +45,11 @@ async function main(): Promise<void> {
   // Both publish events and read no JSON body: mounted before body parsing and authentication.
   const rawBodyRoutes = express
     .Router()
-    .use(webhook.router, unsubscribeRouter({ signingKey: config.unsubscribeSigningKey, publisher: webhook.publisher }));
+    .use(
+      webhook.router,
+      unsubscribeRouter({ signingKey: config.unsubscribeSigningKey, publisher: webhook.publisher }),
+      trackingRouter({ signingKey: config.trackingSigningKey, publisher: webhook.publisher, logger }),
+    );
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,
@@ -52,6 +60,7 @@ async function main(): Promise<void> {
     rawBodyRoutes,
     timeouts: config.timeouts,
     fairUse: config.fairUse,
+    trustedProxies: config.trustedProxies,
   });
   const server = http
     .createServer(serverTimeoutOptions(config.timeouts), app)

@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     env.RECIPIENTS_DATABASE_URL = await ensureRecipientDatabase(recipients.toString());
   }
   if (!isSet(env.UNSUBSCRIBE_SIGNING_KEY)) env.UNSUBSCRIBE_SIGNING_KEY = keptSecret('unsubscribe-signing-key');
+  if (!isSet(env.TRACKING_SIGNING_KEY)) env.TRACKING_SIGNING_KEY = keptSecret('tracking-signing-key');
   // Workspaces' own recipient database URLs are stored encrypted with this key: kept too, so they stay readable.
   if (!isSet(env.RECIPIENTS_ENCRYPTION_KEY)) env.RECIPIENTS_ENCRYPTION_KEY = keptSecret('recipients-encryption-key');
 

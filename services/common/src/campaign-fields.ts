@@ -100,6 +100,8 @@ export const CAMPAIGN_FIELDS = {
   description: field({ json: 'description', column: 'description', nullable: true, default: null, codec: optional<string>() }),
   isActive: field({ json: 'is_active', column: 'is_active', nullable: false, default: true, codec: optional<boolean>() }),
   sendPriority: field({ json: 'send_priority', column: 'send_priority', nullable: false, default: 100, codec: optional<number>() }),
+  trackOpens: field({ json: 'track_opens', column: 'track_opens', nullable: false, default: true, codec: optional<boolean>() }),
+  trackClicks: field({ json: 'track_clicks', column: 'track_clicks', nullable: false, default: true, codec: optional<boolean>() }),
   scheduleCron: field({ json: 'schedule_cron', column: 'schedule_cron', nullable: true, default: null, codec: optional<string>() }),
   recipientSource: field({
     json: 'recipient_source',

@@ -20,6 +20,7 @@ export * from './service';
 export * from './shutdown';
 export * from './trace-context';
 export * from './unsubscribe-token';
+export * from './tracking-token';
 export * from './validation/cron';
 export * from './validation/email';
 export * from './validation/handlebars';

@@ -40,6 +40,7 @@ export interface DeliveryConfig {
   testSendPerHour: number;
   publicBaseUrl: string;
   unsubscribeSigningKey: string;
+  trackingSigningKey: string;
   /** AES-256 key of the workspaces' own recipient database URLs at rest (RECIPIENTS_ENCRYPTION_KEY). */
   recipientsEncryptionKey: Buffer;
 }
@@ -87,6 +88,10 @@ export function readConfig(env: EnvReader): DeliveryConfig {
   if (unsubscribeSigningKey === undefined && production) {
     throw new ConfigError('UNSUBSCRIBE_SIGNING_KEY must be set when NODE_ENV=production');
   }
+  const trackingSigningKey = env.optionalString('TRACKING_SIGNING_KEY');
+  if (trackingSigningKey === undefined && production) {
+    throw new ConfigError('TRACKING_SIGNING_KEY must be set when NODE_ENV=production');
+  }
   return {
     databaseUrl: readDatabaseUrl(env),
     recipientsDatabaseUrl: env.string('RECIPIENTS_DATABASE_URL', 'postgres://mail_recipients:mail_recipients@127.0.0.1:25432/recipients'),
@@ -113,6 +118,8 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     publicBaseUrl: env.string('PUBLIC_BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, ''),
     // Development only (refused above in production): links signed with it verify only with the same default.
     unsubscribeSigningKey: unsubscribeSigningKey ?? 'development-unsubscribe-key',
+    // Development only too: the gateway verifies with the same default only if it is given it.
+    trackingSigningKey: trackingSigningKey ?? 'development-tracking-key',
     recipientsEncryptionKey: recipientsEncryptionKey(env, production),
   };
 }

@@ -40,6 +40,7 @@ void runService({
       workerLeaseMs: config.workerLeaseMs,
       ratePerSecond: config.sendRatePerSecond,
       publicBaseUrl: config.publicBaseUrl,
+      trackingSigningKey: config.trackingSigningKey,
       loads: config.recipientLoads,
       source: config.recipientSource,
       testSendPerHour: config.testSendPerHour,

@@ -172,6 +172,18 @@ export const migrations: Migration[] = [
       await db.raw('ALTER TABLE campaigns DROP COLUMN ab_test');
     },
   },
+  {
+    name: '008_tracking',
+    async up(db) {
+      // First-party tracking, on for every campaign unless switched off (docs/api.md, "First-party tracking").
+      await db.raw(
+        'ALTER TABLE campaigns ADD COLUMN track_opens boolean NOT NULL DEFAULT true, ADD COLUMN track_clicks boolean NOT NULL DEFAULT true',
+      );
+    },
+    async down(db) {
+      await db.raw('ALTER TABLE campaigns DROP COLUMN track_opens, DROP COLUMN track_clicks');
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

@@ -35,6 +35,8 @@ export interface RunPlan {
   variants: PlanVariant[] | null;
   /** By variant id; the single template under SINGLE_TEMPLATE. */
   templates: Record<string, TemplateContent>;
+  /** The campaign's track_opens and track_clicks; absent in plans stored before them and in test sends: no tracking. */
+  tracking?: { opens: boolean; clicks: boolean };
   /** The A/B test of a variants campaign that has one, else null (absent in plans stored before it existed). */
   abTest?: AbTestPlan | null;
 }
@@ -106,6 +108,7 @@ export async function planRun(campaign: campaignV1.Campaign, lookup: TemplateLoo
       source,
       variants,
       templates,
+      tracking: { opens: campaign.trackOpens, clicks: campaign.trackClicks },
       abTest,
     },
   };

@@ -1,6 +1,8 @@
+import { signTrackingToken, type TrackingClaims } from '@mail/common/tracking-token';
 import { serveWorker } from '@mail/common/worker-pool';
-import { compileTemplate, messageSizeProblem, renderMessage, type CompiledTemplate } from '../domain/render';
-import type { RenderBatch, RenderOutcome } from './renderer';
+import { compileTemplate, messageSizeProblem, renderMessage, type CompiledTemplate, type RenderedMessage } from '../domain/render';
+import { addTracking } from '../domain/tracking';
+import type { RenderBatch, RenderOutcome, RenderTracking } from './renderer';
 
 /** A run's templates, compiled once per worker; a worker that is replaced compiles them again. */
 const compiled = new Map<string, Map<string, CompiledTemplate>>();
@@ -16,11 +18,31 @@ function templatesOf(batch: RenderBatch): Map<string, CompiledTemplate> {
   return templates;
 }
 
-function renderOne(templates: Map<string, CompiledTemplate>, message: RenderBatch['messages'][number]): RenderOutcome {
+/** The HTML part with its links and open pixel tracked: after rendering, inside the message's time and size bounds. */
+function tracked(rendered: RenderedMessage, unsubscribeUrl: string, tracking: RenderTracking, claims: TrackingClaims): RenderedMessage {
+  if (rendered.html === undefined) return rendered;
+  return {
+    ...rendered,
+    html: addTracking(rendered.html, {
+      unsubscribeUrl,
+      openUrl: tracking.opens ? `${tracking.baseUrl}/t/o/${signTrackingToken(tracking.signingKey, 'o', claims)}` : undefined,
+      clickUrl: tracking.clicks
+        ? (url) => `${tracking.baseUrl}/t/c/${signTrackingToken(tracking.signingKey, 'c', { ...claims, url })}`
+        : undefined,
+    }),
+  };
+}
+
+function renderOne(
+  templates: Map<string, CompiledTemplate>,
+  message: RenderBatch['messages'][number],
+  tracking: RenderTracking | undefined,
+): RenderOutcome {
   const template = templates.get(message.key);
   if (!template) return { error: `The template could not be rendered: the run has no template for variant ${message.key}` };
   try {
-    const rendered = renderMessage(template, message.fields, message.unsubscribeUrl);
+    const plain = renderMessage(template, message.fields, message.unsubscribeUrl);
+    const rendered = tracking && message.tracking ? tracked(plain, message.unsubscribeUrl, tracking, message.tracking) : plain;
     const tooBig = messageSizeProblem(rendered);
     return tooBig ? { error: tooBig } : { message: rendered };
   } catch (error) {
@@ -31,6 +53,6 @@ function renderOne(templates: Map<string, CompiledTemplate>, message: RenderBatc
 /** Each message's outcome is reported as soon as it is rendered: the watchdog's clock restarts with each. */
 serveWorker((batch: RenderBatch, report) => {
   const templates = templatesOf(batch);
-  for (const message of batch.messages) report(renderOne(templates, message));
+  for (const message of batch.messages) report(renderOne(templates, message, batch.tracking));
   return null;
 });

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { WorkerFailedError, WorkerPool, WorkerTimeoutError } from '@mail/common';
+import type { TrackingClaims } from '@mail/common';
 import type { RenderedMessage, TemplateContent } from '../domain/render';
 
 /** How long one message may take to render before its worker is terminated and the message fails. */
@@ -10,7 +11,18 @@ export interface RenderBatch {
   cacheKey?: string;
   /** By variant id, or SINGLE_TEMPLATE. */
   templates: Record<string, TemplateContent>;
-  messages: { key: string; fields: Record<string, unknown>; unsubscribeUrl: string }[];
+  messages: { key: string; fields: Record<string, unknown>; unsubscribeUrl: string; tracking?: TrackingClaims }[];
+  /** First-party tracking of the messages that carry claims (docs/api.md, "First-party tracking"); absent: none. */
+  tracking?: RenderTracking;
+}
+
+export interface RenderTracking {
+  /** PUBLIC_BASE_URL: where /t/o/ and /t/c/ are served. */
+  baseUrl: string;
+  /** TRACKING_SIGNING_KEY. */
+  signingKey: string;
+  opens: boolean;
+  clicks: boolean;
 }
 
 export type RenderOutcome = { message: RenderedMessage } | { error: string };

@@ -37,6 +37,8 @@ export interface SenderOptions {
   workerLeaseMs: number;
   ratePerSecond: number;
   publicBaseUrl: string;
+  /** TRACKING_SIGNING_KEY: signs the open pixels and tracked links of runs' messages. */
+  trackingSigningKey: string;
   /** Runs this process loads at once, each from its own connection. */
   loads: number;
   source: SourceLimits;
@@ -332,7 +334,21 @@ export class Sender {
         key: recipient.variantId ?? SINGLE_TEMPLATE,
         fields: recipient.fields,
         unsubscribeUrl: links[index],
+        tracking: {
+          workspaceId: run.workspaceId,
+          campaignId: run.campaignId,
+          variantId: recipient.variantId,
+          runId: run.id,
+          email: recipient.email,
+        },
       })),
+      // Plans stored before tracking existed have none: their messages go out as they were planned.
+      tracking: run.plan.tracking && {
+        baseUrl: this.options.publicBaseUrl,
+        signingKey: this.options.trackingSigningKey,
+        opens: run.plan.tracking.opens,
+        clicks: run.plan.tracking.clicks,
+      },
     });
     const ready: { recipient: ClaimedRecipient; message: OutgoingMessage }[] = [];
     let failure: string | undefined;
