@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { NO_VARIANT } from '@mail/event-store';
+import { NO_RUN, NO_VARIANT } from '@mail/event-store';
 import { createTestEventDatabase, type TestEventDatabase } from '@mail/local';
 import { EventWriter, lookupRanges, toTabSeparated, tsvCell } from '../src/store/events';
 import type { ColumnKind, EngagementEventRow, SuppressionSignalRow, UnmatchedEventRow } from '../src/domain/columns';
@@ -101,6 +101,7 @@ describe('EventWriter inserts (TabSeparated)', () => {
       provider_message_id: i % 2 === 0 ? null : text,
       raw: JSON.stringify({ text }) + text,
       ingested_at: 1_763_719_400,
+      run_id: NO_RUN,
     }));
     await store.insertEvents(events);
 
@@ -111,7 +112,7 @@ describe('EventWriter inserts (TabSeparated)', () => {
       `SELECT toString(id) AS id, toString(workspace_id) AS workspace_id, toString(campaign_id) AS campaign_id,
         toString(variant_id) AS variant_id, event_type, bounce_type, bounce_class, machine_open, email,
         toUnixTimestamp(occurred_at) AS occurred_at, toUnixTimestamp(received_at) AS received_at, url, reason, user_agent, ip, provider,
-        provider_event_id, provider_message_id, raw, toUnixTimestamp(ingested_at) AS ingested_at
+        provider_event_id, provider_message_id, raw, toUnixTimestamp(ingested_at) AS ingested_at, toString(run_id) AS run_id
       FROM events WHERE workspace_id = '${workspaceId}' /* the String alias */`,
     );
     const byId = new Map(
