@@ -1,5 +1,4 @@
 import { significantLeader } from '@mail/common';
-import type { PlanVariant } from './plan';
 
 /**
  * A run's A/B test (docs/api.md, "A/B test, then the winner"): `testing`
@@ -34,7 +33,7 @@ export function testSize(valid: number, fraction: number): number {
  * (in the order of its keyed hash) gets the first variant whose bound exceeds
  * (p - 0.5) / k, so the test is split by weight exactly, up to rounding.
  */
-export function variantBounds(variants: PlanVariant[]): { id: string; upto: number }[] {
+export function variantBounds(variants: { id: string; weight: number }[]): { id: string; upto: number }[] {
   const total = variants.reduce((sum, variant) => sum + variant.weight, 0);
   let reached = 0;
   return variants.map((variant, index) => {
