@@ -132,3 +132,32 @@ test('a scheduled fire of a campaign that cannot be sent records a failed run wi
   await tickBoth(new Date(fire.getTime() + 1_000));
   expect(await runsOf(inactive.id)).toEqual([]);
 });
+
+test('a scheduled fire of a campaign with an A/B test starts a run in its test phase, with the settings of the fire time', async () => {
+  const template = await call(templates.createTemplate.bind(templates), {
+    workspaceId,
+    template: { name: 'Variant', subject: 'News B', text: 'Hello' },
+  });
+  const campaign = await scheduledCampaign('*/15 * * * *', {
+    deliveryMode: campaignV1.DeliveryMode.DELIVERY_MODE_VARIANTS,
+    templateId: undefined,
+    variants: {
+      variants: [
+        { templateId: template.id, weight: 1, isActive: true },
+        { templateId: template.id, weight: 1, isActive: true },
+      ],
+    },
+    abTest: { testFraction: 0.3, waitMinutes: 30, metric: 'click_rate' },
+  });
+  const fire = new Date(campaign.nextRunAt!);
+  await tickBoth(new Date(fire.getTime() + 1_000));
+  const [run] = await runsOf(campaign.id);
+  expect(run).toEqual(expect.objectContaining({ trigger: 'schedule', scheduledFor: fire, status: 'queued' }));
+  // The run carries the campaign's test as it was at the fire time: the senders test, wait and decide as for a manual run.
+  expect(run.abTest).toEqual(
+    expect.objectContaining({ phase: 'testing', testFraction: 0.3, waitMinutes: 30, metric: 'click_rate', winnerVariantId: null }),
+  );
+  expect(run.abTest?.variants.map((variant) => variant.variantId).sort()).toEqual(
+    campaign.variants!.variants.map((variant) => variant.id).sort(),
+  );
+});
