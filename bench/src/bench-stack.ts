@@ -24,6 +24,8 @@ export interface BenchStack {
   /** Mailgun's signing key and Postmark's Basic credentials, as the gateway is configured. */
   readonly mailgunSigningKey: string;
   readonly postmarkBasicAuth: string;
+  /** Signs first-party tracking tokens, as the gateway is configured. */
+  readonly trackingSigningKey: string;
   /** Stops the processes, drops the databases, removes the state folder. */
   close(): Promise<void>;
 }
@@ -35,6 +37,7 @@ export async function startBenchStack(env: Readonly<Record<string, string>> = {}
   const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const mailgunSigningKey = crypto.randomBytes(16).toString('hex');
   const postmarkBasicAuth = `postmark:${crypto.randomBytes(16).toString('hex')}`;
+  const trackingSigningKey = crypto.randomBytes(32).toString('base64');
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   const dropAll = async (): Promise<void> => {
     await Promise.all([postgres.drop(), clickhouse.drop()]);
@@ -58,6 +61,9 @@ export async function startBenchStack(env: Readonly<Record<string, string>> = {}
         SENDGRID_WEBHOOK_PUBLIC_KEY: publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
         MAILGUN_WEBHOOK_SIGNING_KEY: mailgunSigningKey,
         POSTMARK_WEBHOOK_BASIC_AUTH: postmarkBasicAuth,
+        TRACKING_SIGNING_KEY: trackingSigningKey,
+        // The bench client stands for many recipients: the address each call names counts.
+        TRUSTED_PROXIES: '127.0.0.1',
         // The whole load comes from one (dev) user and workspace: measured is the platform, not the fair-use limits.
         USER_RATE_LIMIT_PER_SECOND: '1000000',
         USER_RATE_LIMIT_BURST: '1000000',
@@ -77,6 +83,7 @@ export async function startBenchStack(env: Readonly<Record<string, string>> = {}
     webhookKey: privateKey,
     mailgunSigningKey,
     postmarkBasicAuth,
+    trackingSigningKey,
     close: async () => {
       await stack.stopAll();
       await dropAll();

@@ -4,6 +4,7 @@
  *
  *   pipeline  webhook → Kafka → ClickHouse events/s, its Kafka ceiling, webhook latency at half rate
  *   pipeline-mailgun, pipeline-ses, pipeline-postmark   the same path through each other provider's route, one row each
+ *   pipeline-tracking   the same path through first-party tracking (signed pixels and links fetched one per call)
  *   campaign  create/update latency at 300 req/s through the gateway, and the direct Postgres insert
  *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
  *   tracing   the pipeline's events/s with tracing off, then with 10 % of traces exported to Jaeger
@@ -15,7 +16,7 @@
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS
  * for the 1-minute load average to drop to BENCH_QUIET_LOAD), progress on
  * stderr, the table on stdout, and writes everything to bench/results/<time>.json.
- * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, campaign, query, tracing,
+ * Settings: BENCH_ONLY (comma list of pipeline, pipeline-mailgun, pipeline-ses, pipeline-postmark, pipeline-tracking, campaign, query, tracing,
  * validation, sending, fairness; default all),
  * BENCH_EVENTS (query data set, default 10000000), BENCH_QUERY_DATABASE
  * (bench_suite_analytics), BENCH_QUERY_CLICKHOUSE_URLS (the servers the query benchmark runs on, one after the other,
@@ -65,6 +66,7 @@ const BENCHMARKS = [
   'pipeline-mailgun',
   'pipeline-ses',
   'pipeline-postmark',
+  'pipeline-tracking',
   'campaign',
   'validation',
   'query',

@@ -1,10 +1,13 @@
 /**
  * The other providers' routes, end to end, each on its own (a separate row,
- * BENCH_ONLY=pipeline-mailgun, pipeline-ses, pipeline-postmark), so the
- * SendGrid pipeline figure stays what it was: `events` events, each in a call
- * of its own as these providers send them (an SES notification per event),
- * `concurrency` calls at a time, timed from the first call until every event
- * is in ClickHouse; plus the p50/p99 of the 202 under that closed loop.
+ * BENCH_ONLY=pipeline-mailgun, pipeline-ses, pipeline-postmark,
+ * pipeline-tracking), so the SendGrid pipeline figure stays what it was:
+ * `events` events, each in a call of its own as these providers send them (an
+ * SES notification per event), `concurrency` calls at a time, timed from the
+ * first call until every event is in ClickHouse; plus the p50/p99 of the
+ * answer under that closed loop, and the CPU each process spent per event.
+ * `tracking` is first-party tracking: signed open pixels (GET /t/o/) and
+ * tracked links (GET /t/c/) as recipients' mail clients fetch them.
  * Mailgun calls are signed with the stack's signing key and Postmark's carry
  * its Basic credentials; SES messages are not signed (the bench has no
  * certificate host), so its row leaves out one RSA verification per message.
@@ -14,10 +17,12 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { signTrackingToken } from '@mail/common';
 import { createBenchCampaigns, storedEvents, type BenchStack } from './bench-stack';
 import { log, percentile, round, sendAll } from './measure';
+import { cpuMs, infraServerPids } from './proc';
 
-export const PROVIDERS = ['mailgun', 'ses', 'postmark'] as const;
+export const PROVIDERS = ['mailgun', 'ses', 'postmark', 'tracking'] as const;
 export type BenchProvider = (typeof PROVIDERS)[number];
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
@@ -40,12 +45,19 @@ export interface ProviderResult {
   retriedCalls: number;
   p50Ms: number;
   p99Ms: number;
+  /** CPU µs each process spent per event, from the first call until every event was stored. */
+  cpuMicrosecondsPerEvent: Record<string, number>;
 }
 
 interface Call {
+  method: 'GET' | 'POST';
+  path: string;
   body: Buffer;
   headers: Record<string, string>;
 }
+
+/** What each route answers an accepted call. */
+const ACCEPTED: Record<BenchProvider, readonly number[]> = { mailgun: [202], ses: [202], postmark: [202], tracking: [200, 302] };
 
 /** One open or click per call, realistic in size, every one matched to a campaign. */
 function prepareCalls(bench: BenchStack, provider: BenchProvider, prefix: string, categories: string[], count: number): Call[] {
@@ -57,6 +69,12 @@ function prepareCalls(bench: BenchStack, provider: BenchProvider, prefix: string
     const userAgent = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36';
     const url = `https://example.com/offer/${n % 100}?utm_source=newsletter`;
     const occurredAt = new Date(now - (n % 3_600) * 1000);
+    const webhook = (body: unknown, headers: Record<string, string>): Call => ({
+      method: 'POST',
+      path: `/campaign-events/webhook/${provider}`,
+      body: Buffer.from(JSON.stringify(body)),
+      headers: { 'content-type': 'application/json', ...headers },
+    });
     switch (provider) {
       case 'mailgun': {
         const timestamp = String(Math.floor(now / 1000));
@@ -76,7 +94,7 @@ function prepareCalls(bench: BenchStack, provider: BenchProvider, prefix: string
           message: { headers: { 'message-id': `${prefix}-${n}@mg.example.com` } },
           ...(click ? { url } : {}),
         };
-        return json({ signature: { timestamp, token, signature }, 'event-data': eventData }, {});
+        return webhook({ signature: { timestamp, token, signature }, 'event-data': eventData }, {});
       }
       case 'ses': {
         const detail = {
@@ -97,7 +115,7 @@ function prepareCalls(bench: BenchStack, provider: BenchProvider, prefix: string
           Message: JSON.stringify(sesEvent),
           Timestamp: new Date(now).toISOString(),
         };
-        return json(message, { 'content-type': 'text/plain; charset=UTF-8' });
+        return webhook(message, { 'content-type': 'text/plain; charset=UTF-8' });
       }
       case 'postmark': {
         const record = {
@@ -109,23 +127,39 @@ function prepareCalls(bench: BenchStack, provider: BenchProvider, prefix: string
           UserAgent: userAgent,
           ...(click ? { OriginalLink: url } : { FirstOpen: true }),
         };
-        return json(record, { authorization: `Basic ${Buffer.from(bench.postmarkBasicAuth).toString('base64')}` });
+        return webhook(record, { authorization: `Basic ${Buffer.from(bench.postmarkBasicAuth).toString('base64')}` });
+      }
+      case 'tracking': {
+        const [workspaceId, campaignId] = trackedCampaigns[n % trackedCampaigns.length];
+        const claims = { workspaceId, campaignId, variantId: null, runId: trackedRun, email };
+        const token = click
+          ? signTrackingToken(bench.trackingSigningKey, 'c', { ...claims, url })
+          : signTrackingToken(bench.trackingSigningKey, 'o', claims);
+        return {
+          method: 'GET',
+          path: `/t/${click ? 'c' : 'o'}/${token}`,
+          body: Buffer.alloc(0),
+          headers: { 'user-agent': userAgent, 'x-forwarded-for': `203.0.113.${n % 250}` },
+        };
       }
     }
   });
 }
 
-const json = (body: unknown, headers: Record<string, string>): Call => ({
-  body: Buffer.from(JSON.stringify(body)),
-  headers: { 'content-type': 'application/json', ...headers },
-});
+/** The tracked messages' campaigns (workspace, campaign) and run: tokens name them, nothing looks them up. */
+const trackedCampaigns = Array.from({ length: 10 }, () => [crypto.randomUUID(), crypto.randomUUID()] as const);
+const trackedRun = crypto.randomUUID();
 
-function post(url: string, { body, headers }: Call): Promise<number> {
+function send(gateway: string, { method, path, body, headers }: Call): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-    });
+    const request = http.request(
+      `${gateway}${path}`,
+      { method, agent, headers: { ...headers, 'content-length': body.length } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -134,8 +168,8 @@ function post(url: string, { body, headers }: Call): Promise<number> {
 export async function runProviderBench(bench: BenchStack, provider: BenchProvider, settings = providerSettings()): Promise<ProviderResult> {
   const { stack, suffix } = bench;
   const say = (line: string) => log(`pipeline-${provider}`, line);
-  const url = `${stack.urls.gateway}/campaign-events/webhook/${provider}`;
   const events = storedEvents(bench);
+  const accepted = (status: number): boolean => ACCEPTED[provider].includes(status);
   const stored = () => events.count();
   try {
     const categories = await createBenchCampaigns(bench, provider);
@@ -143,22 +177,34 @@ export async function runProviderBench(bench: BenchStack, provider: BenchProvide
     // Warm-up: JIT, connections, the category cache.
     const warmUp = prepareCalls(bench, provider, `${provider}-warm-${suffix}`, categories, 1_000);
     const before = await stored();
-    await Promise.all(warmUp.map((c) => post(url, c)));
+    await Promise.all(warmUp.map((c) => send(stack.urls.gateway, c)));
     for (let waited = 0; (await stored()) < before + warmUp.length && waited < 60_000; waited += 100) await sleep(100);
     const base = await stored();
 
     const calls = prepareCalls(bench, provider, `${provider}-max-${suffix}`, categories, settings.events);
     const latencies: number[] = [];
+    const servers = infraServerPids();
+    const processes = {
+      gateway: stack.pid('gateway'),
+      ingestion: stack.pid('ingestion'),
+      kafka: servers.kafka,
+      clickhouse: servers.clickhouse,
+      'bench client': process.pid,
+    };
+    const cpuBefore = Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, cpuMs(pid)]));
     const started = performance.now();
     const rejected = await sendAll(calls, settings.concurrency, async (item) => {
       const sent = performance.now();
-      const status = await post(url, item);
+      const status = await send(stack.urls.gateway, item);
       latencies.push(performance.now() - sent);
-      return status === 202;
+      return accepted(status);
     });
     const acceptedSeconds = (performance.now() - started) / 1000;
     while ((await stored()) < base + calls.length) await sleep(50);
     const seconds = (performance.now() - started) / 1000;
+    const cpuMicrosecondsPerEvent = Object.fromEntries(
+      Object.entries(processes).map(([name, pid]) => [name, round(((cpuMs(pid) - cpuBefore[name]) * 1000) / calls.length, 1)]),
+    );
     const sorted = latencies.sort((a, b) => a - b);
     const result: ProviderResult = {
       provider,
@@ -169,9 +215,10 @@ export async function runProviderBench(bench: BenchStack, provider: BenchProvide
       retriedCalls: rejected,
       p50Ms: round(percentile(sorted, 50)),
       p99Ms: round(percentile(sorted, 99)),
+      cpuMicrosecondsPerEvent,
     };
     say(
-      `end to end: ${calls.length} events, one per call, in ${result.seconds} s = ${result.eventsPerSecond} events/s (webhook accepted ${result.webhookAcceptedEventsPerSecond}/s, ${rejected} calls retried); 202 p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`,
+      `end to end: ${calls.length} events, one per call, in ${result.seconds} s = ${result.eventsPerSecond} events/s (accepted ${result.webhookAcceptedEventsPerSecond}/s, ${rejected} calls retried); answer p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms; CPU µs per event ${JSON.stringify(cpuMicrosecondsPerEvent)}`,
     );
     return result;
   } finally {

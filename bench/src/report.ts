@@ -130,13 +130,17 @@ export function pipelineRows(result: PipelineResult, cpus: number): Row[] {
 
 /** One row per other provider: its route end to end, one event per call (not comparable with SendGrid's calls of 100). */
 export function providerRows(result: ProviderResult): Row[] {
+  const route = result.provider === 'tracking' ? 'first-party tracking (GET /t/o/ and /t/c/)' : `/webhook/${result.provider}`;
+  const cpu = cpuBreakdown(result.cpuMicrosecondsPerEvent, 'µs CPU per event');
   return [
     {
-      measure: `Webhook → Kafka → ClickHouse through /webhook/${result.provider}, events/s end to end (${number(result.settings.events)} events, one per call, ${result.settings.concurrency} at a time)`,
-      result: `${number(result.eventsPerSecond)}/s (webhook accepted ${number(result.webhookAcceptedEventsPerSecond)}/s; 202 p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)})`,
+      measure: `${route} → Kafka → ClickHouse, events/s end to end (${number(result.settings.events)} events, one per call, ${result.settings.concurrency} at a time)`,
+      result: `${number(result.eventsPerSecond)}/s (accepted ${number(result.webhookAcceptedEventsPerSecond)}/s; answer p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)})`,
       target: '',
       verdict: '',
-      note: result.provider === 'ses' ? 'SNS signatures not verified (no certificate host in the bench)' : '',
+      note: [cpu.text, result.provider === 'ses' ? 'SNS signatures not verified (no certificate host in the bench)' : '']
+        .filter(Boolean)
+        .join('; '),
     },
   ];
 }
