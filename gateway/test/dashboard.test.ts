@@ -585,6 +585,19 @@ interface Run {
   counts: Record<'recipients' | 'sent' | 'failed' | 'suppressed' | 'invalid' | 'duplicates' | 'pending' | 'unknown', number>;
 }
 
+/** A run with its A/B test and audience (docs/api.md, "A/B test, then the winner", "Follow-up runs"). */
+interface AbRun extends Run {
+  campaign_id: string;
+  ab_test: {
+    phase: string;
+    test_recipients: number;
+    winner_variant_id: string | null;
+    decided_by: string | null;
+    variants: Array<{ variant_id: string; sent: number; rate: number | null }>;
+  } | null;
+  audience: { run_id: string; engagement: string } | null;
+}
+
 /** A run's row as the page shows it. */
 async function runRow(page: Page, runId: string) {
   const row = page.locator(`[data-testid="runs-list"] tr[data-run-id="${runId}"]`);
@@ -727,6 +740,127 @@ test('campaign runs: send now, watch the progress to the end, see the recipients
   expect(cancelled.status).toBe('cancelled');
   expect(cancelled.counts.sent).toBeLessThan(RUN_ACCOUNTS);
   expect(await runRow(page, cancelledId)).toEqual({ ...shownRun(cancelled), actions: ['run-recipients'] });
+  expect(problems).toEqual([]);
+  await page.close();
+});
+
+test('A/B test: the form saves ab_test, a waiting run shows its variants and takes a picked winner; a follow-up goes to who did not open', async () => {
+  const [a, b] = await Promise.all(
+    ['A', 'B'].map((label) =>
+      api<{ id: string }>(
+        'POST',
+        '/templates/',
+        { name: `AB ${label}`, subject: `${label} {{first_name}}`, text: `Variant ${label}` },
+        workspaceId,
+      ),
+    ),
+  );
+  const campaign = await api<{ id: string; variants: Array<{ id: string }> }>(
+    'POST',
+    '/email-campaigns/',
+    {
+      workspace_id: workspaceId,
+      name: 'An A/B run',
+      recipient_source: 'csv_account_ids',
+      csv_account_ids: Array.from({ length: RUN_ACCOUNTS }, (_, i) => `acc-${i + 1}`),
+      from_email: 'news@sender.example.com',
+      delivery_mode: 'variants',
+      variants: [
+        { template_id: a.id, label: 'A' },
+        { template_id: b.id, label: 'B' },
+      ],
+    },
+    workspaceId,
+  );
+  const [variantA, variantB] = campaign.variants.map((variant) => variant.id);
+  const campaignOf = () => api<{ ab_test: unknown }>('GET', `/email-campaigns/${campaign.id}`, undefined, workspaceId);
+  const runOf = (id: string) => api<AbRun>('GET', `/campaign-runs/${id}`, undefined, workspaceId);
+
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${stack.urls.gateway}/dashboard#runs`);
+  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: 10_000 });
+  await page.selectOption('[data-testid="workspace"]', workspaceId);
+  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: 10_000 });
+  await page.selectOption('[data-testid="runs-campaign"]', campaign.id);
+  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="off"]', { timeout: 10_000 });
+
+  // Switched on, the fields start at the API's defaults; the saved test is the campaign's.
+  await page.check('[data-testid="ab-test-on"]');
+  expect(await page.inputValue('[data-testid="ab-test-fraction"]')).toBe('0.2');
+  expect(await page.inputValue('[data-testid="ab-test-wait"]')).toBe('240');
+  await page.fill('[data-testid="ab-test-fraction"]', '0.1');
+  await page.fill('[data-testid="ab-test-wait"]', '60');
+  await page.selectOption('[data-testid="ab-test-metric"]', 'click_rate');
+  await page.click('[data-testid="ab-test-save"]');
+  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="on"]', { timeout: 10_000 });
+  expect((await campaignOf()).ab_test).toEqual({ test_fraction: 0.1, wait_minutes: 60, metric: 'click_rate' });
+
+  // A run tests on 3 of its 30 recipients, then waits an hour for the decision: its variants, a countdown, a button each.
+  await page.click('[data-testid="send-now"]');
+  const row = page.locator('[data-testid="runs-list"] tbody tr').first();
+  await row.waitFor({ timeout: 10_000 });
+  const runId = (await row.getAttribute('data-run-id'))!;
+  await page.waitForSelector(`[data-testid="run-detail"][data-run-id="${runId}"] [data-testid="run-ab-test"][data-phase="waiting"]`, {
+    timeout: 30_000,
+  });
+  expect(await page.getAttribute(`tr[data-run-id="${runId}"] [data-testid="run-ab-phase"]`, 'data-phase')).toBe('waiting');
+  const waiting = await runOf(runId);
+  expect(waiting.ab_test).toMatchObject({ phase: 'waiting', test_recipients: 3, winner_variant_id: null });
+  const shownVariants = await page.locator('[data-testid="ab-variants"] tbody tr').evaluateAll((rows) =>
+    rows.map((tr) => ({
+      id: tr.getAttribute('data-variant-id'),
+      sent: tr.querySelector('[data-testid="ab-sent"]')?.textContent,
+      rate: tr.querySelector('[data-testid="ab-rate"]')?.textContent,
+      pick: tr.querySelectorAll('[data-testid="ab-pick"]').length,
+    })),
+  );
+  expect(shownVariants).toEqual(
+    waiting.ab_test!.variants.map((variant) => ({
+      id: variant.variant_id,
+      sent: formatCount(variant.sent),
+      rate: formatRate(variant.rate),
+      pick: 1,
+    })),
+  );
+  expect(shownVariants.map((variant) => variant.id)).toEqual([variantA, variantB]);
+  expect(await page.textContent('[data-testid="ab-countdown"]')).toMatch(/^Decides in (59|60) min \d+ s \(/);
+  expect(await page.getAttribute('[data-testid="ab-leader"]', 'data-leader')).toBe('');
+
+  // Picking B (after a confirmation) sends it to the other 27: the phase moves on and the run completes.
+  await page.click(`[data-testid="ab-variants"] tr[data-variant-id="${variantB}"] [data-testid="ab-pick"]`);
+  await page.click('[data-testid="confirm-yes"]');
+  await page.waitForSelector(`tr[data-run-id="${runId}"][data-status="completed"]`, { timeout: 60_000 });
+  await page.waitForSelector('[data-testid="run-ab-test"][data-phase="done"]', { timeout: 10_000 });
+  const done = await runOf(runId);
+  expect(done.ab_test).toMatchObject({ phase: 'done', winner_variant_id: variantB, decided_by: 'manual' });
+  expect(done.counts).toMatchObject({ recipients: RUN_ACCOUNTS, sent: RUN_ACCOUNTS, pending: 0 });
+  expect(await page.locator('[data-testid="ab-pick"]').count()).toBe(0);
+  expect(await page.isVisible('[data-testid="ab-countdown"]')).toBe(false);
+
+  // Switched off, the campaign's test is null, so the follow-up below sends at once.
+  await page.uncheck('[data-testid="ab-test-on"]');
+  await page.click('[data-testid="ab-test-save"]');
+  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="off"]', { timeout: 10_000 });
+  expect((await campaignOf()).ab_test).toBeNull();
+
+  // A follow-up with a campaign that cannot be sent shows the API's refusal; with the run's own, it makes the run.
+  await page.waitForSelector('[data-testid="follow-up"]:not([hidden])');
+  expect(await page.inputValue('[data-testid="follow-up-campaign"]')).toBe(campaign.id);
+  await page.selectOption('[data-testid="follow-up-campaign"]', campaigns.spring.id);
+  await page.click('[data-testid="follow-up-not_opened"]');
+  await page.waitForSelector('[data-testid="run-detail"][data-status="error"]', { timeout: 10_000 });
+  expect(await page.textContent('[data-testid="run-detail-error"]')).toMatch(/^409 Conflict: The campaign cannot be sent: /);
+  await page.selectOption('[data-testid="follow-up-campaign"]', campaign.id);
+  await page.click('[data-testid="follow-up-not_opened"]');
+  await page.waitForSelector(`[data-testid="run-detail"][data-status="ready"]:not([data-run-id="${runId}"])`, { timeout: 10_000 });
+  const followUpId = (await page.getAttribute('[data-testid="run-detail"]', 'data-run-id'))!;
+  expect(await page.getAttribute('[data-testid="recipients-panel"]', 'data-run-id')).toBe(followUpId);
+  await page.waitForSelector(`tr[data-run-id="${followUpId}"][data-status="completed"]`, { timeout: 60_000 });
+  const followUp = await runOf(followUpId);
+  expect(followUp).toMatchObject({ campaign_id: campaign.id, audience: { run_id: runId, engagement: 'not_opened' }, ab_test: null });
+  expect(followUp.counts).toMatchObject({ recipients: RUN_ACCOUNTS, sent: RUN_ACCOUNTS });
   expect(problems).toEqual([]);
   await page.close();
 });

@@ -1,5 +1,7 @@
 /** The gateway endpoints the dashboard reads (gateway/openapi/*.yaml), same origin. */
 
+import type { RunAbTest, RunAudience } from './ab-test';
+
 export interface Membership {
   workspace_id: string;
   workspace_name: string;
@@ -187,6 +189,8 @@ export interface CampaignRun {
   finished_at: string | null;
   counts: RunCounts;
   variants: Array<{ id: string; label: string | null; weight: number; recipients: number; sent: number }> | null;
+  ab_test: RunAbTest | null;
+  audience: RunAudience | null;
 }
 
 export interface RunRecipient {
@@ -324,6 +328,12 @@ export class Api {
   /** The address's newest events (one page). */
   eventsOf(workspaceId: string, email: string, signal?: AbortSignal): Promise<Page<EngagementEvent>> {
     return this.get<Page<EngagementEvent>>('/campaign-events/', workspaceId, { email, page_size: String(PAGE_SIZE) }, signal);
+  }
+
+  /** A JSON call of a view that keeps its endpoints beside it (ab-test.ts). */
+  async request<T>(method: 'GET' | 'POST' | 'PUT', path: string, workspaceId: string, body?: unknown): Promise<T> {
+    const response = await this.send(method, path, workspaceId, {}, body);
+    return (await response.json()) as T;
   }
 
   private async all<T>(path: string, workspaceId: string | undefined, signal?: AbortSignal): Promise<T[]> {

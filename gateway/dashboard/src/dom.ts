@@ -4,3 +4,15 @@ export function byId<T extends HTMLElement>(id: string): T {
   if (!node) throw new Error(`#${id} is missing from the page`);
   return node as T;
 }
+
+/** DOM building with text nodes only: nothing from the API is ever parsed as HTML. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string> = {},
+  ...children: Array<Node | string>
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  node.append(...children);
+  return node;
+}

@@ -1,3 +1,4 @@
+import { abPhaseLine, AbTestForm, RunDetail } from './ab-test';
 import type { CampaignRun, RecipientStatus, RunAction, RunRecipient } from './api';
 import { byId } from './dom';
 import { formatCount } from './format';
@@ -68,6 +69,8 @@ function variantsCell(run: CampaignRun): HTMLTableCellElement {
     td.append(line);
   }
   if (!run.variants) td.textContent = '–';
+  const phase = abPhaseLine(run);
+  if (phase) td.prepend(phase);
   return td;
 }
 
@@ -92,8 +95,19 @@ export class RunsView {
   private recipientsPage = 1;
   private selectedRun: CampaignRun | undefined;
   private poll: ReturnType<typeof setTimeout> | undefined;
+  private readonly abTest: AbTestForm;
+  private readonly detail: RunDetail;
 
   constructor(private readonly context: ViewContext) {
+    this.abTest = new AbTestForm(context, this.campaign);
+    byId('runs-filters').after(...this.abTest.parts());
+    this.detail = new RunDetail(
+      context,
+      this.campaign,
+      () => void this.loadRuns(),
+      (run) => this.showRun(run),
+    );
+    this.heading.after(this.detail.element);
     this.campaign.addEventListener('change', () => {
       this.page = 1;
       this.selectRun(undefined);
@@ -137,6 +151,7 @@ export class RunsView {
       showFailure(this.view, this.error, error);
       return;
     }
+    void this.abTest.load();
     await this.loadRuns();
   }
 
@@ -144,6 +159,17 @@ export class RunsView {
   stop(): void {
     clearTimeout(this.poll);
     this.poll = undefined;
+    this.detail.stop();
+  }
+
+  /** A run made on this page (a follow-up), among its campaign's runs. */
+  private showRun(run: CampaignRun): void {
+    const otherCampaign = this.campaign.value !== run.campaign_id;
+    this.campaign.value = run.campaign_id;
+    if (otherCampaign) void this.abTest.load();
+    this.page = 1;
+    this.selectRun(run);
+    void this.loadRuns();
   }
 
   private async loadRuns(): Promise<void> {
@@ -254,6 +280,7 @@ export class RunsView {
     const changed = run?.id !== this.selectedRun?.id;
     this.selectedRun = run;
     this.panel.hidden = run === undefined;
+    this.detail.show(run);
     if (!run) return;
     this.heading.textContent = `Recipients of the run of ${when(run.created_at)} (${run.status})`;
     this.panel.dataset.runId = run.id;
