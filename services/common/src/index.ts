@@ -1,3 +1,4 @@
+export * from './bounce-class';
 export * from './campaign-fields';
 export * from './change-feed';
 export * from './change-watch';

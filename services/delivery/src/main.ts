@@ -5,7 +5,7 @@ import { deliveryV1 } from '@mail/proto';
 import { readConfig, readDatabaseUrl } from './config';
 import { connectUpstream } from './grpc/clients';
 import { deliveryHandlers } from './grpc/handlers';
-import { SentEventPublisher } from './sending/events';
+import { EventPublisher } from './sending/events';
 import { Scheduler } from './sending/scheduler';
 import { Sender, type UnsubscribeClaims } from './sending/sender';
 import { SmtpTransport } from './sending/transport';
@@ -28,7 +28,7 @@ void runService({
     const transport = new SmtpTransport(config.smtp);
     const kafka = createKafka('delivery', config.kafkaBrokers, logger);
     const admin = kafka.admin();
-    const events = new SentEventPublisher(kafka, admin, config.eventsTopic);
+    const events = new EventPublisher(kafka, admin, config.eventsTopic);
     const signUnsubscribe = (claims: UnsubscribeClaims): string => signUnsubscribeToken(config.unsubscribeSigningKey, claims);
     const options = {
       provider: config.smtp.provider,

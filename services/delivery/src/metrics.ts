@@ -13,6 +13,12 @@ export const deliveryMetrics = {
     help: 'Sent events published to the events topic',
     registers: [registry],
   }),
+  bounceEventsPublished: new prometheus.Counter({
+    name: 'delivery_bounce_events_published_total',
+    help: 'Bounce and spam report events published to the events topic, by source (smtp: the server refused at hand-over; mailbox: a report in the bounce mailbox)',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  }),
   loadsRunning: new prometheus.Gauge({
     name: 'delivery_recipient_loads_running',
     help: 'Runs whose recipients this process is reading from their recipient database now',

@@ -56,10 +56,12 @@ test('SMTP answers: 5xx fails with the answer, 4xx is retried with doubling wait
     expect(classifySmtpError({ responseCode: 550, response: '550 5.1.1 no such user' }, dataSent)).toEqual({
       kind: 'failed',
       error: '550 5.1.1 no such user',
+      code: 550,
     });
     expect(classifySmtpError({ responseCode: 451, response: '451 try later' }, dataSent)).toEqual({
       kind: 'retry',
       error: '451 try later',
+      code: 451,
     });
   }
   const dropped = { code: 'ECONNECTION', command: 'CONN', message: 'Connection closed unexpectedly' };

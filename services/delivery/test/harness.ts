@@ -17,11 +17,12 @@ import {
   startStack,
   uniqueSuffix,
   type Mailpit,
+  type MailpitOptions,
   type Stack,
   type TestClickHouse,
   type TestPostgres,
 } from '@mail/local';
-import { campaignV1, deliveryV1 } from '@mail/proto';
+import { analyticsV1, campaignV1, deliveryV1 } from '@mail/proto';
 import type { Knex } from 'knex';
 import { openDatabase } from '../src/store/database';
 import { SendingStore } from '../src/store/sending';
@@ -35,6 +36,8 @@ import { SendingStore } from '../src/store/sending';
  */
 export interface DeliveryWorld {
   stack: Stack;
+  /** Reads the events and suppressions that ingestion stored (a world started with `ingestion`). */
+  analytics: analyticsV1.AnalyticsServiceClient;
   mailpit: Mailpit;
   env: Record<string, string>;
   recipients: TestPostgres;
@@ -67,7 +70,18 @@ export async function fillAccounts(url: string, count: number, domain: string, s
   }
 }
 
-export async function startDeliveryWorld(label: string, env: Record<string, string> = {}): Promise<DeliveryWorld> {
+export interface WorldOptions {
+  /** Also the ingestion process, on the world's topic with a consumer group of its own: events reach ClickHouse. */
+  ingestion?: boolean;
+  /** Options of the world's Mailpit (a bounce mailbox test starts another). */
+  mailpit?: MailpitOptions;
+}
+
+export async function startDeliveryWorld(
+  label: string,
+  env: Record<string, string> = {},
+  options: WorldOptions = {},
+): Promise<DeliveryWorld> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `delivery-${label}-`));
   const opened: { postgres?: TestPostgres; recipients?: TestPostgres; clickhouse?: TestClickHouse; mailpit?: Mailpit; stack?: Stack } = {};
   const replicas: ChildProcess[] = [];
@@ -94,7 +108,7 @@ export async function startDeliveryWorld(label: string, env: Record<string, stri
       createTestPostgres(`delivery_${label}`),
       createTestPostgres(`recipients_${label}`),
       createTestClickHouse(`delivery_${label}`),
-      startMailpit(label),
+      startMailpit(label, options.mailpit),
     ]);
     const topic = `delivery-${label}-${uniqueSuffix()}`;
     const admin = createKafka('delivery-test', infraEnv().kafkaBrokers, createLogger('test', 'silent')).admin();
@@ -111,19 +125,21 @@ export async function startDeliveryWorld(label: string, env: Record<string, stri
       UNSUBSCRIBE_SIGNING_KEY: `test-key-${uniqueSuffix()}`,
       PUBLIC_BASE_URL: 'http://gateway.example.com',
       LOG_LEVEL: 'warn',
+      ...(options.ingestion ? { KAFKA_CONSUMER_GROUP: `ingestion-${topic}`, KAFKA_DLQ_TOPIC: `${topic}-dlq` } : {}),
       ...env,
     };
     opened.stack = await startStack({
       stateDir,
       logDir: path.join(stateDir, 'logs'),
-      processes: ['campaign', 'analytics', 'delivery'],
+      processes: options.ingestion ? ['campaign', 'analytics', 'ingestion', 'delivery'] : ['campaign', 'analytics', 'delivery'],
       env: worldEnv,
     });
     const stack = opened.stack;
     const delivery = createClient(deliveryV1.DeliveryServiceClient, stack.urls.grpc.delivery);
     const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
     const templates = createClient(campaignV1.TemplateServiceClient, stack.urls.grpc.campaign);
-    clients.push(delivery, campaigns, templates);
+    const analytics = createClient(analyticsV1.AnalyticsServiceClient, stack.urls.grpc.analytics);
+    clients.push(delivery, campaigns, templates, analytics);
     await awaitCampaignReached(delivery);
     const startReplica = async (): Promise<ChildProcess> => {
       const [grpcPort, opsPort] = await freePorts(2);
@@ -152,6 +168,7 @@ export async function startDeliveryWorld(label: string, env: Record<string, stri
     };
     return {
       stack,
+      analytics,
       mailpit: opened.mailpit,
       env: worldEnv,
       recipients: opened.recipients,

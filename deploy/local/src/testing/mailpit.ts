@@ -23,9 +23,16 @@ export interface MailpitMessageDetail extends MailpitMessage {
   Text: string;
 }
 
+export interface MailpitOptions {
+  /** Serve its messages over POP3 too, to this login (a bounce mailbox). */
+  pop3?: { user: string; password: string };
+}
+
 export interface Mailpit {
   /** For SMTP_URL: plain SMTP (`?tls=off`). */
   smtpUrl: string;
+  /** `pop3://user:password@127.0.0.1:port` when started with `pop3` (for BOUNCE_MAILBOX_URL). */
+  pop3Url: string | undefined;
   apiUrl: string;
   /** The Mailpit process (benchmarks read its CPU time). */
   pid: number | undefined;
@@ -43,12 +50,16 @@ export interface Mailpit {
   close(): Promise<void>;
 }
 
-export async function startMailpit(label: string): Promise<Mailpit> {
+export async function startMailpit(label: string, options: MailpitOptions = {}): Promise<Mailpit> {
   const binary = process.env.MAILPIT_BIN?.trim();
   if (!binary) throw new Error('MAILPIT_BIN not set: `npm test` exports it (infra.sh up mailpit builds Mailpit once)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `mailpit-${label}-`));
-  const [smtp, http] = await freePorts(2);
+  const [smtp, http, pop3] = await freePorts(3);
   const log = fs.openSync(path.join(dir, 'mailpit.log'), 'a');
+  // The auth file is what turns Mailpit's POP3 server on.
+  const authFile = path.join(dir, 'pop3-auth');
+  if (options.pop3) fs.writeFileSync(authFile, `${options.pop3.user}:${options.pop3.password}\n`, { mode: 0o600 });
+  const pop3Flags = options.pop3 ? ['--pop3', `127.0.0.1:${pop3}`, '--pop3-auth-file', authFile] : [];
   const child: ChildProcess = spawn(
     binary,
     [
@@ -65,6 +76,7 @@ export async function startMailpit(label: string): Promise<Mailpit> {
       '--enable-chaos',
       '--disable-version-check',
       '--quiet',
+      ...pop3Flags,
     ],
     { stdio: ['ignore', log, log] },
   );
@@ -95,6 +107,9 @@ export async function startMailpit(label: string): Promise<Mailpit> {
   }
   return {
     smtpUrl: `smtp://127.0.0.1:${smtp}?tls=off`,
+    pop3Url: options.pop3
+      ? `pop3://${encodeURIComponent(options.pop3.user)}:${encodeURIComponent(options.pop3.password)}@127.0.0.1:${pop3}`
+      : undefined,
     apiUrl,
     pid: child.pid,
     count: async () => (await api<{ total: number }>('/api/v1/messages?limit=1')).total,

@@ -27,8 +27,9 @@ export const RUN_ACTIONS: Record<RunAction, { from: RunStatus[]; to: RunStatus }
 /** What the SMTP server's answer (or its absence) means for the recipient. */
 export type SmtpOutcome =
   | { kind: 'sent' }
-  | { kind: 'failed'; error: string }
-  | { kind: 'retry'; error: string }
+  /** `code`: the server's reply code, when it answered (a bounce); absent for a failure of ours or of the connection. */
+  | { kind: 'failed'; error: string; code?: number }
+  | { kind: 'retry'; error: string; code?: number }
   /** The connection dropped after the message's data went out: it may have been taken. */
   | { kind: 'unknown'; error: string };
 
@@ -48,8 +49,9 @@ interface SmtpError {
 export function classifySmtpError(error: unknown, dataSent: boolean): SmtpOutcome {
   const failure = (error ?? {}) as SmtpError;
   const answer = failure.response ?? failure.message ?? String(error);
-  if (typeof failure.responseCode === 'number' && failure.responseCode >= 500) return { kind: 'failed', error: answer };
-  if (typeof failure.responseCode === 'number' && failure.responseCode >= 400) return { kind: 'retry', error: answer };
+  const code = failure.responseCode;
+  if (typeof code === 'number' && code >= 500) return { kind: 'failed', error: answer, code };
+  if (typeof code === 'number' && code >= 400) return { kind: 'retry', error: answer, code };
   return dataSent ? { kind: 'unknown', error: answer } : { kind: 'retry', error: answer };
 }
 

@@ -7,15 +7,20 @@ import {
   partitionOfKey,
   readPartitionCount,
   sendToPartitions,
+  smtpBounceClass,
 } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
-import type { SentRecipient } from '../store/sending';
+import type { BouncedRecipient, SentRecipient } from '../store/sending';
+
+/** The same key always gives the same id: ingestion drops a republished event as a duplicate. */
+export function stableEventId(kind: string, key: string): string {
+  return `smtp-${kind}-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+}
 
 /** The normalized `sent` event of a message our own sender handed over (provider `smtp`). */
 export function sentEvent(sent: SentRecipient, receivedAt: Date): eventsV1.EngagementEvent {
   return {
-    // The same message always gives the same id: ingestion drops a republished event as a duplicate.
-    providerEventId: `smtp-sent-${createHash('sha256').update(`${sent.runId}:${sent.email}`).digest('hex').slice(0, 32)}`,
+    providerEventId: stableEventId('sent', `${sent.runId}:${sent.email}`),
     providerMessageId: sent.messageId,
     provider: 'smtp',
     eventType: eventsV1.EventType.EVENT_TYPE_SENT,
@@ -36,11 +41,38 @@ export function sentEvent(sent: SentRecipient, receivedAt: Date): eventsV1.Engag
 }
 
 /**
- * Publishes sent events to the events topic as the webhook does: one
+ * The `bounce` event of a recipient its server refused at hand-over: hard for a 5xx answer, soft for a 4xx one that
+ * outlasted its attempts (docs/api.md, "Bounces without a provider"); classed by the answer's enhanced status code.
+ */
+export function smtpBounceEvent(bounced: BouncedRecipient, receivedAt: Date): eventsV1.EngagementEvent {
+  return {
+    providerEventId: stableEventId('bounce', `${bounced.runId}:${bounced.email}`),
+    providerMessageId: bounced.messageId,
+    provider: 'smtp',
+    eventType: eventsV1.EventType.EVENT_TYPE_BOUNCE,
+    bounceType: bounced.code >= 500 ? eventsV1.BounceType.BOUNCE_TYPE_HARD : eventsV1.BounceType.BOUNCE_TYPE_SOFT,
+    bounceClass: smtpBounceClass(bounced.code, bounced.reason),
+    email: bounced.email,
+    occurredAt: bounced.bouncedAt,
+    receivedAt,
+    categories: bounced.providerCategoryId === null ? [] : [bounced.providerCategoryId],
+    reason: bounced.reason,
+    rawJson: JSON.stringify({ run_id: bounced.runId, message_id: bounced.messageId, smtp_code: bounced.code, response: bounced.reason }),
+    machineOpen: false,
+    machineClick: false,
+    variantId: bounced.variantId ?? undefined,
+    runId: bounced.runId,
+    workspaceId: bounced.workspaceId,
+    campaignId: bounced.campaignId,
+  };
+}
+
+/**
+ * Publishes delivery's own events to the events topic as the webhook does: one
  * EngagementEventBatch record per partition, each event in the partition its
  * address keys, acknowledged by all in-sync replicas.
  */
-export class SentEventPublisher {
+export class EventPublisher {
   private producer?: Producer;
   private partitions?: number;
 
@@ -50,14 +82,13 @@ export class SentEventPublisher {
     private readonly topic: string,
   ) {}
 
-  async publish(sent: SentRecipient[]): Promise<void> {
+  async publish(events: eventsV1.EngagementEvent[]): Promise<void> {
     const producer = await this.connected();
     const partitions = this.partitions ?? (this.partitions = await readPartitionCount(this.admin, this.topic));
-    const receivedAt = new Date();
     const byPartition = new Map<number, Buffer[]>();
-    for (const item of sent) {
+    for (const item of events) {
       const partition = partitionOfKey(item.email, partitions);
-      const event = Buffer.from(eventsV1.EngagementEvent.encode(sentEvent(item, receivedAt)).finish());
+      const event = Buffer.from(eventsV1.EngagementEvent.encode(item).finish());
       const bytes = Buffer.from(eventsV1.EngagementEventBatch.encode({ events: [event] }).finish());
       byPartition.set(partition, [...(byPartition.get(partition) ?? []), bytes]);
     }

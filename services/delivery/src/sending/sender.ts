@@ -14,7 +14,7 @@ import { streamAudience } from '../store/audience';
 import { streamRecipients } from '../store/recipient-database';
 import { SourceError, SourceUnreachableError, type SourceLimits } from '../store/recipient-source';
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
-import type { SentEventPublisher } from './events';
+import { sentEvent, smtpBounceEvent, type EventPublisher } from './events';
 import { RateLimiter } from './rate-limiter';
 import { Renderer } from './renderer';
 import type { OutgoingMessage, SmtpTransport } from './transport';
@@ -50,7 +50,7 @@ export interface SenderParts {
   recipientDatabaseUrl(workspaceId: string): Promise<string>;
   upstream: Upstream;
   transport: SmtpTransport;
-  events: SentEventPublisher;
+  events: EventPublisher;
   signUnsubscribe(claims: UnsubscribeClaims): string;
 }
 
@@ -120,7 +120,7 @@ export class Sender {
     this.loops.push(
       this.every(Math.max(100, Math.floor(this.options.workerLeaseMs / 4)), () => this.maintain(), 'maintenance'),
       ...Array.from({ length: this.options.loads }, () => this.repeat(() => this.loadNext(), 'loading')),
-      this.repeat(() => this.publishSent(), 'publishing sent events'),
+      this.repeat(() => this.publishSent(), 'publishing sent events and bounces'),
       ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending')),
     );
     this.logger.info({ workerId: this.workerId }, 'sender started');
@@ -396,15 +396,22 @@ export class Sender {
       deliveryMetrics.messages.inc({ outcome: 'retried' });
     } else {
       const final = outcome.kind === 'unknown' ? 'unknown' : 'failed';
-      await store.recordFinal(run.id, this.workerId, recipient.email, final, outcome.error);
+      // A server's answer (5xx, or 4xx to the last attempt) is a bounce; a connection that failed says nothing of the address.
+      const bounceCode = outcome.kind === 'unknown' ? null : (outcome.code ?? null);
+      await store.recordFinal(run.id, this.workerId, recipient.email, final, outcome.error, bounceCode);
       deliveryMetrics.messages.inc({ outcome: final });
     }
     return true;
   }
 
   private async publishSent(): Promise<boolean> {
-    const published = await this.parts.store.publishSent(PUBLISH_BATCH, (sent) => this.parts.events.publish(sent));
+    const { store, events } = this.parts;
+    const published = await store.publishSent(PUBLISH_BATCH, (sent) => events.publish(sent.map((item) => sentEvent(item, new Date()))));
     deliveryMetrics.sentEventsPublished.inc(published);
-    return published === PUBLISH_BATCH;
+    const bounces = await store.publishBounces(PUBLISH_BATCH, (bounced) =>
+      events.publish(bounced.map((item) => smtpBounceEvent(item, new Date()))),
+    );
+    deliveryMetrics.bounceEventsPublished.inc({ source: 'smtp' }, bounces);
+    return published === PUBLISH_BATCH || bounces === PUBLISH_BATCH;
   }
 }

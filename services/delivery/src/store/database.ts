@@ -180,6 +180,27 @@ export const migrations: Migration[] = [
       `);
     },
   },
+  {
+    name: '007_bounces',
+    async up(db) {
+      // bounce_code: the SMTP reply code of a recipient `failed` by its server's answer (5xx, or 4xx until its attempts
+      // ran out), whose `bounce` event goes out through the outbox (event_published, as the sent events); the message_id
+      // index finds the run and address a returned report (the bounce mailbox) names.
+      await db.raw(`
+        ALTER TABLE run_recipients ADD COLUMN bounce_code smallint, ADD COLUMN bounced_at timestamptz;
+        CREATE INDEX run_recipients_unpublished_bounces_idx ON run_recipients (bounced_at)
+          WHERE bounce_code IS NOT NULL AND NOT event_published;
+        CREATE INDEX run_recipients_message_idx ON run_recipients (message_id) WHERE message_id IS NOT NULL;
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        DROP INDEX run_recipients_message_idx;
+        DROP INDEX run_recipients_unpublished_bounces_idx;
+        ALTER TABLE run_recipients DROP COLUMN bounce_code, DROP COLUMN bounced_at;
+      `);
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

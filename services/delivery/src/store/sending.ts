@@ -64,6 +64,21 @@ export interface SentRecipient {
   providerCategoryId: string | null;
 }
 
+/** A recipient its SMTP server refused (`code` 5xx), or kept refusing for now (4xx) until its attempts ran out. */
+export interface BouncedRecipient {
+  runId: string;
+  workspaceId: string;
+  campaignId: string;
+  email: string;
+  variantId: string | null;
+  messageId: string;
+  bouncedAt: Date;
+  code: number;
+  /** The server's answer. */
+  reason: string;
+  providerCategoryId: string | null;
+}
+
 /** A live worker's heartbeat is younger than the lease; the database's clock decides, for every replica alike. */
 const DEAD = `SELECT id FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)`;
 const LIVE = `SELECT id FROM workers WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)`;
@@ -334,12 +349,22 @@ export class SendingStore {
     );
   }
 
-  /** `failed` or `unknown` with the server's answer (or the connection's error, or why it could not be rendered). */
-  async recordFinal(runId: string, workerId: string, email: string, status: 'failed' | 'unknown', error: string): Promise<void> {
+  /**
+   * `failed` or `unknown` with the server's answer (or the connection's error, or why it could not be rendered).
+   * `bounceCode`: the server's reply code when its answer is a bounce, whose event publishBounces sends.
+   */
+  async recordFinal(
+    runId: string,
+    workerId: string,
+    email: string,
+    status: 'failed' | 'unknown',
+    error: string,
+    bounceCode: number | null = null,
+  ): Promise<void> {
     await this.query(
-      `UPDATE run_recipients SET status = $4, error = $5
+      `UPDATE run_recipients SET status = $4, error = $5, bounce_code = $6, bounced_at = CASE WHEN $6::smallint IS NOT NULL THEN now() END
        WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status IN ('claimed', 'sending')`,
-      [runId, workerId, email, status, error],
+      [runId, workerId, email, status, error, bounceCode],
     );
   }
 
@@ -453,6 +478,60 @@ export class SendingStore {
           variantId: row.variant_id,
           messageId: row.message_id,
           sentAt: row.sent_at,
+          providerCategoryId: row.provider_category_id,
+        })),
+      );
+      await connection.query(
+        `UPDATE run_recipients rr SET event_published = true
+         FROM unnest($1::uuid[], $2::text[]) AS done(run_id, email)
+         WHERE rr.run_id = done.run_id AND rr.email = done.email`,
+        [rows.map((row) => row.run_id), rows.map((row) => row.email)],
+      );
+      return rows.length;
+    });
+  }
+
+  /**
+   * The outbox of the bounces of SMTP answers, as publishSent: up to `limit` bounced recipients whose `bounce`
+   * event is not published, marked published once `publish` resolves.
+   */
+  async publishBounces(limit: number, publish: (bounced: BouncedRecipient[]) => Promise<void>): Promise<number> {
+    return withTransaction(this.db, async (connection) => {
+      const { rows } = await connection.query<{
+        run_id: string;
+        workspace_id: string;
+        campaign_id: string;
+        email: string;
+        variant_id: string | null;
+        message_id: string;
+        bounced_at: Date;
+        bounce_code: number;
+        error: string | null;
+        provider_category_id: string | null;
+      }>(
+        `WITH picked AS MATERIALIZED (
+           SELECT run_id, email, variant_id, message_id, bounced_at, bounce_code, error FROM run_recipients
+           WHERE bounce_code IS NOT NULL AND NOT event_published
+           ORDER BY bounced_at
+           LIMIT $1 FOR UPDATE SKIP LOCKED
+         )
+         SELECT p.*, r.workspace_id, r.campaign_id, r.plan->>'providerCategoryId' AS provider_category_id
+         FROM picked p JOIN runs r ON r.id = p.run_id
+         ORDER BY p.bounced_at`,
+        [limit],
+      );
+      if (rows.length === 0) return 0;
+      await publish(
+        rows.map((row) => ({
+          runId: row.run_id,
+          workspaceId: row.workspace_id,
+          campaignId: row.campaign_id,
+          email: row.email,
+          variantId: row.variant_id,
+          messageId: row.message_id,
+          bouncedAt: row.bounced_at,
+          code: row.bounce_code,
+          reason: row.error ?? String(row.bounce_code),
           providerCategoryId: row.provider_category_id,
         })),
       );
