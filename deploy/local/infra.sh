@@ -13,7 +13,10 @@
 # server the delivery service sends to (SMTP in, web page and HTTP API out,
 # messages in <state folder>/mailpit, its "chaos" switch on so tests can make
 # it answer SMTP errors; its web page is built first with Mailpit's own npm
-# build, from the npm registry). Also only when named, the
+# build, from the npm registry), and bounce-mailpit, a second Mailpit of the
+# same binary that is the local bounce mailbox (bounces and feedback reports
+# arrive by SMTP; the delivery service reads them over POP3, user bounces,
+# password bounces; messages in <state folder>/bounce-mailpit). Also only when named, the
 # local clusters: kafka-cluster, three Kafka KRaft nodes k1..k3 (each broker
 # and controller, one quorum) from the same jars, whose topics get replication
 # factor 3 and min.insync.replicas=2 by default; zookeeper (Apache ZooKeeper
@@ -41,7 +44,7 @@
 #              --bootstrap-server 127.0.0.1:29092
 #
 # COMPONENT is postgres, kafka, clickhouse, jaeger, promtool, mailpit,
-# kafka-cluster, zookeeper or clickhouse-cluster (default: the first three; a
+# bounce-mailpit, kafka-cluster, zookeeper or clickhouse-cluster (default: the first three; a
 # plain `down` stops all but promtool). Settings (environment): STATE_DIR (default <repo>/.state),
 # PG_PORT=25432, KAFKA_PORT=29092, KAFKA_CONTROLLER_PORT=29093,
 # CLICKHOUSE_HTTP_PORT=28123, CLICKHOUSE_TCP_PORT=29000, JAEGER_OTLP_PORT=24318
@@ -49,10 +52,14 @@
 # JAEGER_QUERY_GRPC_PORT=26685, JAEGER_HEALTH_PORT=23133, KAFKA_HEAP=-Xmx512m,
 # MAILPIT_SMTP_PORT=21025, MAILPIT_HTTP_PORT=28025 (web page and API),
 # MAILPIT_MAX_MESSAGES=100000 (older ones are deleted past it),
+# BOUNCE_MAILPIT_SMTP_PORT=21026, BOUNCE_MAILPIT_POP3_PORT=21110,
+# BOUNCE_MAILPIT_HTTP_PORT=28026 (web page and API),
 # READY_TIMEOUT=90 (s), STOP_TIMEOUT=30 (s). jaeger exports
 # JAEGER_OTLP_ENDPOINT and JAEGER_QUERY_URL, promtool PROMTOOL (its path),
 # mailpit MAILPIT_SMTP_URL (smtp://...?tls=off, as SMTP_URL takes it),
-# MAILPIT_API_URL and MAILPIT_BIN (tests start private ones with it).
+# MAILPIT_API_URL and MAILPIT_BIN (tests start private ones with it);
+# bounce-mailpit BOUNCE_MAILPIT_SMTP_URL, BOUNCE_MAILPIT_API_URL and
+# BOUNCE_MAILPIT_POP3_URL (pop3://bounces:bounces@..., as BOUNCE_MAILBOX_URL takes it).
 # KAFKA_CLUSTER_PORTS=29111,29112,29113 (nodes k1..k3),
 # KAFKA_CLUSTER_CONTROLLER_PORTS=29121,29122,29123, KAFKA_CLUSTER_HEAP=-Xmx384m
 # (each node); kafka-cluster exports KAFKA_CLUSTER_BROKERS.
@@ -90,6 +97,9 @@ MAILPIT_MODULE_VERSION=v1.33.1
 MAILPIT_SMTP_PORT=${MAILPIT_SMTP_PORT:-21025}
 MAILPIT_HTTP_PORT=${MAILPIT_HTTP_PORT:-28025}
 MAILPIT_MAX_MESSAGES=${MAILPIT_MAX_MESSAGES:-100000}
+BOUNCE_MAILPIT_SMTP_PORT=${BOUNCE_MAILPIT_SMTP_PORT:-21026}
+BOUNCE_MAILPIT_POP3_PORT=${BOUNCE_MAILPIT_POP3_PORT:-21110}
+BOUNCE_MAILPIT_HTTP_PORT=${BOUNCE_MAILPIT_HTTP_PORT:-28026}
 # The single ClickHouse: chdb-core's version is the ClickHouse release it holds,
 # the release line of the image docker-compose.yml and deploy/k8s run
 # (deploy/test/clickhouse-version.test.ts keeps them together).
@@ -108,7 +118,7 @@ STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
 ALL_COMPONENTS=(postgres kafka clickhouse)
-OPTIONAL_COMPONENTS=(jaeger promtool mailpit kafka-cluster zookeeper clickhouse-cluster)
+OPTIONAL_COMPONENTS=(jaeger promtool mailpit bounce-mailpit kafka-cluster zookeeper clickhouse-cluster)
 CLICKHOUSE_NODES=(ch1 ch2 ch3 ch4)
 COMPONENTS=()
 POLICY_RC=/usr/sbin/policy-rc.d
@@ -322,7 +332,7 @@ missing_packages() {
         python3 -c 'import ensurepip, venv' 2>/dev/null || echo python3-venv
         command -v curl >/dev/null || echo curl
         ;;
-      jaeger | mailpit) command -v curl >/dev/null || echo curl ;;
+      jaeger | mailpit | bounce-mailpit) command -v curl >/dev/null || echo curl ;;
       kafka | kafka-cluster)
         command -v java >/dev/null || echo openjdk-17-jre-headless
         kafka_libs_cached || command -v mvn >/dev/null || echo maven
@@ -1534,6 +1544,64 @@ mailpit_status() {
   fi
 }
 
+# The local bounce mailbox: Mailpit's POP3 mailbox is every message of its
+# instance, so the bounce mailbox is an instance of its own (ports, database).
+# Its auth file is what turns POP3 on.
+bounce_mailpit_paths() {
+  tools_paths
+  BM_HOME=$STATE_DIR/bounce-mailpit
+  BM_PID=$BM_HOME/mailpit.pid
+  BM_LOG=$BM_HOME/mailpit.log
+  BM_AUTH=$BM_HOME/pop3-auth
+  BM_MARK=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION
+}
+
+bounce_mailpit_start() {
+  bounce_mailpit_paths
+  local pid
+  if pid=$(live_pid "$BM_PID" "$BM_MARK"); then
+    [[ $(mailpit_running_port "$pid") == "$BOUNCE_MAILPIT_SMTP_PORT" ]] ||
+      die "bounce-mailpit of $STATE_DIR already runs with another BOUNCE_MAILPIT_SMTP_PORT; run 'down bounce-mailpit' first"
+    return 0
+  fi
+  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN" mailpit_build_ui
+  require_free_port bounce-mailpit BOUNCE_MAILPIT_SMTP_PORT "$BOUNCE_MAILPIT_SMTP_PORT"
+  require_free_port bounce-mailpit BOUNCE_MAILPIT_POP3_PORT "$BOUNCE_MAILPIT_POP3_PORT"
+  require_free_port bounce-mailpit BOUNCE_MAILPIT_HTTP_PORT "$BOUNCE_MAILPIT_HTTP_PORT"
+  mkdir -p -- "$BM_HOME"
+  (umask 077 && printf 'bounces:bounces\n' >"$BM_AUTH")
+  log "bounce-mailpit: starting (SMTP 127.0.0.1:$BOUNCE_MAILPIT_SMTP_PORT, POP3 127.0.0.1:$BOUNCE_MAILPIT_POP3_PORT, web and API http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT)"
+  # --smtp last: mailpit_running_port reads the last address of the command line.
+  spawn "$BM_PID" "$BM_LOG" "$MAILPIT_BIN" --database "$BM_HOME/mailpit.db" --max "$MAILPIT_MAX_MESSAGES" \
+    --listen "127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT" --pop3-auth-file "$BM_AUTH" --pop3 "127.0.0.1:$BOUNCE_MAILPIT_POP3_PORT" \
+    --smtp-auth-accept-any --smtp-auth-allow-insecure --disable-version-check --smtp "127.0.0.1:$BOUNCE_MAILPIT_SMTP_PORT"
+}
+
+bounce_mailpit_wait() {
+  bounce_mailpit_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until curl -fsS --max-time 2 "http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
+    live_pid "$BM_PID" "$BM_MARK" >/dev/null || die_with_logs "bounce-mailpit exited during startup" "$BM_LOG"
+    ((SECONDS < deadline)) || die_with_logs "bounce-mailpit not ready after ${READY_TIMEOUT}s" "$BM_LOG"
+    sleep 0.1
+  done
+}
+
+bounce_mailpit_stop() {
+  bounce_mailpit_paths
+  stop_server bounce-mailpit "$BM_PID" "$BM_MARK"
+}
+
+bounce_mailpit_status() {
+  bounce_mailpit_paths
+  local pid ports="smtp=$BOUNCE_MAILPIT_SMTP_PORT pop3=$BOUNCE_MAILPIT_POP3_PORT http=$BOUNCE_MAILPIT_HTTP_PORT"
+  if pid=$(live_pid "$BM_PID" "$BM_MARK"); then
+    status_line bounce-mailpit running "$pid" "$ports"
+  else
+    status_line bounce-mailpit stopped - "$ports"
+  fi
+}
+
 # --- commands -------------------------------------------------------------------
 
 status_line() { printf '%-10s %-7s pid=%-7s %s\n' "$@" >&3; }
@@ -1555,6 +1623,11 @@ print_env() {
         echo "export MAILPIT_SMTP_URL=smtp://127.0.0.1:$MAILPIT_SMTP_PORT?tls=off"
         echo "export MAILPIT_API_URL=http://127.0.0.1:$MAILPIT_HTTP_PORT"
         echo "export MAILPIT_BIN=$MAILPIT_BIN"
+        ;;
+      bounce-mailpit)
+        echo "export BOUNCE_MAILPIT_SMTP_URL=smtp://127.0.0.1:$BOUNCE_MAILPIT_SMTP_PORT?tls=off"
+        echo "export BOUNCE_MAILPIT_API_URL=http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT"
+        echo "export BOUNCE_MAILPIT_POP3_URL=pop3://bounces:bounces@127.0.0.1:$BOUNCE_MAILPIT_POP3_PORT"
         ;;
       kafka-cluster) echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_brokers)" ;;
       zookeeper) echo "export ZOOKEEPER_ADDRESS=127.0.0.1:$ZOOKEEPER_PORT" ;;
@@ -1596,11 +1669,12 @@ cmd_up() {
   if has promtool; then promtool_start; fi
   if has jaeger; then jaeger_start; fi
   if has mailpit; then mailpit_start; fi
+  if has bounce-mailpit; then bounce_mailpit_start; fi
   if has clickhouse-cluster; then
     zookeeper_wait
     clickhouse_cluster_start
   fi
-  for c in postgres clickhouse zookeeper clickhouse-cluster kafka kafka-cluster jaeger promtool mailpit; do
+  for c in postgres clickhouse zookeeper clickhouse-cluster kafka kafka-cluster jaeger promtool mailpit bounce-mailpit; do
     if has "$c"; then
       "$(component_function "$c")_wait"
       log "$c: ready ($(since "$t0") since 'up' began)"
@@ -1646,7 +1720,7 @@ parse_components() {
   COMPONENTS=()
   for c in "$@"; do
     case $c in
-      postgres | kafka | clickhouse | jaeger | promtool | mailpit | kafka-cluster | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
+      postgres | kafka | clickhouse | jaeger | promtool | mailpit | bounce-mailpit | kafka-cluster | zookeeper) has "$c" || COMPONENTS+=("$c") ;;
       # Needs zookeeper; listed after it, so that `down` stops the nodes first.
       clickhouse-cluster)
         has "$c" || COMPONENTS+=("$c")
@@ -1680,13 +1754,13 @@ main() {
   case $cmd in
     up | status | env) parse_components "$@" ;;
     # A plain `down` also stops the Jaeger that `npm test` or `npm run bench`
-    # started, the Mailpit of `npm run up`, and the clusters of `npm run
+    # started, the two Mailpits of `npm run up`, and the clusters of `npm run
     # test:cluster` (the ClickHouse cluster before its ZooKeeper).
     down)
       if (($#)); then
         parse_components "$@"
       else
-        parse_components "${ALL_COMPONENTS[@]}" jaeger mailpit kafka-cluster clickhouse-cluster
+        parse_components "${ALL_COMPONENTS[@]}" jaeger mailpit bounce-mailpit kafka-cluster clickhouse-cluster
       fi
       ;;
     kafka-cli) ;;

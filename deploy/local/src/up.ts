@@ -17,6 +17,8 @@ interface Summary {
   infra: string;
   /** Mailpit's web page, and its SMTP address. */
   mailpit?: { web: string; smtp: string };
+  /** The bounce mailbox's web page, and its SMTP address. */
+  bounceMailpit?: { web: string; smtp: string };
   logDir: string;
   notes: string[];
 }
@@ -43,6 +45,11 @@ async function main(): Promise<void> {
   // the environment says otherwise. Runs sign one-click unsubscribe links and the gateway verifies them with one
   // key: a first run makes one and keeps it in the state folder, so the links of messages already sent stay valid.
   if (!isSet(env.SMTP_URL) && isSet(env.MAILPIT_SMTP_URL)) env.SMTP_URL = env.MAILPIT_SMTP_URL;
+  // Bounces and feedback reports are read from the second Mailpit, often enough to see one arrive while watching.
+  if (!isSet(env.BOUNCE_MAILBOX_URL) && isSet(env.BOUNCE_MAILPIT_POP3_URL)) {
+    env.BOUNCE_MAILBOX_URL = env.BOUNCE_MAILPIT_POP3_URL;
+    if (!isSet(env.BOUNCE_MAILBOX_INTERVAL_MS)) env.BOUNCE_MAILBOX_INTERVAL_MS = '5000';
+  }
   if (!isSet(env.RECIPIENTS_DATABASE_URL)) {
     const recipients = new URL(infraEnv(env).databaseUrl);
     recipients.pathname = '/recipients';
@@ -75,6 +82,9 @@ async function main(): Promise<void> {
     urls: stack.urls,
     infra: `${infra.databaseUrl}  kafka ${infra.kafkaBrokers.join(',')}  ${infra.clickhouseUrl}`,
     mailpit: isSet(env.MAILPIT_API_URL) ? { web: env.MAILPIT_API_URL!.trim(), smtp: env.SMTP_URL ?? '' } : undefined,
+    bounceMailpit: isSet(env.BOUNCE_MAILPIT_API_URL)
+      ? { web: env.BOUNCE_MAILPIT_API_URL!.trim(), smtp: env.BOUNCE_MAILPIT_SMTP_URL ?? '' }
+      : undefined,
     logDir,
     notes,
   };
@@ -82,7 +92,7 @@ async function main(): Promise<void> {
   printSummary(summary);
 }
 
-function printSummary({ urls, infra, mailpit, logDir, notes }: Summary): void {
+function printSummary({ urls, infra, mailpit, bounceMailpit, logDir, notes }: Summary): void {
   const pad = (text: string, width: number): string => text.padEnd(width);
   const lines = [
     '',
@@ -95,6 +105,7 @@ function printSummary({ urls, infra, mailpit, logDir, notes }: Summary): void {
     ...SERVICE_NAMES.map((name) => `    ${pad(name, 12)}${pad(urls.grpc[name], 19)}${urls.ops[name]}`),
     `  Servers     ${infra}`,
     ...(mailpit ? [`  Mailpit     ${mailpit.web}   (every message sent; SMTP ${mailpit.smtp})`] : []),
+    ...(bounceMailpit ? [`  Bounces     ${bounceMailpit.web}   (the bounce mailbox; bounces arrive by SMTP ${bounceMailpit.smtp})`] : []),
     `  Logs        ${path.join(logDir, '<name>.log')}`,
     '  Stop        npm run down   (stops the services, the gateway and the servers)',
   ];

@@ -139,7 +139,7 @@ test('Kafka cluster ids are base64url and never start with "-", which the storag
   expect(ids.filter((id) => !/^[A-Za-z0-9_][A-Za-z0-9_-]{21}$/.test(id))).toEqual([]);
 });
 
-test('infra.sh starts the single-node servers by default and the Kafka cluster only when named, which exports its three brokers', () => {
+test('infra.sh starts the single-node servers by default and the Kafka cluster only when named, which exports its three brokers; the bounce Mailpit exports its POP3 mailbox', () => {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'infra-env-'));
   const env = (variables: Record<string, string>, ...components: string[]): string =>
     execFileSync('bash', [path.join(__dirname, '..', 'infra.sh'), 'env', ...components], {
@@ -154,6 +154,11 @@ test('infra.sh starts the single-node servers by default and the Kafka cluster o
     );
     expect(env({ KAFKA_CLUSTER_PORTS: '7001,7002,7003' }, 'kafka-cluster')).toBe(
       'export KAFKA_CLUSTER_BROKERS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003\n',
+    );
+    expect(env({}, 'bounce-mailpit')).toBe(
+      'export BOUNCE_MAILPIT_SMTP_URL=smtp://127.0.0.1:21026?tls=off\n' +
+        'export BOUNCE_MAILPIT_API_URL=http://127.0.0.1:28026\n' +
+        'export BOUNCE_MAILPIT_POP3_URL=pop3://bounces:bounces@127.0.0.1:21110\n',
     );
   } finally {
     fs.rmSync(stateDir, { recursive: true, force: true });

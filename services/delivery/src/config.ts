@@ -43,6 +43,25 @@ export interface DeliveryConfig {
   trackingSigningKey: string;
   /** AES-256 key of the workspaces' own recipient database URLs at rest (RECIPIENTS_ENCRYPTION_KEY). */
   recipientsEncryptionKey: Buffer;
+  /** BOUNCE_MAILBOX_URL: the POP3 mailbox bounces and feedback reports arrive in; unset, none is read. */
+  bounceMailbox: { url: URL; intervalMs: number } | undefined;
+}
+
+/** BOUNCE_MAILBOX_URL: `pop3://user:password@host:port`, or `pop3s://` (TLS). */
+function bounceMailbox(env: EnvReader): DeliveryConfig['bounceMailbox'] {
+  const intervalMs = env.positiveInt('BOUNCE_MAILBOX_INTERVAL_MS', 60_000);
+  const text = env.string('BOUNCE_MAILBOX_URL', '');
+  if (text === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('BOUNCE_MAILBOX_URL must be a pop3:// or pop3s:// URL');
+  }
+  if ((url.protocol !== 'pop3:' && url.protocol !== 'pop3s:') || !url.hostname || !url.username) {
+    throw new ConfigError('BOUNCE_MAILBOX_URL must be pop3://user:password@host:port or pop3s://user:password@host:port');
+  }
+  return { url, intervalMs };
 }
 
 /** `?tls=off` in SMTP_URL: plain SMTP, for a local Mailpit; refused in production. */
@@ -121,5 +140,6 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     // Development only too: the gateway verifies with the same default only if it is given it.
     trackingSigningKey: trackingSigningKey ?? 'development-tracking-key',
     recipientsEncryptionKey: recipientsEncryptionKey(env, production),
+    bounceMailbox: bounceMailbox(env),
   };
 }

@@ -5,6 +5,7 @@ import { deliveryV1 } from '@mail/proto';
 import { readConfig, readDatabaseUrl } from './config';
 import { connectUpstream } from './grpc/clients';
 import { deliveryHandlers } from './grpc/handlers';
+import { BounceMailbox } from './sending/bounce-mailbox';
 import { EventPublisher } from './sending/events';
 import { Scheduler } from './sending/scheduler';
 import { Sender, type UnsubscribeClaims } from './sending/sender';
@@ -47,11 +48,8 @@ void runService({
     };
     const sourceUrl = async (workspaceId: string): Promise<string> =>
       (await recipientDatabaseUrl(db, config.recipientsEncryptionKey, workspaceId)) ?? config.recipientsDatabaseUrl;
-    const sender = new Sender(
-      { store: new SendingStore(db), recipientDatabaseUrl: sourceUrl, upstream, transport, events, signUnsubscribe },
-      options,
-      logger,
-    );
+    const store = new SendingStore(db);
+    const sender = new Sender({ store, recipientDatabaseUrl: sourceUrl, upstream, transport, events, signUnsubscribe }, options, logger);
     const scheduler = new Scheduler(
       db,
       upstream,
@@ -62,8 +60,10 @@ void runService({
     // A read that outlived its time limit and its cancel is the process's own fault: a stuck load.
     readiness.add('postgres', () => db.raw('select 1'));
     readiness.add('recipient-loads', () => (stuckReads() === 0 ? Promise.resolve() : Promise.reject(new Error('a load is stuck'))));
+    const bounceMailbox = config.bounceMailbox && new BounceMailbox(db, store, events, config.bounceMailbox, logger);
     await sender.start();
     scheduler.start();
+    bounceMailbox?.start();
     return {
       grpcServices: [
         {
@@ -81,6 +81,7 @@ void runService({
       close: [
         { name: 'stop scheduler', run: () => scheduler.stop() },
         { name: 'stop sender', run: () => sender.stop() },
+        { name: 'stop bounce mailbox', run: () => bounceMailbox?.stop() ?? Promise.resolve() },
         { name: 'close smtp pool', run: () => Promise.resolve(transport.close()) },
         { name: 'close kafka', run: () => Promise.all([events.close(), admin.disconnect()]).then(() => undefined) },
         { name: 'close clients', run: () => Promise.resolve(upstream.close()) },

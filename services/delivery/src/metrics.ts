@@ -19,6 +19,17 @@ export const deliveryMetrics = {
     labelNames: ['source'] as const,
     registers: [registry],
   }),
+  bounceMailboxMessages: new prometheus.Counter({
+    name: 'delivery_bounce_mailbox_messages_total',
+    help: 'Messages read from the bounce mailbox, by outcome (matched: a bounce or spam report of a message of a run, stored and removed; unmatched: kept in the mailbox)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  bounceMailboxReadFailures: new prometheus.Counter({
+    name: 'delivery_bounce_mailbox_read_failures_total',
+    help: 'Reads of the bounce mailbox that failed (the POP3 server unreachable or refusing, Kafka down); the next interval tries again',
+    registers: [registry],
+  }),
   loadsRunning: new prometheus.Gauge({
     name: 'delivery_recipient_loads_running',
     help: 'Runs whose recipients this process is reading from their recipient database now',

@@ -10,7 +10,8 @@ import {
   smtpBounceClass,
 } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
-import type { BouncedRecipient, SentRecipient } from '../store/sending';
+import type { MailboxReport } from '../domain/reports';
+import type { BouncedRecipient, MessageRecipient, SentRecipient } from '../store/sending';
 
 /** The same key always gives the same id: ingestion drops a republished event as a duplicate. */
 export function stableEventId(kind: string, key: string): string {
@@ -64,6 +65,49 @@ export function smtpBounceEvent(bounced: BouncedRecipient, receivedAt: Date): ev
     runId: bounced.runId,
     workspaceId: bounced.workspaceId,
     campaignId: bounced.campaignId,
+  };
+}
+
+/**
+ * The event of a report in the bounce mailbox about one of our messages: a `bounce` (classed by its status code
+ * and diagnostic) or a `spamreport`. `reportKey` names the mailbox message: read again (its deletion did not take),
+ * it gives the same event id, which ingestion drops as a duplicate.
+ */
+export function mailboxReportEvent(
+  report: MailboxReport,
+  recipient: MessageRecipient,
+  reportKey: string,
+  occurredAt: Date,
+  receivedAt: Date,
+): eventsV1.EngagementEvent {
+  const bounce = report.kind === 'bounce';
+  return {
+    providerEventId: stableEventId(bounce ? 'dsn' : 'arf', reportKey),
+    providerMessageId: recipient.messageId,
+    provider: 'smtp',
+    eventType: bounce ? eventsV1.EventType.EVENT_TYPE_BOUNCE : eventsV1.EventType.EVENT_TYPE_SPAM_REPORT,
+    bounceType: !bounce
+      ? eventsV1.BounceType.BOUNCE_TYPE_UNSPECIFIED
+      : report.bounceType === 'hard'
+        ? eventsV1.BounceType.BOUNCE_TYPE_HARD
+        : eventsV1.BounceType.BOUNCE_TYPE_SOFT,
+    bounceClass: bounce ? smtpBounceClass(undefined, report.reason, report.status) : eventsV1.BounceClass.BOUNCE_CLASS_UNSPECIFIED,
+    email: recipient.email,
+    occurredAt,
+    receivedAt,
+    categories: recipient.providerCategoryId === null ? [] : [recipient.providerCategoryId],
+    reason: bounce ? report.reason : undefined,
+    rawJson: JSON.stringify({
+      run_id: recipient.runId,
+      message_id: recipient.messageId,
+      report: bounce ? { status: report.status, diagnostic: report.reason } : { feedback_type: 'abuse' },
+    }),
+    machineOpen: false,
+    machineClick: false,
+    variantId: recipient.variantId ?? undefined,
+    runId: recipient.runId,
+    workspaceId: recipient.workspaceId,
+    campaignId: recipient.campaignId,
   };
 }
 

@@ -79,6 +79,17 @@ export interface BouncedRecipient {
   providerCategoryId: string | null;
 }
 
+/** The recipient of a run's message, found by its Message-ID. */
+export interface MessageRecipient {
+  runId: string;
+  workspaceId: string;
+  campaignId: string;
+  email: string;
+  variantId: string | null;
+  messageId: string;
+  providerCategoryId: string | null;
+}
+
 /** A live worker's heartbeat is younger than the lease; the database's clock decides, for every replica alike. */
 const DEAD = `SELECT id FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)`;
 const LIVE = `SELECT id FROM workers WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)`;
@@ -543,6 +554,36 @@ export class SendingStore {
       );
       return rows.length;
     });
+  }
+
+  /** The recipient of the run's message with this Message-ID (without angle brackets), which a returned report names. */
+  async recipientOfMessage(messageId: string): Promise<MessageRecipient | undefined> {
+    const { rows } = await this.query<{
+      run_id: string;
+      workspace_id: string;
+      campaign_id: string;
+      email: string;
+      variant_id: string | null;
+      provider_category_id: string | null;
+    }>(
+      `SELECT rr.run_id, r.workspace_id, r.campaign_id, rr.email, rr.variant_id, r.plan->>'providerCategoryId' AS provider_category_id
+       FROM run_recipients rr JOIN runs r ON r.id = rr.run_id
+       WHERE rr.message_id = $1
+       LIMIT 1`,
+      [messageId],
+    );
+    const row = rows[0];
+    return (
+      row && {
+        runId: row.run_id,
+        workspaceId: row.workspace_id,
+        campaignId: row.campaign_id,
+        email: row.email,
+        variantId: row.variant_id,
+        messageId,
+        providerCategoryId: row.provider_category_id,
+      }
+    );
   }
 
   /**
