@@ -261,6 +261,7 @@ beforeAll(async () => {
       RECIPIENTS_DATABASE_URL: await ensureRecipientDatabase(recipients.url),
       SMTP_URL: mailpit.smtpUrl,
       UNSUBSCRIBE_SIGNING_KEY: `dashboard-${suffix}`,
+      TRACKING_SIGNING_KEY: `dashboard-tracking-${suffix}`,
       // Slow enough that a run is still sending when its Pause button is pressed.
       SEND_RATE_PER_SECOND: '10',
     },
@@ -861,6 +862,160 @@ test('A/B test: the form saves ab_test, a waiting run shows its variants and tak
   const followUp = await runOf(followUpId);
   expect(followUp).toMatchObject({ campaign_id: campaign.id, audience: { run_id: runId, engagement: 'not_opened' }, ab_test: null });
   expect(followUp.counts).toMatchObject({ recipients: RUN_ACCOUNTS, sent: RUN_ACCOUNTS });
+  expect(problems).toEqual([]);
+  await page.close();
+});
+
+test('tracking: the switches save to the campaign; a run shows its opens and clicks by people and machines, top links and bounces by class', async () => {
+  const template = await api<{ id: string }>(
+    'POST',
+    '/templates/',
+    {
+      name: 'Tracked',
+      subject: 'Hi {{first_name}}',
+      html: '<html><body><a href="https://shop.example.com/sale">sale</a> <a href="https://shop.example.com/terms">terms</a></body></html>',
+      text: 'Hi {{first_name}}',
+    },
+    workspaceId,
+  );
+  const category = `dash-tracked-${randomUUID()}`;
+  const campaign = await api<{ id: string }>(
+    'POST',
+    '/email-campaigns/',
+    {
+      workspace_id: workspaceId,
+      name: 'A tracked run',
+      provider_category_id: category,
+      recipient_source: 'csv_account_ids',
+      csv_account_ids: ['acc-1', 'acc-2', 'acc-3'],
+      from_email: 'news@sender.example.com',
+      template_id: template.id,
+    },
+    workspaceId,
+  );
+  const campaignOf = () =>
+    api<{ track_opens: boolean; track_clicks: boolean }>('GET', `/email-campaigns/${campaign.id}`, undefined, workspaceId);
+
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${stack.urls.gateway}/dashboard#runs`);
+  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: 10_000 });
+  await page.selectOption('[data-testid="workspace"]', workspaceId);
+  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: 10_000 });
+  await page.selectOption('[data-testid="runs-campaign"]', campaign.id);
+  const form = '[data-testid="tracking-form"][data-status="ready"]';
+  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="true"]`, { timeout: 10_000 });
+
+  // Each switch saves to the campaign; both on again for the run.
+  await page.uncheck('[data-testid="track-clicks"]');
+  await page.click('[data-testid="tracking-save"]');
+  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="false"]`, { timeout: 10_000 });
+  expect(await campaignOf()).toMatchObject({ track_opens: true, track_clicks: false });
+  await page.check('[data-testid="track-clicks"]');
+  await page.uncheck('[data-testid="track-opens"]');
+  await page.click('[data-testid="tracking-save"]');
+  await page.waitForSelector(`${form}[data-track-opens="false"][data-track-clicks="true"]`, { timeout: 10_000 });
+  expect(await campaignOf()).toMatchObject({ track_opens: false, track_clicks: true });
+  await page.check('[data-testid="track-opens"]');
+  await page.click('[data-testid="tracking-save"]');
+  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="true"]`, { timeout: 10_000 });
+
+  await page.click('[data-testid="send-now"]');
+  const row = page.locator('[data-testid="runs-list"] tbody tr').first();
+  await row.waitFor({ timeout: 10_000 });
+  const runId = (await row.getAttribute('data-run-id'))!;
+  await page.waitForSelector(`tr[data-run-id="${runId}"][data-status="completed"]`, { timeout: 60_000 });
+  const sent = (await mailpit.messages()).find((message) => message.MessageID.startsWith(`${runId}.`))!;
+  const html = (await mailpit.message(sent.ID)).HTML;
+  const [sale, terms] = [...html.matchAll(/href="[^"]*?(\/t\/c\/[\w-]+\.[\w-]+)"/g)].map((match) => match[1]);
+  const pixel = /<img src="[^"]*?(\/t\/o\/[\w-]+\.[\w-]+)"/.exec(html)![1];
+  const browserAgent = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36';
+  const track = (route: string, userAgent = browserAgent) =>
+    fetch(`${stack.urls.gateway}${route}`, { headers: { 'user-agent': userAgent }, redirect: 'manual' });
+  // A person opens and clicks "sale" twice; Apple's proxy fetches the pixel (bare Mozilla/5.0), a scanner follows "terms".
+  for (const answer of await Promise.all([
+    track(pixel),
+    track(pixel, 'Mozilla/5.0'),
+    track(sale),
+    track(sale),
+    track(terms, 'Mozilla/5.0 (compatible; Barracuda Sentinel link scanner)'),
+  ])) {
+    expect([200, 302]).toContain(answer.status);
+  }
+  // SendGrid bounces of two of the run's messages (run_id is the custom argument the sender sets): one hard, one soft.
+  const bounce = (email: string, type: string, bounceClassification: string) => ({
+    email,
+    event: 'bounce',
+    type,
+    bounce_classification: bounceClassification,
+    reason: `${type} of ${email}`,
+    timestamp: ago(0),
+    sg_event_id: `dash-bounce-${randomUUID()}`,
+    category: [category],
+    run_id: runId,
+  });
+  await api('POST', '/campaign-events/webhook', [
+    bounce('reader2@runs.example.com', 'bounce', 'Invalid Address'),
+    bounce('reader3@runs.example.com', 'blocked', 'Mailbox Unavailable'),
+  ]);
+  const runStats = await waitFor(
+    'the run’s tracked events and bounces in its stats',
+    () => api<Stats>('GET', `/campaign-events/stats?run_id=${runId}`, undefined, workspaceId),
+    (answer) => answer.totals.opens === 2 && answer.totals.clicks === 3 && answer.totals.hard_bounces + answer.totals.soft_bounces === 2,
+  );
+  const totals = runStats.totals as Counts & { machine_clicks: number };
+  expect(totals).toMatchObject({ sent: 3, machine_opens: 1, unique_opens: 1, machine_clicks: 1, unique_clicks: 1, hard_bounces: 1 });
+
+  const panel = `[data-testid="run-engagement"][data-run-id="${runId}"]`;
+  await Promise.all([
+    page.waitForResponse((response) => response.url().includes(`/campaign-events/stats?run_id=${runId}`)),
+    page.click(`${panel} [data-testid="run-engagement-refresh"]`),
+  ]);
+  await page.waitForSelector(`${panel}[data-status="ready"]`, { timeout: 10_000 });
+  const figures = await page
+    .locator(`${panel} [data-testid="run-engagement-figures"] tbody tr`)
+    .evaluateAll((rows) =>
+      rows.map((tr) => [tr.getAttribute('data-testid'), ...[...tr.querySelectorAll('td')].map((td) => td.textContent)]),
+    );
+  const figureRow = (id: string, all: number, machines: number, unique: number, rate: number | null) => [
+    id,
+    formatCount(all - machines),
+    formatCount(machines),
+    formatCount(unique),
+    formatRate(unique / totals.sent),
+    formatRate(rate),
+  ];
+  expect(figures).toEqual([
+    figureRow('run-opens', totals.opens, totals.machine_opens, totals.unique_opens, totals.open_rate),
+    figureRow('run-clicks', totals.clicks, totals.machine_clicks, totals.unique_clicks, totals.click_rate),
+  ]);
+  expect(figures).toEqual([
+    ['run-opens', '1', '1', '1', '33.3%', '–'],
+    ['run-clicks', '2', '1', '1', '33.3%', '–'],
+  ]);
+  const links = await page
+    .locator(`${panel} [data-testid="run-top-links"] tbody tr`)
+    .evaluateAll((rows) => rows.map((tr) => [...tr.children].map((cell) => cell.textContent)));
+  expect(links).toEqual(runStats.top_links.map((link) => [link.url, formatCount(link.clicks), formatCount(link.unique_clicks)]));
+  expect(links).toEqual([
+    ['https://shop.example.com/sale', '2', '1'],
+    ['https://shop.example.com/terms', '1', '1'],
+  ]);
+  const bounces = await page
+    .locator(`${panel} [data-testid="run-bounces"] tbody tr`)
+    .evaluateAll((rows) =>
+      rows.map((tr) => [tr.getAttribute('data-bounce-class'), ...[...tr.querySelectorAll('td')].map((td) => td.textContent)]),
+    );
+  expect(bounces).toEqual([
+    ['invalid_address', '1', '0'],
+    ['mailbox_unavailable', '0', '1'],
+  ]);
+  expect(await page.textContent(`${panel} [data-testid="run-engagement-summary"]`)).toBe(
+    'Sent 3, delivered 0 (as providers report it), bounces 1 hard, 1 soft.',
+  );
+  fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'dashboard-run-engagement.png'), fullPage: true });
   expect(problems).toEqual([]);
   await page.close();
 });

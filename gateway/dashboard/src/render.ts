@@ -237,7 +237,7 @@ function campaignName(id: string, names: ReadonlyMap<string, string>): string {
 }
 
 /** Only http(s) addresses become links; anything else (javascript:, data:) stays text. */
-function linkTo(url: string): Node {
+export function linkTo(url: string): Node {
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);

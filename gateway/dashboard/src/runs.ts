@@ -3,6 +3,7 @@ import type { CampaignRun, RecipientStatus, RunAction, RunRecipient } from './ap
 import { byId } from './dom';
 import { formatCount } from './format';
 import { confirmAction, type ViewContext } from './suppressions';
+import { RunEngagement, TrackingForm } from './tracking';
 
 /**
  * The Campaign runs page: a campaign's runs (newest first) with a progress bar
@@ -97,17 +98,21 @@ export class RunsView {
   private poll: ReturnType<typeof setTimeout> | undefined;
   private readonly abTest: AbTestForm;
   private readonly detail: RunDetail;
+  private readonly tracking: TrackingForm;
+  private readonly engagement: RunEngagement;
 
   constructor(private readonly context: ViewContext) {
     this.abTest = new AbTestForm(context, this.campaign);
-    byId('runs-filters').after(...this.abTest.parts());
+    this.tracking = new TrackingForm(context, this.campaign);
+    byId('runs-filters').after(...this.abTest.parts(), ...this.tracking.parts());
     this.detail = new RunDetail(
       context,
       this.campaign,
       () => void this.loadRuns(),
       (run) => this.showRun(run),
     );
-    this.heading.after(this.detail.element);
+    this.engagement = new RunEngagement(context);
+    this.heading.after(this.detail.element, this.engagement.element);
     this.campaign.addEventListener('change', () => {
       this.page = 1;
       this.selectRun(undefined);
@@ -152,6 +157,7 @@ export class RunsView {
       return;
     }
     void this.abTest.load();
+    void this.tracking.load();
     await this.loadRuns();
   }
 
@@ -166,7 +172,10 @@ export class RunsView {
   private showRun(run: CampaignRun): void {
     const otherCampaign = this.campaign.value !== run.campaign_id;
     this.campaign.value = run.campaign_id;
-    if (otherCampaign) void this.abTest.load();
+    if (otherCampaign) {
+      void this.abTest.load();
+      void this.tracking.load();
+    }
     this.page = 1;
     this.selectRun(run);
     void this.loadRuns();
@@ -281,6 +290,7 @@ export class RunsView {
     this.selectedRun = run;
     this.panel.hidden = run === undefined;
     this.detail.show(run);
+    this.engagement.show(run);
     if (!run) return;
     this.heading.textContent = `Recipients of the run of ${when(run.created_at)} (${run.status})`;
     this.panel.dataset.runId = run.id;
