@@ -24,14 +24,14 @@ export interface MailpitMessageDetail extends MailpitMessage {
 }
 
 export interface MailpitOptions {
-  /** Serve its messages over POP3 too, to this login (a bounce mailbox). */
-  pop3?: { user: string; password: string };
+  /** Serve its messages over POP3 too, to this login (a bounce mailbox); with `tls` (PEM files), TLS from the start. */
+  pop3?: { user: string; password: string; tls?: { certFile: string; keyFile: string } };
 }
 
 export interface Mailpit {
   /** For SMTP_URL: plain SMTP (`?tls=off`). */
   smtpUrl: string;
-  /** `pop3://user:password@127.0.0.1:port` when started with `pop3` (for BOUNCE_MAILBOX_URL). */
+  /** `pop3://user:password@127.0.0.1:port` (`pop3s://` with TLS) when started with `pop3` (for BOUNCE_MAILBOX_URL). */
   pop3Url: string | undefined;
   apiUrl: string;
   /** The Mailpit process (benchmarks read its CPU time). */
@@ -59,7 +59,9 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
   // The auth file is what turns Mailpit's POP3 server on.
   const authFile = path.join(dir, 'pop3-auth');
   if (options.pop3) fs.writeFileSync(authFile, `${options.pop3.user}:${options.pop3.password}\n`, { mode: 0o600 });
+  const pop3Tls = options.pop3?.tls;
   const pop3Flags = options.pop3 ? ['--pop3', `127.0.0.1:${pop3}`, '--pop3-auth-file', authFile] : [];
+  if (pop3Tls) pop3Flags.push('--pop3-tls-cert', pop3Tls.certFile, '--pop3-tls-key', pop3Tls.keyFile);
   const child: ChildProcess = spawn(
     binary,
     [
@@ -108,7 +110,7 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
   return {
     smtpUrl: `smtp://127.0.0.1:${smtp}?tls=off`,
     pop3Url: options.pop3
-      ? `pop3://${encodeURIComponent(options.pop3.user)}:${encodeURIComponent(options.pop3.password)}@127.0.0.1:${pop3}`
+      ? `${pop3Tls ? 'pop3s' : 'pop3'}://${encodeURIComponent(options.pop3.user)}:${encodeURIComponent(options.pop3.password)}@127.0.0.1:${pop3}`
       : undefined,
     apiUrl,
     pid: child.pid,

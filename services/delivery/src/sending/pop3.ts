@@ -27,7 +27,9 @@ export class Pop3Client {
   static async open(url: URL, timeoutMs: number): Promise<Pop3Client> {
     const secure = url.protocol === 'pop3s:';
     const port = url.port ? Number(url.port) : secure ? 995 : 110;
-    const socket = secure ? tls.connect({ host: url.hostname, port, servername: url.hostname }) : net.connect({ host: url.hostname, port });
+    // SNI takes host names only (RFC 6066); the certificate is checked against the host either way.
+    const servername = net.isIP(url.hostname) ? undefined : url.hostname;
+    const socket = secure ? tls.connect({ host: url.hostname, port, servername }) : net.connect({ host: url.hostname, port });
     socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`the POP3 server did not answer within ${timeoutMs} ms`)));
     const client = new Pop3Client(socket);
     try {
