@@ -21,7 +21,7 @@ export const deliveryMetrics = {
   }),
   bounceMailboxMessages: new prometheus.Counter({
     name: 'delivery_bounce_mailbox_messages_total',
-    help: 'Messages read from the bounce mailbox, by outcome (matched: a bounce or spam report of a message of a run, stored and removed; unmatched: kept in the mailbox)',
+    help: 'Messages read from the bounce mailbox, by outcome (matched: a bounce or spam report of a message of a run, stored and removed; unmatched: kept in the mailbox, counted once by each process that reads it)',
     labelNames: ['outcome'] as const,
     registers: [registry],
   }),

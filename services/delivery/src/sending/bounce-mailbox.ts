@@ -15,6 +15,8 @@ const LOCK_KEY = "hashtext('delivery.bounce-mailbox')";
 const REPLY_TIMEOUT_MS = 60_000;
 /** Messages read in one pass; the rest wait for the next (after the first ones are removed). */
 const PASS_MAX_MESSAGES = 1_000;
+/** Unique ids of kept messages remembered; past it they are read once more. */
+const KEPT_MAX = 100_000;
 
 export interface BounceMailboxOptions {
   url: URL;
@@ -33,6 +35,8 @@ export class BounceMailbox {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly stopped = new AbortController();
+  /** Messages this process found to match nothing: they stay in the mailbox, and are not read again by it. */
+  private readonly kept = new Set<string>();
 
   constructor(
     private readonly db: Knex,
@@ -85,11 +89,14 @@ export class BounceMailbox {
       const found: { number: number; event: eventsV1.EngagementEvent }[] = [];
       let unmatched = 0;
       const receivedAt = new Date();
-      for (const number of (await mailbox.list()).slice(0, PASS_MAX_MESSAGES)) {
+      const unread = (await mailbox.list()).filter((message) => !this.kept.has(message.uid));
+      for (const { number, uid } of unread.slice(0, PASS_MAX_MESSAGES)) {
         const raw = await mailbox.retrieve(number);
         const report = await parseReport(raw).catch(() => undefined);
         const recipient = report && (await this.store.recipientOfMessage(report.originalMessageId));
         if (!report || !recipient) {
+          if (this.kept.size >= KEPT_MAX) this.kept.clear();
+          this.kept.add(uid);
           unmatched += 1;
           continue;
         }

@@ -2,7 +2,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 /**
- * A small POP3 client (RFC 1939: USER/PASS, LIST, RETR, DELE, QUIT; `pop3s:`
+ * A small POP3 client (RFC 1939: USER/PASS, UIDL, RETR, DELE, QUIT; `pop3s:`
  * is TLS from the start, RFC 8314), for the bounce mailbox. Not npm's
  * node-pop3 (0.11, the maintained one): it tells a reply's end only when the
  * terminating ".\r\n" arrives at the end of one TCP chunk, takes "+OK"/"-ERR"
@@ -43,14 +43,17 @@ export class Pop3Client {
     }
   }
 
-  /** The mailbox's message numbers. */
-  async list(): Promise<number[]> {
-    await this.command('LIST');
+  /** The mailbox's messages: their numbers in this session and their unique ids, which stay the same across sessions. */
+  async list(): Promise<{ number: number; uid: string }[]> {
+    await this.command('UIDL');
     const body = (await this.multiline()).toString('latin1');
     return body
       .split('\r\n')
       .filter((line) => line !== '')
-      .map((line) => Number(line.split(' ')[0]));
+      .map((line) => {
+        const [number, uid] = line.split(' ');
+        return { number: Number(number), uid };
+      });
   }
 
   /** The message as it is stored (its bytes, dot-stuffing undone). */
