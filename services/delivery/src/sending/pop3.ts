@@ -7,7 +7,8 @@ import tls from 'node:tls';
  * node-pop3 (0.11, the maintained one): it tells a reply's end only when the
  * terminating ".\r\n" arrives at the end of one TCP chunk, takes "+OK"/"-ERR"
  * from a chunk's first byte, and leaves dot-stuffed lines stuffed, so a
- * message split unluckily across reads hangs or arrives altered.
+ * message split unluckily across reads hangs or arrives altered. One command
+ * at a time: each call waits for its reply before the next is sent.
  */
 export class Pop3Client {
   private received: Buffer = Buffer.alloc(0);
