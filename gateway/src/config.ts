@@ -1,8 +1,8 @@
-import type { KeyObject } from 'node:crypto';
 import { ConfigError, EnvReader, checkTopicSettings, type TopicSettings } from '@mail/common';
 import type { FairUseLimits } from './limits/fair-use';
 import type { RequestTimeouts } from './limits/request-timeout';
-import { parseSendgridPublicKey } from './webhook/auth';
+import type { ConfiguredProvider } from './webhook/declaration';
+import { PROVIDERS } from './webhook/providers';
 
 export interface AuthConfig {
   /** DEV_AUTH_ENABLED=1, the one insecure mode: no token checks (every request acts as the mock platform admin), unverified webhooks. */
@@ -27,18 +27,8 @@ export interface DashboardConfig {
 }
 
 export interface WebhookConfig {
-  /** SendGrid's signed event webhook key, parsed from SENDGRID_WEBHOOK_PUBLIC_KEY (base64 DER or PEM, P-256). */
-  sendgridPublicKey?: KeyObject;
-  /** `user:password` for HTTP Basic on SendGrid's webhook. */
-  basicAuth?: string;
-  /** Mailgun's HTTP webhook signing key (MAILGUN_WEBHOOK_SIGNING_KEY). */
-  mailgunSigningKey?: string;
-  /** The SNS topics SES publishes to (SES_SNS_TOPIC_ARNS); empty when SES is not configured. */
-  sesTopicArns: string[];
-  /** Hosts SNS signing certificates and subscription URLs may come from (SES_SNS_CERT_HOST_PATTERN). */
-  sesCertHostPattern: RegExp;
-  /** `user:password` for HTTP Basic on Postmark's webhook (POSTMARK_WEBHOOK_BASIC_AUTH). */
-  postmarkBasicAuth?: string;
+  /** Every provider of gateway/src/webhook/providers, with the values of its variables. */
+  providers: ConfiguredProvider[];
   /** A provider without its credential is not served (404), unless DEV_AUTH_ENABLED=1, the one explicit insecure mode. */
   requireCredentials: boolean;
   kafkaBrokers: string[];
@@ -73,20 +63,15 @@ export interface GatewayConfig {
   services: { identity: string; campaign: string; brandGuide: string; analytics: string; delivery: string };
 }
 
-/** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
-const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
-
-function basicCredentials(name: string, value: string | undefined): string | undefined {
-  if (value !== undefined && !value.includes(':')) throw new ConfigError(`${name} must look like user:password`);
-  return value;
-}
-
-function hostPattern(source: string): RegExp {
-  try {
-    return new RegExp(source);
-  } catch {
-    throw new ConfigError(`SES_SNS_CERT_HOST_PATTERN is not a regular expression: ${source}`);
-  }
+/** "A or B, C, D or E": each provider's credentials, any one of which enables it. */
+function credentialList(): string {
+  const each = PROVIDERS.map((provider) =>
+    provider.variables
+      .filter((variable) => variable.credential)
+      .map((variable) => variable.name)
+      .join(' or '),
+  );
+  return `${each.slice(0, -1).join(', ')} or ${each.at(-1)}`;
 }
 
 /** Reads and checks the gateway's configuration; refuses unsafe production setups. */
@@ -114,14 +99,8 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
   };
   if (clientId !== undefined && !auth.issuer)
     throw new ConfigError('DASHBOARD_OIDC_CLIENT_ID needs AUTH_ISSUER, the issuer it signs in with');
-  const publicKey = env.optionalString('SENDGRID_WEBHOOK_PUBLIC_KEY');
   const webhook: WebhookConfig = {
-    sendgridPublicKey: publicKey === undefined ? undefined : parseSendgridPublicKey(publicKey),
-    basicAuth: basicCredentials('WEBHOOK_BASIC_AUTH', env.optionalString('WEBHOOK_BASIC_AUTH')),
-    mailgunSigningKey: env.optionalString('MAILGUN_WEBHOOK_SIGNING_KEY'),
-    sesTopicArns: env.list('SES_SNS_TOPIC_ARNS', []),
-    sesCertHostPattern: hostPattern(env.string('SES_SNS_CERT_HOST_PATTERN', DEFAULT_SNS_CERT_HOST_PATTERN)),
-    postmarkBasicAuth: basicCredentials('POSTMARK_WEBHOOK_BASIC_AUTH', env.optionalString('POSTMARK_WEBHOOK_BASIC_AUTH')),
+    providers: PROVIDERS.map((provider) => provider.configure(env)),
     // Whatever NODE_ENV says: a deployment that forgets it must not take unverified events.
     requireCredentials: !auth.devAuthEnabled,
     kafkaBrokers: env.list('KAFKA_BROKERS', ['127.0.0.1:29092']),
@@ -133,17 +112,8 @@ export function readGatewayConfig(env = new EnvReader()): GatewayConfig {
     }),
     publishTimeoutMs: env.int('WEBHOOK_PUBLISH_TIMEOUT_MS', 10_000),
   };
-  const credentialed = [
-    webhook.sendgridPublicKey ?? webhook.basicAuth,
-    webhook.mailgunSigningKey,
-    webhook.sesTopicArns[0],
-    webhook.postmarkBasicAuth,
-  ];
-  if (production && credentialed.every((credential) => credential === undefined)) {
-    throw new ConfigError(
-      'In production at least one webhook provider needs its credential: SENDGRID_WEBHOOK_PUBLIC_KEY or WEBHOOK_BASIC_AUTH, ' +
-        'MAILGUN_WEBHOOK_SIGNING_KEY, SES_SNS_TOPIC_ARNS or POSTMARK_WEBHOOK_BASIC_AUTH',
-    );
+  if (production && !webhook.providers.some((provider) => provider.credentialed)) {
+    throw new ConfigError(`In production at least one webhook provider needs its credential: ${credentialList()}`);
   }
   const trackingSigningKey = env.optionalString('TRACKING_SIGNING_KEY');
   if (production && trackingSigningKey === undefined) {

@@ -250,6 +250,7 @@ it('stores a batch delivered three times once: listed and counted once', async (
     machine_opens: 0,
     unique_opens: 2,
     clicks: 1,
+    machine_clicks: 0,
     unique_clicks: 1,
     delivery_rate: null,
     open_rate: null,

@@ -3,6 +3,7 @@ import { ConfigError, EnvReader } from '@mail/common';
 import { infraEnv, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readGatewayConfig } from '../src/config';
+import { parseSendgridPublicKey } from '../src/webhook/auth';
 import { cpuMs } from './cpu-time';
 import {
   defaultPartitionOf,
@@ -119,7 +120,8 @@ describe('signed webhook (SENDGRID_WEBHOOK_PUBLIC_KEY)', () => {
 
   it('takes the key as PEM too, and refuses to start with a key that is not P-256', () => {
     const pem = readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', SENDGRID_WEBHOOK_PUBLIC_KEY: keys.publicKeyPem }));
-    expect(pem.webhook.sendgridPublicKey?.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+    expect(pem.webhook.providers.find((provider) => provider.name === 'sendgrid')?.credentialed).toBe(true);
+    expect(parseSendgridPublicKey(keys.publicKeyPem).asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
 
     const rsa = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'der', type: 'spki' });
     const withKey = (key: string) => () => readGatewayConfig(new EnvReader({ DEV_AUTH_ENABLED: '1', SENDGRID_WEBHOOK_PUBLIC_KEY: key }));
@@ -472,6 +474,7 @@ describe('normalization and delivery', () => {
       ip: '203.0.113.7',
       rawJson: expect.any(String),
       machineOpen: false,
+      machineClick: false,
       variantId: undefined,
       bounceClass: BounceClass.BOUNCE_CLASS_UNSPECIFIED,
     });

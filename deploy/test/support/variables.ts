@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { PROVIDERS } from '../../../gateway/src/webhook/providers';
 import { REPO_ROOT } from './tools';
 
 export const SERVICES = ['identity', 'campaign', 'brand-guide', 'analytics', 'ingestion', 'delivery'] as const;
@@ -26,7 +27,8 @@ const PROCESS_ENV = /\bprocess\.env(?:\.([A-Z][A-Z0-9_]*)|\[\s*['"]([A-Z][A-Z0-9
  * Every variable the processes read, found in their sources: the EnvReader
  * calls (env.string('X'), env.int, env.positiveInt, env.bool, env.list,
  * env.optionalString, env.optionalInt),
- * each service's grpcAddressVariable, and any direct process.env.X.
+ * each service's grpcAddressVariable, any direct process.env.X, and the
+ * variables the webhook providers declare (gateway/src/webhook/providers).
  * services/common is read by every service (runService reads its config).
  */
 export function variablesReadByCode(): VariableRead[] {
@@ -47,6 +49,12 @@ export function variablesReadByCode(): VariableRead[] {
       for (const match of text.matchAll(PROCESS_ENV)) {
         reads.push({ variable: match[1] ?? match[2], processes: root.processes, source });
       }
+    }
+  }
+  for (const provider of PROVIDERS) {
+    for (const variable of provider.variables) {
+      const codeDefault = /^`(.*)`$/.exec(variable.documentedDefault)?.[1];
+      reads.push({ variable: variable.name, processes: ['gateway'], source: `the ${provider.name} provider's declaration`, codeDefault });
     }
   }
   return reads;

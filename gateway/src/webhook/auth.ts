@@ -88,3 +88,15 @@ export function basicAuthMatches(expected: string, authorization: string | undef
   const digest = (value: string): Buffer => crypto.createHash('sha256').update(value, 'utf8').digest();
   return crypto.timingSafeEqual(digest(given ?? ''), digest(expected)) && given !== undefined;
 }
+
+/** HTTP Basic in front of a webhook: the 401's challenge and the header check, both empty without credentials. */
+export function basicAuthGate(credentials: string | undefined): {
+  challenge: Record<string, string>;
+  failure(authorization: string | undefined): string | undefined;
+} {
+  return {
+    challenge: credentials ? { 'WWW-Authenticate': 'Basic realm="campaign-events"' } : {},
+    failure: (authorization) =>
+      credentials && !basicAuthMatches(credentials, authorization) ? 'Invalid or missing webhook credentials' : undefined,
+  };
+}

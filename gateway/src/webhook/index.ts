@@ -1,13 +1,8 @@
 import type { Router } from 'express';
 import { createKafka, topicConfig, type Logger } from '@mail/common';
 import type { WebhookConfig } from '../config';
-import type { WebhookProvider } from './provider';
-import { mailgunProvider } from './providers/mailgun';
-import { postmarkProvider } from './providers/postmark';
-import { sendgridProvider } from './providers/sendgrid';
-import { sesProvider } from './providers/ses';
 import { EventPublisher } from './publisher';
-import { providerPaths, webhookRouter } from './router';
+import { webhookRouter } from './router';
 import { ensureTopicsInBackground } from './topics';
 
 export interface Webhook {
@@ -20,16 +15,6 @@ export interface Webhook {
   close: () => Promise<void>;
 }
 
-/** Every provider's webhook, each with the credential the configuration gives it (or none). */
-function webhookProviders(config: WebhookConfig, logger: Logger): WebhookProvider[] {
-  return [
-    sendgridProvider({ publicKey: config.sendgridPublicKey, basicAuth: config.basicAuth }),
-    mailgunProvider(config.mailgunSigningKey),
-    sesProvider({ topicArns: config.sesTopicArns, certHostPattern: config.sesCertHostPattern, logger }),
-    postmarkProvider(config.postmarkBasicAuth),
-  ];
-}
-
 /** The provider webhooks and their Kafka side: topic set-up, the producer, the readiness check. */
 export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
   const kafka = createKafka('gateway', config.kafkaBrokers, logger);
@@ -37,12 +22,11 @@ export function createWebhook(config: WebhookConfig, logger: Logger): Webhook {
   const topics = ensureTopicsInBackground(admin, [topicConfig(config.eventsTopic, config.topicSettings)], logger);
   const publisher = new EventPublisher(kafka, admin, config.eventsTopic, config.publishTimeoutMs, logger);
   publisher.connect().catch((error: unknown) => logger.warn({ err: error }, 'kafka producer not connected yet'));
-  const providers = webhookProviders(config, logger);
+  const providers = config.providers.map((provider) => provider.create(logger));
   for (const provider of providers.filter((candidate) => !candidate.verifies)) {
-    const paths = providerPaths(provider);
-    if (config.requireCredentials)
-      logger.info({ provider: provider.name, paths }, 'webhook provider without its credential: disabled (404)');
-    else logger.warn({ provider: provider.name, paths }, 'webhook provider without its credential: UNVERIFIED posts are accepted');
+    const where = { provider: provider.name, paths: provider.paths };
+    if (config.requireCredentials) logger.info(where, 'webhook provider without its credential: disabled (404)');
+    else logger.warn(where, 'webhook provider without its credential: UNVERIFIED posts are accepted');
   }
   return {
     router: webhookRouter({ providers, requireCredentials: config.requireCredentials, publisher }),

@@ -7,9 +7,6 @@ import { isRecord } from '../pydantic/request-schemas';
 import { jsonSyntaxViolations } from '../pydantic/violations';
 import { MAX_TIMESTAMP } from './events';
 
-export const PROVIDER_NAMES = ['sendgrid', 'mailgun', 'ses', 'postmark'] as const;
-export type ProviderName = (typeof PROVIDER_NAMES)[number];
-
 /** Where a normalized event came from in the body: the 422 about an event too large for Kafka points there. */
 export interface EventSource {
   loc: (string | number)[];
@@ -36,7 +33,9 @@ export type Reception =
  * normalized. The route around it (gateway/src/webhook/router.ts) is shared.
  */
 export interface WebhookProvider {
-  name: ProviderName;
+  name: string;
+  /** Where it answers (its declaration's paths). */
+  paths: string[];
   /** Whether its credential is configured, so that requests are verified. */
   verifies: boolean;
   /** Headers of a 401 (the Basic challenge where Basic is configured). */

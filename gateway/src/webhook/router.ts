@@ -2,11 +2,10 @@ import express, { type Request, type RequestHandler, type Router } from 'express
 import { prometheus, registry, valueError, type Violation } from '@mail/common';
 import { HttpError, notFound, unprocessable } from '../errors/http-error';
 import { encodeEvents } from './events';
-import { PROVIDER_NAMES, type Reception, type WebhookProvider } from './provider';
+import { PROVIDERS } from './providers';
+import type { Reception, WebhookProvider } from './provider';
 import { MAX_EVENT_BYTES, PublishError, eventBytes, type EventPublisher, type KeyedEvent } from './publisher';
 
-/** SendGrid's route; every provider also has its own below it (`/campaign-events/webhook/<provider>`). */
-const WEBHOOK_PATH = '/campaign-events/webhook';
 /** SendGrid posts up to 768 KB; the API takes up to 5 MB (docs/api.md, "Errors"). */
 const WEBHOOK_BODY_LIMIT = '5mb';
 
@@ -24,14 +23,10 @@ export interface WebhookOptions {
   publisher: EventPublisher;
 }
 
-const WEBHOOK_PATHS = new Set([WEBHOOK_PATH, ...PROVIDER_NAMES.map((name) => `${WEBHOOK_PATH}/${name}`)]);
+const WEBHOOK_PATHS = new Set(PROVIDERS.flatMap((provider) => provider.paths));
 
 /** Whether a request path is one of the provider webhooks (their bodies may take longer to arrive). */
 export const isWebhookPath = (path: string): boolean => WEBHOOK_PATHS.has(path);
-
-/** The paths a provider answers on: SendGrid keeps the original one. */
-export const providerPaths = (provider: WebhookProvider): string[] =>
-  provider.name === 'sendgrid' ? [WEBHOOK_PATH, `${WEBHOOK_PATH}/sendgrid`] : [`${WEBHOOK_PATH}/${provider.name}`];
 
 /**
  * One POST route per provider path, mounted before the JSON parser: the
@@ -42,7 +37,7 @@ export function webhookRouter(options: WebhookOptions): Router {
   // Exact case and trailing slash, like every other route of the app.
   const router = express.Router({ caseSensitive: true, strict: true });
   for (const provider of options.providers) {
-    for (const path of providerPaths(provider)) {
+    for (const path of provider.paths) {
       if (options.requireCredentials && !provider.verifies) {
         router.post(path, labelRoute(path), () => {
           throw notFound();

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
+import { smtpBounceClass } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { HttpError } from '../../errors/http-error';
-import { smtpBounceClass } from '../bounce-class';
 import {
   FieldReader,
   bodyObject,
@@ -11,9 +11,9 @@ import {
   strings,
   type EventFields,
   type JsonObject,
-  type WebhookProvider,
 } from '../provider';
 import { isRecord } from '../../pydantic/request-schemas';
+import { defineProvider, secretCredential } from '../declaration';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
 
@@ -87,42 +87,66 @@ function mailgunSignatureFailure(signingKey: string, signature: unknown): string
  * Mailgun's webhooks: one event per request, `{"signature": {...},
  * "event-data": {...}}`, signed with the account's webhook signing key.
  */
-export function mailgunProvider(signingKey: string | undefined): WebhookProvider {
-  const tokens = new TokenCache();
-  return {
-    name: 'mailgun',
-    verifies: signingKey !== undefined,
-    challenge: {},
-    receive: (_req, raw, receivedAt) => {
-      const body = bodyObject(parseJsonBody(raw));
-      let token: string | undefined;
-      if (signingKey) {
-        const failure = mailgunSignatureFailure(signingKey, body.signature);
-        if (failure) throw new HttpError(401, failure);
-        const signature = body.signature as { timestamp: string; token: string };
-        token = signature.token;
-        if (!tokens.reserve(token, (Number(signature.timestamp) + MAILGUN_SIGNATURE_TOLERANCE_SECONDS) * 1000)) {
-          throw new HttpError(401, 'Webhook token used before');
-        }
-      }
-      try {
-        const event = toEvent(body, receivedAt);
-        return Promise.resolve({
-          kind: 'events',
-          accepted: 1,
-          events: event ? [event] : [],
-          sourceOf: () => ({ loc: ['body', 'event-data'], input: body['event-data'] }),
-          settled: (published) => {
-            if (token !== undefined && !published) tokens.release(token);
-          },
-        });
-      } catch (error) {
-        if (token !== undefined) tokens.release(token);
-        throw error;
-      }
+export const mailgun = defineProvider({
+  name: 'mailgun',
+  variables: {
+    signingKey: secretCredential(
+      'MAILGUN_WEBHOOK_SIGNING_KEY',
+      "Mailgun's HTTP webhook signing key: its credential.",
+      'key-0123456789abcdef',
+    ),
+  },
+  docs: {
+    title: 'Mailgun',
+    verification: 'HMAC-SHA256 of timestamp and token (10 minutes either way, a token never taken twice by a replica)',
+    category: '`tags`',
+    variant: '`variant_id` user variable',
+    bounceSource: 'SMTP status (enhanced code, else reply code)',
+    bounceClasses: {
+      invalid_address: 'x.1.0-3, x.1.6, x.1.10; 550, 551, 553',
+      mailbox_unavailable: 'x.2.x (but x.2.3); 450, 452, 552',
+      technical: 'other x.1.x, x.3.x (but x.3.4), x.4.x, x.5.x, x.7.7, x.7.23-27 (authentication); 451',
+      content: 'x.2.3, x.3.4, x.6.x',
+      reputation: '5.7.x (other)',
+      frequency_or_volume: '4.7.x (other); 421',
+      unclassified: 'anything else',
     },
-  };
-}
+  },
+  create: ({ signingKey }) => {
+    const tokens = new TokenCache();
+    return {
+      challenge: {},
+      receive: (_req, raw, receivedAt) => {
+        const body = bodyObject(parseJsonBody(raw));
+        let token: string | undefined;
+        if (signingKey) {
+          const failure = mailgunSignatureFailure(signingKey, body.signature);
+          if (failure) throw new HttpError(401, failure);
+          const signature = body.signature as { timestamp: string; token: string };
+          token = signature.token;
+          if (!tokens.reserve(token, (Number(signature.timestamp) + MAILGUN_SIGNATURE_TOLERANCE_SECONDS) * 1000)) {
+            throw new HttpError(401, 'Webhook token used before');
+          }
+        }
+        try {
+          const event = toEvent(body, receivedAt);
+          return Promise.resolve({
+            kind: 'events',
+            accepted: 1,
+            events: event ? [event] : [],
+            sourceOf: () => ({ loc: ['body', 'event-data'], input: body['event-data'] }),
+            settled: (published) => {
+              if (token !== undefined && !published) tokens.release(token);
+            },
+          });
+        } catch (error) {
+          if (token !== undefined) tokens.release(token);
+          throw error;
+        }
+      },
+    };
+  },
+});
 
 /** The normalized event, or undefined for an event type that is accepted but not kept; a 422 for a malformed kept one. */
 function toEvent(body: JsonObject, receivedAt: Date): eventsV1.EngagementEvent | undefined {

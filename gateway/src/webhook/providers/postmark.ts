@@ -1,16 +1,8 @@
 import crypto from 'node:crypto';
 import { eventsV1 } from '@mail/proto';
-import { basicAuthMatches } from '../auth';
-import {
-  FieldReader,
-  bodyObject,
-  normalizedEvent,
-  optionalText,
-  parseJsonBody,
-  type EventFields,
-  type JsonObject,
-  type WebhookProvider,
-} from '../provider';
+import { basicAuthGate } from '../auth';
+import { basicAuthCredential, defineProvider } from '../declaration';
+import { FieldReader, bodyObject, normalizedEvent, optionalText, parseJsonBody, type EventFields, type JsonObject } from '../provider';
 import { isRecord } from '../../pydantic/request-schemas';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
@@ -91,25 +83,44 @@ const RECORD_TYPES: ReadonlyMap<string, RecordShape> = new Map([
 ] satisfies [string, RecordShape][]);
 
 /** Postmark's webhooks: one record per request, behind HTTP Basic credentials set in the webhook's URL. */
-export function postmarkProvider(basicAuth: string | undefined): WebhookProvider {
-  return {
-    name: 'postmark',
-    verifies: basicAuth !== undefined,
-    challenge: basicAuth ? { 'WWW-Authenticate': 'Basic realm="campaign-events"' } : {},
-    headerFailure: (req) =>
-      basicAuth && !basicAuthMatches(basicAuth, req.headers.authorization) ? 'Invalid or missing webhook credentials' : undefined,
-    receive: (_req, raw, receivedAt) => {
-      const record = bodyObject(parseJsonBody(raw));
-      const event = toEvent(record, receivedAt);
-      return Promise.resolve({
-        kind: 'events',
-        accepted: 1,
-        events: event ? [event] : [],
-        sourceOf: () => ({ loc: ['body'], input: record }),
-      });
+export const postmark = defineProvider({
+  name: 'postmark',
+  variables: {
+    basicAuth: basicAuthCredential('POSTMARK_WEBHOOK_BASIC_AUTH', "`user:password` for HTTP Basic on Postmark's webhook: its credential."),
+  },
+  docs: {
+    title: 'Postmark',
+    verification: 'HTTP Basic (the credentials set in the webhook URL)',
+    category: '`Tag`',
+    variant: '`Metadata` `variant_id`',
+    bounceSource: '`Type`',
+    bounceClasses: {
+      invalid_address: 'HardBounce, BadEmailAddress',
+      mailbox_unavailable: 'SoftBounce',
+      technical: 'Transient, DnsError, DMARCPolicy',
+      content: 'SpamNotification, VirusNotification',
+      reputation: 'Blocked',
+      unclassified: 'Unknown',
     },
-  };
-}
+  },
+  create: ({ basicAuth }) => {
+    const basic = basicAuthGate(basicAuth);
+    return {
+      challenge: basic.challenge,
+      headerFailure: (req) => basic.failure(req.headers.authorization),
+      receive: (_req, raw, receivedAt) => {
+        const record = bodyObject(parseJsonBody(raw));
+        const event = toEvent(record, receivedAt);
+        return Promise.resolve({
+          kind: 'events',
+          accepted: 1,
+          events: event ? [event] : [],
+          sourceOf: () => ({ loc: ['body'], input: record }),
+        });
+      },
+    };
+  },
+});
 
 function toEvent(record: JsonObject, receivedAt: Date): eventsV1.EngagementEvent | undefined {
   const fields = new FieldReader();

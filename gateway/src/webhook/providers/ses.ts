@@ -1,7 +1,6 @@
-import { valueError, type Logger } from '@mail/common';
+import { ConfigError, smtpBounceClass, valueError, type Logger } from '@mail/common';
 import { eventsV1 } from '@mail/proto';
 import { HttpError, unprocessable } from '../../errors/http-error';
-import { smtpBounceClass } from '../bounce-class';
 import {
   FieldReader,
   bodyObject,
@@ -16,16 +15,20 @@ import {
   type WebhookProvider,
 } from '../provider';
 import { isRecord } from '../../pydantic/request-schemas';
+import { defineProvider, listCredential, setting } from '../declaration';
 import { SnsVerifier, allowedSnsUrl, httpsGet } from './sns';
 
 const { EventType, BounceType, BounceClass } = eventsV1;
 
-export interface SesOptions {
-  /** The SNS topics whose messages are taken; none: SES is not configured (requests are not verified). */
-  topicArns: string[];
-  /** Hosts SNS certificates and subscription URLs may come from. */
-  certHostPattern: RegExp;
-  logger: Logger;
+/** Amazon SNS's regional endpoints (China's included), which serve its signing certificates. */
+const DEFAULT_SNS_CERT_HOST_PATTERN = '^sns\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?$';
+
+function hostPattern(source: string): RegExp {
+  try {
+    return new RegExp(source);
+  } catch {
+    throw new ConfigError(`SES_SNS_CERT_HOST_PATTERN is not a regular expression: ${source}`);
+  }
 }
 
 /** SES bounceSubType → class; General and Undetermined are classified from the recipient's SMTP status when there is one. */
@@ -205,13 +208,43 @@ const EVENT_READERS: ReadonlyMap<string, SesEventReader> = new Map<string, SesEv
  * certificate host, topic), subscriptions are confirmed, and a
  * notification's SES event becomes one event per recipient it names.
  */
-export function sesProvider({ topicArns, certHostPattern, logger }: SesOptions): WebhookProvider {
+export const ses = defineProvider({
+  name: 'ses',
+  variables: {
+    topicArns: listCredential(
+      'SES_SNS_TOPIC_ARNS',
+      "Comma list of the SNS topics SES publishes to: SES's credential; messages of other topics are refused.",
+      'arn:aws:sns:us-east-1:123456789012:ses',
+    ),
+    certHostPattern: setting(
+      'SES_SNS_CERT_HOST_PATTERN',
+      DEFAULT_SNS_CERT_HOST_PATTERN,
+      'Regular expression the host of an SNS `SigningCertURL` and `SubscribeURL` must match (https on port 443 only); nothing is fetched from another host or port.',
+      hostPattern,
+    ),
+  },
+  docs: {
+    title: 'Amazon SES',
+    verification:
+      'SNS (over HTTPS): signatures v1 and v2 of a listed topic, the certificate fetched over https from a host matching `SES_SNS_CERT_HOST_PATTERN`; the subscription is confirmed when SNS asks',
+    category: 'message tag `category`',
+    variant: 'message tag `variant_id`',
+    bounceSource: '`bounceSubType`',
+    bounceClasses: {
+      invalid_address: 'NoEmail, Suppressed, OnAccountSuppressionList',
+      mailbox_unavailable: 'MailboxFull',
+      content: 'MessageTooLarge, ContentRejected, AttachmentRejected',
+      unclassified: "General, Undetermined (else from the recipient's status as for Mailgun)",
+    },
+  },
+  create: ({ topicArns, certHostPattern }, logger) => sesWebhook(topicArns, certHostPattern, logger),
+});
+
+function sesWebhook(topicArns: string[], certHostPattern: RegExp, logger: Logger): Omit<WebhookProvider, 'name' | 'paths' | 'verifies'> {
   const topics = new Set(topicArns);
   const verifier = new SnsVerifier(certHostPattern);
   const verifies = topics.size > 0;
   return {
-    name: 'ses',
-    verifies,
     challenge: {},
     receive: async (_req, raw, receivedAt): Promise<Reception> => {
       const message = bodyObject(parseJsonBody(raw));
