@@ -22,7 +22,7 @@ import {
  */
 
 const KEY = crypto.randomBytes(32);
-const PRODUCTION = { NODE_ENV: 'production', UNSUBSCRIBE_SIGNING_KEY: 'k', SMTP_URL: 'smtp://smtp.example.com' };
+const PRODUCTION = { NODE_ENV: 'production', UNSUBSCRIBE_SIGNING_KEY: 'k', TRACKING_SIGNING_KEY: 't', SMTP_URL: 'smtp://smtp.example.com' };
 
 describe('RECIPIENTS_ENCRYPTION_KEY', () => {
   const read = (env: Record<string, string>) => readConfig(new EnvReader(env)).recipientsEncryptionKey;
