@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
+import { PROVIDERS } from '../../gateway/src/webhook/providers';
 import { ComposeValidator, KubernetesValidator, type KubeObject } from './support/schemas';
 import { composeEnvironment, interpolate, loadCompose, type ComposeFile } from './support/compose';
 import { checkDockerfile, deployTools, kustomizeBuild, REPO_ROOT, type DeployTools, type DockerfileStage } from './support/tools';
@@ -57,15 +58,13 @@ const SECRET_NAME = 'mail-secrets';
 const SECRET_KEYS = [
   'DATABASE_URL',
   'CLICKHOUSE_URL',
-  'WEBHOOK_BASIC_AUTH',
-  'SENDGRID_WEBHOOK_PUBLIC_KEY',
-  'MAILGUN_WEBHOOK_SIGNING_KEY',
-  'POSTMARK_WEBHOOK_BASIC_AUTH',
+  ...PROVIDERS.flatMap((provider) => provider.variables.filter((variable) => variable.secret).map((variable) => variable.name)),
   'RECIPIENTS_DATABASE_URL',
   'SMTP_URL',
   'UNSUBSCRIBE_SIGNING_KEY',
   'TRACKING_SIGNING_KEY',
   'RECIPIENTS_ENCRYPTION_KEY',
+  'BOUNCE_MAILBOX_URL',
 ];
 /** Read by a process only in a one-shot Job, never set on its Deployment or in compose. */
 const JOB_ONLY_VARIABLES: Record<string, string> = { MIGRATE_ONLY: 'db-migrate' };
