@@ -1,4 +1,4 @@
-import type { CampaignRun } from './api';
+import type { AbMetric, AbTestSettings, CampaignRun, Engagement, RunAbTest, RunAudience } from './api';
 import { el } from './dom';
 import { formatCount, formatRate } from './format';
 import { confirmAction, type ViewContext } from './suppressions';
@@ -11,32 +11,6 @@ import { confirmAction, type ViewContext } from './suppressions';
  * runs to its recipients by engagement. `data-status` (idle | loading | ready |
  * error) on each part tells tests what is on screen.
  */
-
-export type AbMetric = 'open_rate' | 'click_rate';
-
-export interface AbTestSettings {
-  test_fraction: number;
-  wait_minutes: number;
-  metric: AbMetric;
-}
-
-/** A run's A/B test (gateway/openapi/runs.yaml, CampaignRunAbTest). */
-export interface RunAbTest extends AbTestSettings {
-  phase: 'testing' | 'waiting' | 'sending_winner' | 'done';
-  test_recipients: number;
-  decide_at: string | null;
-  winner_variant_id: string | null;
-  decided_by: 'significance' | 'best_rate' | 'manual' | null;
-  variants: Array<{ variant_id: string; sent: number; opens: number; clicks: number; rate: number | null }>;
-  leader_variant_id: string | null;
-}
-
-export type Engagement = 'not_opened' | 'not_clicked' | 'opened' | 'clicked';
-
-export interface RunAudience {
-  run_id: string;
-  engagement: Engagement;
-}
 
 /** The campaign record's fields this form reads. */
 interface CampaignAbFields {

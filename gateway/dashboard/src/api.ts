@@ -1,7 +1,5 @@
 /** The gateway endpoints the dashboard reads (gateway/openapi/*.yaml), same origin. */
 
-import type { RunAbTest, RunAudience } from './ab-test';
-
 export interface Membership {
   workspace_id: string;
   workspace_name: string;
@@ -173,6 +171,32 @@ export interface RecipientDatabase {
   database: string | null;
   user: string | null;
   verified_at: string | null;
+}
+
+export type AbMetric = 'open_rate' | 'click_rate';
+
+export interface AbTestSettings {
+  test_fraction: number;
+  wait_minutes: number;
+  metric: AbMetric;
+}
+
+/** A run's A/B test (gateway/openapi/runs.yaml, CampaignRunAbTest). */
+export interface RunAbTest extends AbTestSettings {
+  phase: 'testing' | 'waiting' | 'sending_winner' | 'done';
+  test_recipients: number;
+  decide_at: string | null;
+  winner_variant_id: string | null;
+  decided_by: 'significance' | 'best_rate' | 'manual' | null;
+  variants: Array<{ variant_id: string; sent: number; opens: number; clicks: number; rate: number | null }>;
+  leader_variant_id: string | null;
+}
+
+export type Engagement = 'not_opened' | 'not_clicked' | 'opened' | 'clicked';
+
+export interface RunAudience {
+  run_id: string;
+  engagement: Engagement;
 }
 
 /** A campaign run (gateway/openapi/runs.yaml). */
