@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from 'pg';
 import { createClickHouse, refreshSuppressionState } from '@mail/event-store';
 import { createTestClickHouse, createTestPostgres, startStack, type Stack, type TestClickHouse, type TestPostgres } from '@mail/local';
 import { loadOpenApiDocument, type OperationObject } from '../src/openapi/document';
@@ -292,6 +293,31 @@ const freshPausedRun = async () => {
   await root('POST', `/campaign-runs/${id}/pause`, {});
   return id;
 };
+/** A run of an A/B campaign of A moved to its wait for the decision (runs never load here: no recipient database). */
+const freshWaitingRun = async (): Promise<{ id: string; variantId: string }> => {
+  const campaign = await root('POST', '/email-campaigns/', {
+    workspace_id: A.workspace,
+    name: fresh('ab campaign'),
+    recipient_source: 'csv_account_ids',
+    csv_account_ids: ['nobody'],
+    from_email: 'news@matrix.example.com',
+    delivery_mode: 'variants',
+    variants: [
+      { template_id: A.template, weight: 1 },
+      { template_id: A.template, weight: 1 },
+    ],
+    ab_test: {},
+  });
+  const id = String((await root('POST', `/email-campaigns/${String(campaign.id)}/runs`, {})).id);
+  const db = new Client({ connectionString: postgres.url });
+  await db.connect();
+  try {
+    await db.query(`UPDATE delivery.runs SET status = 'sending', loaded = true, ab_phase = 'waiting' WHERE id = $1`, [id]);
+  } finally {
+    await db.end();
+  }
+  return { id, variantId: String((campaign.variants as Json[])[0].id) };
+};
 const freshGuide = async () => (await root('POST', '/brand-guides/', { name: fresh('doomed guide') })).id;
 const freshWorkspace = async () => (await root('POST', '/workspaces/', { name: fresh('doomed workspace') }, null)).id;
 const freshUser = async () => (await root('POST', '/users/', { email: `${fresh('user')}@matrix.example` }, null)).id;
@@ -338,6 +364,10 @@ const REQUESTS: Record<string, Builder> = {
   pauseCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}/pause`, body: {} }),
   resumeCampaignRun: async () => ({ path: `/campaign-runs/${await freshPausedRun()}/resume`, body: {} }),
   cancelCampaignRun: async () => ({ path: `/campaign-runs/${await freshRun()}/cancel`, body: {} }),
+  pickCampaignRunWinner: async () => {
+    const run = await freshWaitingRun();
+    return { path: `/campaign-runs/${run.id}/winner`, body: { variant_id: run.variantId } };
+  },
   testSendCampaign: async () => ({
     path: `/email-campaigns/${await freshSendable()}/test-send`,
     body: { emails: ['me@matrix.example.com'] },
@@ -466,6 +496,7 @@ describe('the operation list', () => {
       'POST /campaign-runs/{id}/pause',
       'POST /campaign-runs/{id}/resume',
       'POST /campaign-runs/{id}/cancel',
+      'POST /campaign-runs/{id}/winner',
     ];
     const admin = [
       'GET /workspaces/{id}/members',
