@@ -139,7 +139,8 @@ function expectedCounts(rows: EventRow[]) {
   const unsubscribes = count((row) => row.event_type === 'unsubscribe');
   const spamReports = count((row) => row.event_type === 'spamreport');
   const uniqueOpens = distinct((row) => row.event_type === 'open' && row.machine_open === 0);
-  const uniqueClicks = distinct((row) => row.event_type === 'click');
+  // One stored machine flag: machine_open marks machine opens and machine clicks alike.
+  const uniqueClicks = distinct((row) => row.event_type === 'click' && row.machine_open === 0);
   return {
     sent: count((row) => row.event_type === 'sent'),
     processed,
@@ -154,6 +155,7 @@ function expectedCounts(rows: EventRow[]) {
     machineOpens: count((row) => row.event_type === 'open' && row.machine_open === 1),
     uniqueOpens,
     clicks: count((row) => row.event_type === 'click'),
+    machineClicks: count((row) => row.event_type === 'click' && row.machine_open === 1),
     uniqueClicks,
     deliveryRate: ratio(delivered, processed),
     openRate: ratio(uniqueOpens, delivered),
