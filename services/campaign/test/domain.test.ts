@@ -79,6 +79,8 @@ describe('create', () => {
       description: null,
       isActive: true,
       sendPriority: 100,
+      trackOpens: true,
+      trackClicks: true,
       scheduleCron: null,
       recipientSource: 'mssql_query',
       mssqlQuery: null,
@@ -89,6 +91,7 @@ describe('create', () => {
       replyTo: null,
       deliveryMode: 'single_template',
       templateId: null,
+      abTest: null,
       variants: null,
     });
   });
