@@ -65,6 +65,8 @@ export class TrackingForm {
   private readonly note = el('p', { class: 'status', role: 'status', 'data-testid': 'tracking-status' });
   private readonly error = el('p', { class: 'error', role: 'alert', 'data-testid': 'tracking-error', hidden: '' });
   private campaignId = '';
+  /** Counts reads and the user's edits: a read answered after a later one, or after an edit, is not shown. */
+  private generation = 0;
 
   constructor(
     private readonly context: ViewContext,
@@ -82,6 +84,7 @@ export class TrackingForm {
       void this.submit();
     });
     campaign.addEventListener('change', () => void this.load());
+    for (const box of [this.opens, this.clicks]) box.addEventListener('change', () => (this.generation += 1));
   }
 
   /** The parts to put on the page, in order. */
@@ -92,6 +95,7 @@ export class TrackingForm {
   /** Reads the chosen campaign's switches afresh. */
   async load(): Promise<void> {
     const campaignId = this.campaign.value;
+    const generation = ++this.generation;
     this.campaignId = campaignId;
     this.error.hidden = true;
     this.element.hidden = !campaignId;
@@ -100,7 +104,7 @@ export class TrackingForm {
     this.element.dataset.status = 'loading';
     try {
       const campaign = await this.context.api.request<CampaignTrackingFields>('GET', campaignPath(campaignId), this.context.workspaceId());
-      if (this.campaignId !== campaignId) return;
+      if (this.campaignId !== campaignId || this.generation !== generation) return;
       this.show(campaign);
     } catch (error) {
       showError(this.element, this.error, error);
