@@ -90,6 +90,8 @@ export class AbTestForm {
   private readonly note = el('p', { class: 'status', role: 'status', 'data-testid': 'ab-test-status' });
   private readonly error = el('p', { class: 'error', role: 'alert', 'data-testid': 'ab-test-error', hidden: '' });
   private campaignId = '';
+  /** Counts reads and the user's edits: a read answered after a later one, or after an edit, is not shown. */
+  private generation = 0;
 
   constructor(
     private readonly context: ViewContext,
@@ -114,6 +116,7 @@ export class AbTestForm {
       void this.submit();
     });
     campaign.addEventListener('change', () => void this.load());
+    this.element.addEventListener('input', () => (this.generation += 1));
   }
 
   /** The parts to put on the page, in order. */
@@ -124,6 +127,7 @@ export class AbTestForm {
   /** Reads the chosen campaign's A/B test afresh. */
   async load(): Promise<void> {
     const campaignId = this.campaign.value;
+    const generation = ++this.generation;
     this.campaignId = campaignId;
     this.error.hidden = true;
     this.element.hidden = !campaignId;
@@ -132,7 +136,7 @@ export class AbTestForm {
     this.element.dataset.status = 'loading';
     try {
       const campaign = await this.context.api.request<CampaignAbFields>('GET', campaignPath(campaignId), this.context.workspaceId());
-      if (this.campaignId !== campaignId) return;
+      if (this.campaignId !== campaignId || this.generation !== generation) return;
       this.show(campaign);
     } catch (error) {
       showError(this.element, this.error, error);
