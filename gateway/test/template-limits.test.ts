@@ -172,7 +172,7 @@ it('goes on answering while the campaign service checks a template that takes to
   expect([health.status, read.status]).toEqual([200, 200]);
   expect(await post).toMatchObject({
     status: 422,
-    body: { detail: [valueError('html', /^Value error, template took too long to check/)] },
+    body: { detail: [valueError('html', /^Value error, template is too complex to check/)] },
   });
   expect(order).toEqual(['others', 'post']);
 });

@@ -226,7 +226,7 @@ it('checks a template in a worker: other calls are answered meanwhile, and one t
   expect(await read).toEqual(stored);
   const { violations } = await checking;
   expect(violations.map(({ loc, type, msg }) => ({ loc, type, msg }))).toEqual([
-    { loc: ['html'], type: 'value_error', msg: 'Value error, template took too long to check (over 3 s): simplify it' },
+    { loc: ['html'], type: 'value_error', msg: 'Value error, template is too complex to check (over 3 s or 256 MB): simplify it' },
   ]);
   expect(order).toEqual(['get', 'create']);
   // The worker that took too long was replaced: the next check is answered.

@@ -12,6 +12,9 @@ export class WorkerTimeoutError extends Error {}
 /** The worker died during the call: out of memory (resourceLimits) or crashed. */
 export class WorkerFailedError extends Error {}
 
+/** The worker went past its resourceLimits during the call. */
+export class WorkerOutOfMemoryError extends WorkerFailedError {}
+
 export interface WorkerPoolOptions {
   /** The compiled worker script; it calls serveWorker. */
   script: string;
@@ -135,8 +138,11 @@ export class WorkerPool {
       }
     };
     const onError = (error: Error & { code?: string }): void => {
-      const reason = error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'the worker ran out of memory' : `the worker failed: ${error.message}`;
-      finish({ error: new WorkerFailedError(reason), replace: true });
+      const failure =
+        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? new WorkerOutOfMemoryError('the worker ran out of memory')
+          : new WorkerFailedError(`the worker failed: ${error.message}`);
+      finish({ error: failure, replace: true });
     };
     const onExit = (code: number): void => finish({ error: new WorkerFailedError(`the worker exited (code ${code})`), replace: true });
     worker.on('message', onMessage).on('error', onError).on('exit', onExit);

@@ -1,9 +1,11 @@
 import path from 'node:path';
-import { WorkerFailedError, WorkerPool, WorkerTimeoutError } from '@mail/common';
+import { WorkerFailedError, WorkerOutOfMemoryError, WorkerPool, WorkerTimeoutError } from '@mail/common';
 import { textsToCheck, type TemplateProblems, type TemplateWrite } from './template';
 
 /** How long the compile check of one text may take before its worker is terminated and replaced. */
 export const TEMPLATE_CHECK_TIMEOUT_MS = 3_000;
+/** The heap the compile check of one text may use. */
+const TEMPLATE_CHECK_HEAP_MB = 256;
 
 /**
  * Runs the compile check of template texts (templateProblem of @mail/common) in worker threads, with a
@@ -18,7 +20,7 @@ export class TemplateChecker {
       script,
       size: 2,
       stepTimeoutMs: TEMPLATE_CHECK_TIMEOUT_MS,
-      resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
+      resourceLimits: { maxOldGenerationSizeMb: TEMPLATE_CHECK_HEAP_MB, maxYoungGenerationSizeMb: 32 },
     });
   }
 
@@ -36,8 +38,9 @@ export class TemplateChecker {
     try {
       return (await this.pool.run<string | null>(source)) ?? undefined;
     } catch (error) {
-      if (error instanceof WorkerTimeoutError) {
-        return `template took too long to check (over ${TEMPLATE_CHECK_TIMEOUT_MS / 1000} s): simplify it`;
+      // Which limit a huge template reaches first depends on the host: one answer for both.
+      if (error instanceof WorkerTimeoutError || error instanceof WorkerOutOfMemoryError) {
+        return `template is too complex to check (over ${TEMPLATE_CHECK_TIMEOUT_MS / 1000} s or ${TEMPLATE_CHECK_HEAP_MB} MB): simplify it`;
       }
       if (error instanceof WorkerFailedError) return `template could not be checked: ${error.message}`;
       throw error;
