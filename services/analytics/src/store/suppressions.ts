@@ -86,13 +86,13 @@ export function exportSuppressions(store: EventStore, workspaceId: string, filte
   return store.rowBatches<SuppressionRow>(suppressionRows(workspaceId, filter));
 }
 
-/** Suppresses the address by hand as of `now`, and answers its suppression after that. */
 /** Of the addresses (normalized, at least one), those suppressed in the workspace now. */
 export async function filterSuppressed(store: EventStore, workspaceId: string, emails: string[]): Promise<string[]> {
   const rows = await store.rows<{ email: string }>(sql`SELECT email FROM (${suppressedAddresses(workspaceId, { email: emails })})`);
   return rows.map((row) => row.email);
 }
 
+/** Suppresses the address by hand as of `now`, and answers its suppression after that. */
 export async function addSuppression(
   store: EventStore,
   workspaceId: string,

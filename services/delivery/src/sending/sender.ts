@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@mail/common';
 import { decideWinner, testSize, variantBounds } from '../domain/ab-test';
@@ -6,7 +7,7 @@ import { providerHeaders, type Provider } from '../domain/headers';
 import { SINGLE_TEMPLATE, type SendingPlan } from '../domain/plan';
 import { addressOf, fieldsOf, messageIdOf } from '../domain/recipient';
 import type { RenderedMessage } from '../domain/render';
-import { retryDelayMs } from '../domain/run';
+import { retryDelayMs, type SmtpOutcome } from '../domain/run';
 import { pickVariant } from '../domain/variants';
 import type { Upstream } from '../grpc/clients';
 import { deliveryMetrics } from '../metrics';
@@ -15,6 +16,7 @@ import { streamRecipients } from '../store/recipient-database';
 import { SourceError, SourceUnreachableError, type SourceLimits } from '../store/recipient-source';
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
 import { sentEvent, smtpBounceEvent, type EventPublisher } from './events';
+import { HandOverLedger } from './hand-over-ledger';
 import { RateLimiter } from './rate-limiter';
 import { Renderer } from './renderer';
 import type { OutgoingMessage, SmtpTransport } from './transport';
@@ -56,6 +58,14 @@ export interface SenderParts {
 
 const IDLE_MS = 200;
 const PUBLISH_BATCH = 500;
+/** How old a batch's suppression check may be when one of its messages is handed over (docs/api.md). */
+export const SUPPRESSION_MAX_AGE_MS = 1_000;
+
+/** A claimed recipient's message, rendered and composed. */
+interface Ready {
+  recipient: ClaimedRecipient;
+  message: OutgoingMessage;
+}
 
 /** The one-click unsubscribe link of a message (also its List-Unsubscribe header). */
 export function unsubscribeUrl(publicBaseUrl: string, token: string): string {
@@ -104,6 +114,7 @@ export class Sender {
   private readonly limiter: RateLimiter;
   /** A worker per sending loop, so that a slow template holds only its own loop. */
   private readonly renderer: Renderer;
+  private readonly ledger: HandOverLedger;
 
   constructor(
     private readonly parts: SenderParts,
@@ -112,6 +123,7 @@ export class Sender {
   ) {
     this.limiter = new RateLimiter(parts.store, parts.transport.key, options.ratePerSecond);
     this.renderer = new Renderer(options.concurrency);
+    this.ledger = new HandOverLedger(parts.store, this.workerId, logger);
   }
 
   async start(): Promise<void> {
@@ -273,42 +285,67 @@ export class Sender {
     return false;
   }
 
+  /**
+   * A claimed batch: its suppressed addresses set aside, the rest rendered, then handed over through every
+   * connection, the suppressions checked again for the rest once the last check is SUPPRESSION_MAX_AGE_MS old.
+   */
   private async sendBatch(run: ActiveRun, claimed: ClaimedRecipient[]): Promise<void> {
     const { store } = this.parts;
-    let suppressed: Set<string>;
+    let queue: Ready[];
+    let checkedAt = performance.now();
     try {
-      suppressed = await this.parts.upstream.suppressed(
-        run.workspaceId,
-        claimed.map((recipient) => recipient.email),
-      );
+      queue = await this.render(run, await this.withoutSuppressed(run, claimed));
     } catch (error) {
-      // Without the suppression state nothing may go out: the batch waits for analytics.
       await store.release(run.id, this.workerId);
       throw error;
     }
-    await store.markSuppressed(run.id, this.workerId, [...suppressed]);
-    deliveryMetrics.messages.inc({ outcome: 'suppressed' }, suppressed.size);
-    let queue: { recipient: ClaimedRecipient; message: OutgoingMessage }[];
-    try {
-      queue = await this.render(
+    let rechecking: Promise<void> | undefined;
+    const recheck = async (): Promise<void> => {
+      const remaining = await this.withoutSuppressed(
         run,
-        claimed.filter((recipient) => !suppressed.has(recipient.email)),
+        queue.map((ready) => ready.recipient),
       );
-    } catch (error) {
-      await store.release(run.id, this.workerId);
-      throw error;
-    }
+      const kept = new Set(remaining);
+      queue = queue.filter((ready) => kept.has(ready.recipient));
+      checkedAt = performance.now();
+    };
     let stopped = false;
     const lane = async (): Promise<void> => {
-      for (let next = queue.shift(); next && !stopped; next = queue.shift()) {
-        if (!this.running || !(await this.sendOne(run, next.recipient, next.message))) stopped = true;
+      let answered: Promise<void> = Promise.resolve();
+      try {
+        while (this.running && !stopped) {
+          await this.limiter.take();
+          if (performance.now() - checkedAt > SUPPRESSION_MAX_AGE_MS)
+            await (rechecking ??= recheck().finally(() => (rechecking = undefined)));
+          const next = queue.shift();
+          if (!next) break;
+          const outcome = await this.parts.transport.send(next.message, () =>
+            this.ledger.start({ runId: run.id, email: next.recipient.email, messageId: next.message.messageId }),
+          );
+          if (!outcome) stopped = true;
+          else answered = this.settle(run, next.recipient, outcome);
+        }
+      } finally {
+        await answered;
       }
     };
-    try {
-      await Promise.all(Array.from({ length: Math.min(this.options.connections, queue.length) }, lane));
-    } finally {
-      if (stopped || queue.length > 0) await store.release(run.id, this.workerId);
-    }
+    const lanes = await Promise.allSettled(Array.from({ length: Math.min(this.options.connections, queue.length) }, lane));
+    if (stopped || queue.length > 0) await store.release(run.id, this.workerId);
+    for (const ended of lanes) if (ended.status === 'rejected') throw ended.reason;
+  }
+
+  /** The recipients not suppressed in the workspace now; the suppressed ones are recorded `suppressed`. */
+  private async withoutSuppressed(run: ActiveRun, recipients: ClaimedRecipient[]): Promise<ClaimedRecipient[]> {
+    if (recipients.length === 0) return recipients;
+    // Without the suppression state nothing may go out: the batch waits for analytics.
+    const suppressed = await this.parts.upstream.suppressed(
+      run.workspaceId,
+      recipients.map((recipient) => recipient.email),
+    );
+    if (suppressed.size === 0) return recipients;
+    await this.parts.store.markSuppressed(run.id, this.workerId, [...suppressed]);
+    deliveryMetrics.messages.inc({ outcome: 'suppressed' }, suppressed.size);
+    return recipients.filter((recipient) => !suppressed.has(recipient.email));
   }
 
   /**
@@ -316,10 +353,7 @@ export class Sender {
    * rendered (an error, over the time or size limit) is `failed` with the reason; when that is every
    * recipient of the batch and no message of the run has rendered yet (its first batch), the run fails.
    */
-  private async render(
-    run: ActiveRun,
-    recipients: ClaimedRecipient[],
-  ): Promise<{ recipient: ClaimedRecipient; message: OutgoingMessage }[]> {
+  private async render(run: ActiveRun, recipients: ClaimedRecipient[]): Promise<Ready[]> {
     const { store } = this.parts;
     const links = recipients.map((recipient) =>
       unsubscribeUrl(
@@ -350,13 +384,13 @@ export class Sender {
         clicks: run.plan.tracking.clicks,
       },
     });
-    const ready: { recipient: ClaimedRecipient; message: OutgoingMessage }[] = [];
+    const ready: Ready[] = [];
     let failure: string | undefined;
     for (const [index, recipient] of recipients.entries()) {
       const outcome = outcomes[index];
       if ('error' in outcome) {
         failure ??= outcome.error;
-        await store.recordFinal(run.id, this.workerId, recipient.email, 'failed', outcome.error);
+        await store.recordUnrendered(run.id, this.workerId, recipient.email, outcome.error);
         deliveryMetrics.messages.inc({ outcome: 'failed' });
         continue;
       }
@@ -381,27 +415,24 @@ export class Sender {
     return ready;
   }
 
-  /** One message; resolves to false when the run stopped sending (paused, cancelled) before it went. */
-  private async sendOne(run: ActiveRun, recipient: ClaimedRecipient, message: OutgoingMessage): Promise<boolean> {
-    const { store } = this.parts;
-    await this.limiter.take();
-    if (!(await store.startHandOver(run.id, this.workerId, recipient.email, message.messageId))) return false;
-    const outcome = await this.parts.transport.send(message);
+  /** Records the server's answer with the ledger's next commit. */
+  private settle(run: ActiveRun, recipient: ClaimedRecipient, outcome: SmtpOutcome): Promise<void> {
     const attempt = recipient.attempts + 1;
+    const answer = { runId: run.id, email: recipient.email, retryInMs: null, bounceCode: null };
     if (outcome.kind === 'sent') {
-      await store.recordSent(run.id, this.workerId, recipient.email);
       deliveryMetrics.messages.inc({ outcome: 'sent' });
-    } else if (outcome.kind === 'retry' && attempt < this.options.maxAttempts) {
-      await store.recordRetry(run.id, this.workerId, recipient.email, outcome.error, retryDelayMs(attempt, this.options.retryBaseMs));
-      deliveryMetrics.messages.inc({ outcome: 'retried' });
-    } else {
-      const final = outcome.kind === 'unknown' ? 'unknown' : 'failed';
-      // A server's answer (5xx, or 4xx to the last attempt) is a bounce; a connection that failed says nothing of the address.
-      const bounceCode = outcome.kind === 'unknown' ? null : (outcome.code ?? null);
-      await store.recordFinal(run.id, this.workerId, recipient.email, final, outcome.error, bounceCode);
-      deliveryMetrics.messages.inc({ outcome: final });
+      return this.ledger.settle({ ...answer, status: 'sent', error: null });
     }
-    return true;
+    if (outcome.kind === 'retry' && attempt < this.options.maxAttempts) {
+      deliveryMetrics.messages.inc({ outcome: 'retried' });
+      const retryInMs = retryDelayMs(attempt, this.options.retryBaseMs);
+      return this.ledger.settle({ ...answer, status: 'pending', error: outcome.error, retryInMs });
+    }
+    const status = outcome.kind === 'unknown' ? 'unknown' : 'failed';
+    deliveryMetrics.messages.inc({ outcome: status });
+    // A server's answer (5xx, or 4xx to the last attempt) is a bounce; a connection that failed says nothing of the address.
+    const bounceCode = outcome.kind === 'unknown' ? null : (outcome.code ?? null);
+    return this.ledger.settle({ ...answer, status, error: outcome.error, bounceCode });
   }
 
   private async publishSent(): Promise<boolean> {

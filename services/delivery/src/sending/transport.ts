@@ -54,37 +54,47 @@ export class SmtpTransport {
     this.free = Array.from({ length: config.maxConnections }, () => ({ connection: null }));
   }
 
-  async send(message: OutgoingMessage): Promise<SmtpOutcome> {
-    const data = new PassThrough();
-    let lane: Lane | undefined;
+  /**
+   * Sends the message once it holds a connection and `mayHandOver` agreed (the commit before the hand-over:
+   * only messages holding a connection are ever `sending`). Undefined: it did not agree, nothing went.
+   */
+  send(message: OutgoingMessage): Promise<SmtpOutcome>;
+  send(message: OutgoingMessage, mayHandOver: () => Promise<boolean>): Promise<SmtpOutcome | undefined>;
+  async send(message: OutgoingMessage, mayHandOver = () => Promise.resolve(true)): Promise<SmtpOutcome | undefined> {
+    const composed = await this.composer.sendMail({
+      from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
+      to: message.to,
+      replyTo: message.replyTo ?? undefined,
+      subject: message.subject,
+      html: message.html,
+      text: message.text,
+      messageId: `<${message.messageId}>`,
+      // As written: nodemailer would MIME-encode a long value, and providers read these (X-SMTPAPI's JSON) raw.
+      headers: Object.fromEntries(Object.entries(message.headers).map(([name, value]) => [name, { prepared: true, value }])),
+    });
+    const lane = await this.take();
     try {
-      const composed = await this.composer.sendMail({
-        from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
-        to: message.to,
-        replyTo: message.replyTo ?? undefined,
-        subject: message.subject,
-        html: message.html,
-        text: message.text,
-        messageId: `<${message.messageId}>`,
-        // As written: nodemailer would MIME-encode a long value, and providers read these (X-SMTPAPI's JSON) raw.
-        headers: Object.fromEntries(Object.entries(message.headers).map(([name, value]) => [name, { prepared: true, value }])),
-      });
-      data.end(composed.message);
-      lane = await this.take();
+      if (!(await mayHandOver())) return undefined;
+      return await this.handOver(lane, composed.envelope, composed.message as Buffer);
+    } finally {
+      this.give(lane);
+    }
+  }
+
+  private async handOver(lane: Lane, envelope: SMTPConnection.Envelope, raw: Buffer): Promise<SmtpOutcome> {
+    const data = new PassThrough();
+    data.end(raw);
+    try {
       const connection = lane.connection?.destroyed === false ? lane.connection : await this.connect();
       lane.connection = connection;
-      await new Promise<void>((resolve, reject) =>
-        connection.send(composed.envelope, data, (error) => (error ? reject(error) : resolve())),
-      );
+      await new Promise<void>((resolve, reject) => connection.send(envelope, data, (error) => (error ? reject(error) : resolve())));
       return { kind: 'sent' };
     } catch (error) {
       // Refused or broken, the session is in no known state: the next message opens a new one.
-      lane?.connection?.close();
-      if (lane) lane.connection = null;
+      lane.connection?.close();
+      lane.connection = null;
       // 'data' is emitted once the connection pipes the message to the server, which it does after the answer to DATA.
       return classifySmtpError(error, data.readableDidRead);
-    } finally {
-      if (lane) this.give(lane);
     }
   }
 

@@ -79,6 +79,28 @@ export interface BouncedRecipient {
   providerCategoryId: string | null;
 }
 
+/** The SMTP server's answer to a message handed over, as its recipient's status. */
+export interface HandOverAnswer {
+  runId: string;
+  email: string;
+  /** `pending`: a temporary failure, tried again in `retryInMs`. */
+  status: 'sent' | 'pending' | 'failed' | 'unknown';
+  error: string | null;
+  retryInMs: number | null;
+  /** The server's reply code when its answer is a bounce, whose event publishBounces sends. */
+  bounceCode: number | null;
+}
+
+export interface HandOverStart {
+  runId: string;
+  email: string;
+  messageId: string;
+}
+
+export function handOverKey(runId: string, email: string): string {
+  return `${runId} ${email}`;
+}
+
 /** The recipient of a run's message, found by its Message-ID. */
 export interface MessageRecipient {
   runId: string;
@@ -338,54 +360,51 @@ export class SendingStore {
   }
 
   /**
-   * The commit before the hand-over: the recipient is `sending` from here on,
-   * if this worker still holds it and its run still sends (pause and cancel
-   * take effect between messages). False: do not send.
+   * One commit of the hand-over ledger (sending/hand-over-ledger.ts): the
+   * answers to messages handed over (`settled`), and the recipients about to
+   * be handed over (`starting`), each `sending` from here on if this worker
+   * still holds it and its run still sends (pause and cancel take effect
+   * between messages). Resolves to the starting recipients that may go, by
+   * handOverKey.
    */
-  async startHandOver(runId: string, workerId: string, email: string, messageId: string): Promise<boolean> {
-    const { rowCount } = await this.query(
-      `UPDATE run_recipients SET status = 'sending', attempts = attempts + 1, message_id = $4
-       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'claimed'
-         AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND status = 'sending')`,
-      [runId, workerId, email, messageId],
+  async recordHandOvers(workerId: string, settled: HandOverAnswer[], starting: HandOverStart[]): Promise<Set<string>> {
+    const { rows } = await this.query<{ run_id: string; email: string }>(
+      `WITH settled AS (
+         UPDATE run_recipients rr SET status = a.status, error = a.error,
+           sent_at = CASE WHEN a.status = 'sent' THEN now() ELSE rr.sent_at END,
+           worker_id = CASE WHEN a.status = 'pending' THEN NULL ELSE rr.worker_id END,
+           retry_at = CASE WHEN a.status = 'pending' THEN now() + make_interval(secs => a.retry_in_ms / 1000) ELSE rr.retry_at END,
+           bounce_code = a.bounce_code, bounced_at = CASE WHEN a.bounce_code IS NOT NULL THEN now() END
+         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::double precision[], $7::smallint[])
+           AS a(run_id, email, status, error, retry_in_ms, bounce_code)
+         WHERE rr.run_id = a.run_id AND rr.email = a.email AND rr.worker_id = $1 AND rr.status = 'sending'
+       )
+       UPDATE run_recipients rr SET status = 'sending', attempts = rr.attempts + 1, message_id = s.message_id
+       FROM unnest($8::uuid[], $9::text[], $10::text[]) AS s(run_id, email, message_id)
+       WHERE rr.run_id = s.run_id AND rr.email = s.email AND rr.worker_id = $1 AND rr.status = 'claimed'
+         AND EXISTS (SELECT 1 FROM runs WHERE id = s.run_id AND status = 'sending')
+       RETURNING rr.run_id, rr.email`,
+      [
+        workerId,
+        settled.map((answer) => answer.runId),
+        settled.map((answer) => answer.email),
+        settled.map((answer) => answer.status),
+        settled.map((answer) => answer.error),
+        settled.map((answer) => answer.retryInMs),
+        settled.map((answer) => answer.bounceCode),
+        starting.map((start) => start.runId),
+        starting.map((start) => start.email),
+        starting.map((start) => start.messageId),
+      ],
     );
-    return rowCount === 1;
+    return new Set(rows.map((row) => handOverKey(row.run_id, row.email)));
   }
 
-  async recordSent(runId: string, workerId: string, email: string): Promise<void> {
+  /** A claimed recipient whose message could not be rendered: `failed` with the reason, never handed over. */
+  async recordUnrendered(runId: string, workerId: string, email: string, error: string): Promise<void> {
     await this.query(
-      `UPDATE run_recipients SET status = 'sent', sent_at = now(), error = NULL
-       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'sending'`,
-      [runId, workerId, email],
-    );
-  }
-
-  /**
-   * `failed` or `unknown` with the server's answer (or the connection's error, or why it could not be rendered).
-   * `bounceCode`: the server's reply code when its answer is a bounce, whose event publishBounces sends.
-   */
-  async recordFinal(
-    runId: string,
-    workerId: string,
-    email: string,
-    status: 'failed' | 'unknown',
-    error: string,
-    bounceCode: number | null = null,
-  ): Promise<void> {
-    await this.query(
-      `UPDATE run_recipients SET status = $4, error = $5, bounce_code = $6, bounced_at = CASE WHEN $6::smallint IS NOT NULL THEN now() END
-       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status IN ('claimed', 'sending')`,
-      [runId, workerId, email, status, error, bounceCode],
-    );
-  }
-
-  /** A temporary failure: pending again, not before `retryInMs`. */
-  async recordRetry(runId: string, workerId: string, email: string, error: string, retryInMs: number): Promise<void> {
-    await this.query(
-      `UPDATE run_recipients SET status = 'pending', error = $4, worker_id = NULL,
-         retry_at = now() + make_interval(secs => $5::double precision / 1000)
-       WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'sending'`,
-      [runId, workerId, email, error, retryInMs],
+      `UPDATE run_recipients SET status = 'failed', error = $4 WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'claimed'`,
+      [runId, workerId, email, error],
     );
   }
 

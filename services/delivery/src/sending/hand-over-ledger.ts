@@ -1,0 +1,75 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@mail/common';
+import { handOverKey, type HandOverAnswer, type HandOverStart, type SendingStore } from '../store/sending';
+
+const RETRY_MS = 500;
+
+interface Waiting<T> {
+  resolve(value: T): void;
+  reject(error: Error): void;
+}
+
+/**
+ * Group commit of the hand-overs. Each connection's lane asks to start a
+ * message (commit it `sending`) and, once the server answered, records the
+ * answer; both wait for the next commit, which takes everything asked since
+ * the last one in one statement (SendingStore.recordHandOvers). A commit
+ * starts as soon as the one before it ends, so the lanes share commits
+ * instead of each paying for its own. A lane records its answer before it
+ * starts its next message, so the answer is committed no later than that
+ * start: only messages on a connection are ever `sending`.
+ */
+export class HandOverLedger {
+  private answers: { answer: HandOverAnswer; waiting: Waiting<void> }[] = [];
+  private starts: { start: HandOverStart; waiting: Waiting<boolean> }[] = [];
+  private committing = false;
+
+  constructor(
+    private readonly store: SendingStore,
+    private readonly workerId: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Resolves to whether the message may go: this worker still holds its recipient and the run still sends. */
+  start(start: HandOverStart): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.starts.push({ start, waiting: { resolve, reject } });
+      void this.commit();
+    });
+  }
+
+  /** Resolves once the answer is committed. A server's answer is never dropped: a failed commit is tried again. */
+  settle(answer: HandOverAnswer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.answers.push({ answer, waiting: { resolve, reject } });
+      void this.commit();
+    });
+  }
+
+  private async commit(): Promise<void> {
+    if (this.committing || (this.answers.length === 0 && this.starts.length === 0)) return;
+    this.committing = true;
+    const answers = this.answers;
+    const starts = this.starts;
+    this.answers = [];
+    this.starts = [];
+    try {
+      const started = await this.store.recordHandOvers(
+        this.workerId,
+        answers.map((item) => item.answer),
+        starts.map((item) => item.start),
+      );
+      for (const { waiting } of answers) waiting.resolve();
+      for (const { start, waiting } of starts) waiting.resolve(started.has(handOverKey(start.runId, start.email)));
+    } catch (error) {
+      // Nothing started: those recipients stay claimed, and their batch gives them back.
+      for (const { waiting } of starts) waiting.reject(error as Error);
+      this.logger.warn({ err: error, answers: answers.length }, 'recording hand-overs failed; the answers are recorded again');
+      this.answers.unshift(...answers);
+      await sleep(RETRY_MS);
+    } finally {
+      this.committing = false;
+    }
+    void this.commit();
+  }
+}
