@@ -9,8 +9,9 @@
  *   query     ListEvents / GetStats p50/p95 at BENCH_EVENTS events (bench/query-analytics.ts)
  *   tracing   the pipeline's events/s with tracing off, then with 10 % of traces exported to Jaeger
  *   validation  the 422 of a body failing in 450,000 places (the first 1,000 listed), one call at a time
- *   sending   a run of BENCH_SENDING_RECIPIENTS into Mailpit: messages/s, CPU per message, time to the first
- *             message, memory against a run of BENCH_SENDING_SMALL_RECIPIENTS, and a plain SMTP client's rate
+ *   sending   a run of BENCH_SENDING_RECIPIENTS into Mailpit: messages/s, CPU per message of every process (the
+ *             shared servers too), time to the first message, memory against a run of
+ *             BENCH_SENDING_SMALL_RECIPIENTS, and a plain SMTP client's rate and CPU per message (own stack)
  *   fairness  workspace B's stats p95 idle and while workspace A holds its allowed stats calls open (own stack)
  *
  * Prints the machine and its load first (waiting up to BENCH_QUIET_WAIT_SECONDS

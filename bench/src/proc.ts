@@ -25,6 +25,38 @@ export function cpuMs(pid: number | undefined): number {
   return fields ? (Number(fields[11]) + Number(fields[12])) * MS_PER_TICK : 0;
 }
 
+/**
+ * User + system CPU milliseconds of a process and all it started: its own, its
+ * exited children's (the kernel adds a child's time, with that of the children
+ * it waited for, to the parent's cutime and cstime once the parent waits for it),
+ * and every live descendant's. So backends that come and go during a
+ * measurement (Postgres forks one per connection) are counted too.
+ */
+export function processTreeCpuMs(root: number | undefined): number {
+  if (root === undefined) return 0;
+  const stats = new Map<number, string[]>();
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const fields = statFields(pid);
+    if (!fields) continue;
+    stats.set(pid, fields);
+    const parent = Number(fields[1]);
+    children.set(parent, [...(children.get(parent) ?? []), pid]);
+  }
+  let ticks = 0;
+  for (const queue = [root]; queue.length > 0;) {
+    const pid = queue.pop()!;
+    const fields = stats.get(pid);
+    if (!fields) continue;
+    // utime, stime, cutime, cstime: fields 14 to 17 of stat.
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    queue.push(...(children.get(pid) ?? []));
+  }
+  return ticks * MS_PER_TICK;
+}
+
 /** A kB line of /proc/<pid>/status (VmRSS, VmHWM, RssAnon), in MB. */
 export function statusMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' | 'RssAnon'): number | undefined {
   if (pid === undefined) return undefined;

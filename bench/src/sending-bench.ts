@@ -1,19 +1,29 @@
 /**
  * Sending: one run of BENCH_SENDING_RECIPIENTS recipients (default 100,000)
  * through the real delivery process into a private Mailpit, on a stack of its
- * own (campaign, analytics, delivery; private databases, a private recipient
- * database and topic). Measures:
- *   - time to the first message (POST of the run to Mailpit holding one),
+ * own (campaign, analytics, ingestion, delivery; private databases, a private
+ * recipient database and topics). The message is a newsletter of about 4 KB
+ * of HTML (NEWSLETTER_HTML) with the recipient's fields, its links tracked as
+ * the campaign default has them. Measures:
+ *   - time to the first message (creation of the run to Mailpit holding one),
  *   - messages/s from the first message to the last,
- *   - CPU per message of each process (delivery, campaign, analytics, Mailpit),
+ *   - CPU per message of every process, from the run's creation until
+ *     ClickHouse holds all its `sent` events (so ingestion's share is whole):
+ *     delivery, campaign, analytics, ingestion, the shared Postgres, ClickHouse
+ *     and Kafka servers (each with all it forked: processTreeCpuMs), and
+ *     Mailpit. The gateway is not started: the run is created over gRPC, so it
+ *     would have nothing to do. The shared servers also count whatever else the
+ *     host has them do meanwhile (`npm run up`, others' tests), hence the wait
+ *     for a quiet machine before each measurement,
  *   - the delivery process's peak memory (VmHWM) for a run of
  *     BENCH_SENDING_SMALL_RECIPIENTS (default 10,000) against the full run,
  *     each in a fresh process (recipients must never be held in memory at once),
  *     and beside it what its JavaScript heap held (heap-probe.ts: after a full
  *     collection at the end, and the most after any full collection during the run),
- *   - the calibration: Mailpit's intake of the same number of the same
- *     messages from a plain SMTP client (nodemailer's pool, as many connections
- *     as the delivery process has), which bounds what the sender can reach here.
+ *   - the calibration: Mailpit's intake of as many messages of the size the
+ *     run delivered from a plain SMTP client (nodemailer's pool, as many
+ *     connections as the delivery process has), which bounds what the sender
+ *     can reach here, with the client's and Mailpit's CPU per message.
  * Settings: BENCH_SENDING_RECIPIENTS, BENCH_SENDING_SMALL_RECIPIENTS.
  */
 import crypto from 'node:crypto';
@@ -25,6 +35,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import nodemailer from 'nodemailer';
 import { Client } from 'pg';
 import { call, createClient, createKafka, createLogger } from '@mail/common';
+import { createClickHouse } from '@mail/event-store';
 import {
   ACCOUNTS_TABLE,
   createTestClickHouse,
@@ -40,7 +51,7 @@ import {
 import { campaignV1, deliveryV1 } from '@mail/proto';
 import type { HeapFigures } from './heap-probe';
 import { log, round } from './measure';
-import { cpuMs, statusMb } from './proc';
+import { infraServerPids, processTreeCpuMs, statusMb, waitUntilIdle } from './proc';
 
 export interface SendingSettings {
   recipients: number;
@@ -57,25 +68,113 @@ export function sendingSettings(env: NodeJS.ProcessEnv = process.env): SendingSe
   };
 }
 
+/** Whose CPU a run counts; mailpit is the receiving end, every other one the platform. */
+const SENDING_PROCESSES = ['delivery', 'campaign', 'analytics', 'ingestion', 'postgres', 'clickhouse', 'kafka', 'mailpit'] as const;
+export type SendingProcess = (typeof SENDING_PROCESSES)[number];
+
 export interface RunFigures {
   recipients: number;
   firstMessageMs: number;
   messagesPerSecond: number;
-  /** ms CPU per 1,000 messages, per process. */
-  cpuMsPerThousand: Record<string, number>;
+  /** CPU µs per message, per process, from the run's creation until ClickHouse held its sent events. */
+  cpuMicrosecondsPerMessage: Record<SendingProcess, number>;
+  /** Sent events in ClickHouse at the end: fewer than recipients if ingestion did not catch up in time. */
+  sentEventsStored: number;
   deliveryPeakMb: number;
   /** The delivery process's JavaScript heap (heap-probe.ts). */
   deliveryHeap: HeapFigures;
+}
+
+export interface CalibrationFigures {
+  messagesPerSecond: number;
+  /** The bench process's CPU (the SMTP client) per message. */
+  clientCpuMicrosecondsPerMessage: number;
+  mailpitCpuMicrosecondsPerMessage: number;
+  /** Size of a message as Mailpit received it, and of one the full run delivered. */
+  messageBytes: number;
+  deliveredMessageBytes: number;
 }
 
 export interface SendingResult {
   settings: SendingSettings;
   small: RunFigures;
   full: RunFigures;
-  calibrationMessagesPerSecond: number;
+  calibration: CalibrationFigures;
 }
 
-const HTML = '<p>Hello {{first_name}} {{last_name}},</p><p>Our news of the week.</p><a href="{{unsubscribe_url}}">Unsubscribe</a>';
+/** A newsletter as campaigns send them: header, image, paragraphs, four tracked links, the recipient's fields, a footer. */
+const NEWSLETTER_HTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>The Weekly Ledger</title>
+<style>
+body { margin: 0; padding: 0; background: #f4f4f7; font-family: Helvetica, Arial, sans-serif; color: #333333; }
+.wrapper { max-width: 600px; margin: 0 auto; background: #ffffff; }
+.header { background: #1d3557; color: #ffffff; padding: 24px 32px; }
+.content { padding: 24px 32px; font-size: 16px; line-height: 1.5; }
+.button { display: inline-block; padding: 12px 24px; background: #e63946; color: #ffffff; text-decoration: none; border-radius: 4px; }
+.footer { padding: 16px 32px; font-size: 12px; color: #888888; background: #f1faee; }
+</style>
+</head>
+<body>
+<table class="wrapper" role="presentation" width="100%" cellpadding="0" cellspacing="0">
+<tr><td class="header">
+<h1 style="margin: 0; font-size: 24px;">The Weekly Ledger</h1>
+<p style="margin: 4px 0 0;">News, tips and offers for {{first_name}} {{last_name}}</p>
+</td></tr>
+<tr><td class="content">
+<img src="https://cdn.bench.example.com/newsletter/2026-11/hero.jpg" width="536" height="240" alt="This week at the Ledger" style="display: block; width: 100%; height: auto; border: 0;">
+<p>Hello {{first_name}},</p>
+<p>Welcome to this week's edition. Autumn is the season our readers plan ahead, so we have gathered the stories, guides
+and offers that came up most often in your questions over the past month. As always, every article is free to read,
+and you can reply to this email with anything you would like us to cover next time.</p>
+<h2 style="font-size: 20px; color: #1d3557;">Five habits that make budgeting stick</h2>
+<p>Most budgets fail in the third week, not the first. Our editor spoke with households that kept theirs for a full
+year and found that what they shared was not discipline but a few small routines: a fixed review evening, one shared
+list, and a buffer category for the unexpected. The full story walks through each habit with worked examples.</p>
+<p><a href="https://www.bench.example.com/articles/budgeting-habits?utm_source=newsletter&amp;utm_medium=email" class="button">Read the story</a></p>
+<h2 style="font-size: 20px; color: #1d3557;">Your account at a glance</h2>
+<p>Your account {{account_id}} is registered to {{email}}. Statements for the last quarter are ready, and the new
+savings tracker shows how close you are to the goals you set in spring. If anything looks out of place, our support
+team answers within one working day.</p>
+<p><a href="https://www.bench.example.com/account/statements?utm_source=newsletter&amp;utm_medium=email">See your statements</a>
+&middot; <a href="https://www.bench.example.com/account/goals?utm_source=newsletter&amp;utm_medium=email">Review your goals</a></p>
+<h2 style="font-size: 20px; color: #1d3557;">From the community</h2>
+<p>Last week's question about splitting shared costs fairly drew more than four hundred replies. We picked the clearest
+answers, from simple percentage splits to the envelope method, and put them side by side so you can choose what suits
+your household. Thank you to everyone who wrote in; the next question is already open for your ideas.</p>
+<p><a href="https://community.bench.example.com/threads/shared-costs?utm_source=newsletter&amp;utm_medium=email">Join the discussion</a></p>
+<h2 style="font-size: 20px; color: #1d3557;">Coming up</h2>
+<p>Next week we look at energy bills before winter: which tariffs changed this autumn, how to read the new statements,
+and three small changes at home that readers say paid for themselves within a season. We will also answer the most
+common questions about the savings tracker, including how goals carry over into the new year and how to share a goal
+with a partner. If you have a question of your own, reply to this email and it may feature in a coming edition.</p>
+<p>Until next week,<br>The Ledger team</p>
+</td></tr>
+<tr><td class="footer">
+<p>You receive this newsletter because {{email}} subscribed to The Weekly Ledger. Bench Example Ltd, 1 Sample Street,
+Example City, EX1 2MP.</p>
+<p>To choose which editions reach you, reply to this email. To stop them all, <a href="{{unsubscribe_url}}" style="color: #888888;">unsubscribe</a>.</p>
+</td></tr>
+</table>
+</body>
+</html>`;
+
+const NEWSLETTER_TEXT = `Hello {{first_name}},
+
+This week: five habits that make budgeting stick, your account {{account_id}} at a glance, and the community's
+answers on splitting shared costs. Read them all at https://www.bench.example.com/articles/budgeting-habits
+
+You receive this newsletter because {{email}} subscribed to The Weekly Ledger.
+Unsubscribe: {{unsubscribe_url}}`;
+
+/** The event store's client. */
+type EventStore = ReturnType<typeof createClickHouse>;
+
+/** How long ingestion may take, after the last message, to store the run's sent events in ClickHouse. */
+const SENT_EVENTS_TIMEOUT_MS = 120_000;
 
 export async function runSendingBench(settings: SendingSettings): Promise<SendingResult> {
   const suffix = uniqueSuffix();
@@ -87,6 +186,7 @@ export async function runSendingBench(settings: SendingSettings): Promise<Sendin
     createTestClickHouse('bench_sending'),
     startMailpit('bench'),
   ]);
+  const events = createClickHouse(clickhouse.url, clickhouse.database);
   let stack: Stack | undefined;
   try {
     await fillAccounts(recipients.url, settings.recipients);
@@ -98,7 +198,7 @@ export async function runSendingBench(settings: SendingSettings): Promise<Sendin
     stack = await startStack({
       stateDir,
       logDir: path.join(stateDir, 'logs'),
-      processes: ['campaign', 'analytics', 'delivery'],
+      processes: ['campaign', 'analytics', 'ingestion', 'delivery'],
       scripts: { delivery: path.join(__dirname, 'heap-probe.js') },
       env: {
         BENCH_HEAP_PROBE_MAIN: path.resolve(__dirname, '../../services/delivery/dist/main.js'),
@@ -111,18 +211,22 @@ export async function runSendingBench(settings: SendingSettings): Promise<Sendin
         SMTP_URL: mailpit.smtpUrl,
         SMTP_MAX_CONNECTIONS: String(settings.connections),
         KAFKA_EVENTS_TOPIC: topic,
+        KAFKA_DLQ_TOPIC: `bench-sending-dlq-${suffix}`,
+        KAFKA_CONSUMER_GROUP: `ingestion-bench-sending-${suffix}`,
         UNSUBSCRIBE_SIGNING_KEY: crypto.randomBytes(16).toString('hex'),
       },
     });
-    const small = await measureRun(stack, mailpit, heapFile, settings.smallRecipients);
+    const small = await measureRun(stack, mailpit, events, heapFile, settings.smallRecipients);
     await mailpit.clear();
-    const full = await measureRun(stack, mailpit, heapFile, settings.recipients);
+    const full = await measureRun(stack, mailpit, events, heapFile, settings.recipients);
+    const delivered = await newestMessage(mailpit);
     await mailpit.clear();
-    const calibrationMessagesPerSecond = await calibrate(mailpit, settings);
-    return { settings, small, full, calibrationMessagesPerSecond };
+    const calibration = await calibrate(mailpit, settings, delivered);
+    return { settings, small, full, calibration };
   } finally {
     await stack?.stopAll();
     await mailpit.close();
+    await events.close();
     await Promise.all([postgres.drop(), recipients.drop(), clickhouse.drop()]);
     fs.rmSync(stateDir, { recursive: true, force: true });
   }
@@ -143,8 +247,32 @@ async function fillAccounts(url: string, count: number): Promise<void> {
   }
 }
 
+/**
+ * The previous measurement's aftermath (ClickHouse merging parts, Postgres
+ * vacuuming) would count as this one's CPU: wait a while for a quiet machine.
+ */
+async function settle(next: string): Promise<void> {
+  await waitUntilIdle(3_000, 30_000, (busy) => log('sending', `${Math.round(busy * 100)} % CPU busy before ${next}: waiting`));
+}
+
+/** CPU ms so far of each process a run counts (the shared servers' PIDs from their PID files, as infra.sh keeps them). */
+function cpuOf(stack: Stack, mailpit: Mailpit): Record<SendingProcess, number> {
+  const servers = infraServerPids();
+  const pids: Record<SendingProcess, number | undefined> = {
+    delivery: stack.pid('delivery'),
+    campaign: stack.pid('campaign'),
+    analytics: stack.pid('analytics'),
+    ingestion: stack.pid('ingestion'),
+    postgres: servers.postgres,
+    clickhouse: servers.clickhouse,
+    kafka: servers.kafka,
+    mailpit: mailpit.pid,
+  };
+  return Object.fromEntries(SENDING_PROCESSES.map((name) => [name, processTreeCpuMs(pids[name])])) as Record<SendingProcess, number>;
+}
+
 /** One run of the first `count` accounts, in a fresh delivery process (its peak memory is this run's). */
-async function measureRun(stack: Stack, mailpit: Mailpit, heapFile: string, count: number): Promise<RunFigures> {
+async function measureRun(stack: Stack, mailpit: Mailpit, events: EventStore, heapFile: string, count: number): Promise<RunFigures> {
   await stack.restart('delivery');
   const workspaceId = crypto.randomUUID();
   const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
@@ -153,7 +281,7 @@ async function measureRun(stack: Stack, mailpit: Mailpit, heapFile: string, coun
   try {
     const template = await call(templates.createTemplate.bind(templates), {
       workspaceId,
-      template: { name: 'Bench', subject: 'News for {{first_name}}', html: HTML, text: 'Hello {{first_name}}: {{unsubscribe_url}}' },
+      template: { name: 'Bench', subject: 'News for {{first_name}}', html: NEWSLETTER_HTML, text: NEWSLETTER_TEXT },
     });
     const { campaign } = await call(campaigns.createCampaign.bind(campaigns), {
       workspaceId,
@@ -167,18 +295,12 @@ async function measureRun(stack: Stack, mailpit: Mailpit, heapFile: string, coun
         templateId: template.id,
       },
     });
-    const pids: Record<string, number | undefined> = {
-      delivery: stack.pid('delivery'),
-      campaign: stack.pid('campaign'),
-      analytics: stack.pid('analytics'),
-      mailpit: mailpit.pid,
-    };
-    const cpuBefore = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+    await settle(`the run of ${count}`);
+    const cpuBefore = cpuOf(stack, mailpit);
     const started = performance.now();
     const { run } = await call(delivery.createRun.bind(delivery), { workspaceId, campaignId: campaign!.id });
-    let first = 0;
     while ((await mailpit.count()) === 0) await sleep(5);
-    first = performance.now();
+    const first = performance.now();
     log('sending', `${count} recipients: first message after ${Math.round(first - started)} ms`);
     for (;;) {
       const { run: current } = await call(delivery.getRun.bind(delivery), { workspaceId, id: run!.id });
@@ -186,28 +308,44 @@ async function measureRun(stack: Stack, mailpit: Mailpit, heapFile: string, coun
       if (current?.status === 'failed') throw new Error(`the run failed: ${current.failure}`);
       await sleep(200);
     }
-    let delivered = await mailpit.count();
-    while (delivered < count) {
-      await sleep(100);
-      delivered = await mailpit.count();
-    }
+    while ((await mailpit.count()) < count) await sleep(100);
     const last = performance.now();
-    const cpuMsPerThousand = Object.fromEntries(
-      Object.entries(pids).map(([name, pid]) => [name, round(((cpuMs(pid) - cpuBefore[name]) / count) * 1000, 0)]),
-    );
-    const deliveryPeakMb = round(statusMb(stack.pid('delivery'), 'VmHWM') ?? 0, 0);
+    const sentEventsStored = await waitForSentEvents(events, workspaceId, count);
+    if (sentEventsStored < count)
+      log('sending', `only ${sentEventsStored} of ${count} sent events in ClickHouse after ${SENT_EVENTS_TIMEOUT_MS / 1000} s`);
+    const cpuAfter = cpuOf(stack, mailpit);
+    const cpuMicrosecondsPerMessage = Object.fromEntries(
+      SENDING_PROCESSES.map((name) => [name, round(((cpuAfter[name] - cpuBefore[name]) / count) * 1000, 0)]),
+    ) as Record<SendingProcess, number>;
     const figures: RunFigures = {
       recipients: count,
       firstMessageMs: Math.round(first - started),
       messagesPerSecond: Math.round(count / ((last - first) / 1000)),
-      cpuMsPerThousand,
-      deliveryPeakMb,
+      cpuMicrosecondsPerMessage,
+      sentEventsStored,
+      deliveryPeakMb: round(statusMb(stack.pid('delivery'), 'VmHWM') ?? 0, 0),
       deliveryHeap: await readHeap(stack.pid('delivery'), heapFile),
     };
     log('sending', JSON.stringify(figures));
     return figures;
   } finally {
     for (const client of [campaigns, templates, delivery]) client.close();
+  }
+}
+
+/** Waits, up to SENT_EVENTS_TIMEOUT_MS, until the workspace's run has all its `count` sent events stored; answers how many are. */
+async function waitForSentEvents(events: EventStore, workspaceId: string, count: number): Promise<number> {
+  const deadline = performance.now() + SENT_EVENTS_TIMEOUT_MS;
+  for (;;) {
+    const result = await events.query({
+      // Distinct ids: the ReplacingMergeTree may hold a redelivered event twice until it merges.
+      query: `SELECT uniqExact(provider_event_id) AS n FROM events WHERE workspace_id = {workspace:UUID} AND event_type = 'sent'`,
+      query_params: { workspace: workspaceId },
+      format: 'JSONEachRow',
+    });
+    const stored = Number((await result.json<{ n: string }>())[0].n);
+    if (stored >= count || performance.now() > deadline) return stored;
+    await sleep(250);
   }
 }
 
@@ -228,8 +366,29 @@ async function readHeap(pid: number | undefined, file: string): Promise<HeapFigu
   };
 }
 
-/** The same number of messages of the same size from nodemailer's pool alone, to the same Mailpit. */
-async function calibrate(mailpit: Mailpit, settings: SendingSettings): Promise<number> {
+interface DeliveredMessage {
+  html: string;
+  text: string;
+  /** As Mailpit received it: headers and MIME encoding included. */
+  bytes: number;
+}
+
+/** The message Mailpit received last. */
+async function newestMessage(mailpit: Mailpit): Promise<DeliveredMessage> {
+  const response = await fetch(`${mailpit.apiUrl}/api/v1/messages?limit=1`);
+  if (!response.ok) throw new Error(`mailpit GET /api/v1/messages: ${response.status}`);
+  const [newest] = ((await response.json()) as { messages: { ID: string; Size: number }[] }).messages;
+  const { HTML, Text } = await mailpit.message(newest.ID);
+  return { html: HTML, text: Text, bytes: newest.Size };
+}
+
+/**
+ * As many messages from nodemailer's pool alone, to the same Mailpit: the
+ * parts of a message the run delivered (its fields filled in, its links
+ * tracked), so each is the size the sender's were.
+ */
+async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered: DeliveredMessage): Promise<CalibrationFigures> {
+  await settle('the calibration');
   const url = new URL(mailpit.smtpUrl);
   const transport = nodemailer.createTransport({
     pool: true,
@@ -240,8 +399,12 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings): Promise<n
     maxConnections: settings.connections,
     maxMessages: Infinity,
   });
-  const html = HTML.replace(/\{\{\w+\}\}/g, 'Reader');
+  // The text part carries the recipient's one-click link, which the sender also put in List-Unsubscribe.
+  const unsubscribe = /https?:\/\/\S+\/unsubscribe\/\S+/.exec(delivered.text)?.[0];
+  if (!unsubscribe) throw new Error('the delivered text part has no unsubscribe link');
   let next = 0;
+  const mailpitBefore = processTreeCpuMs(mailpit.pid);
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: settings.connections * 4 }, async () => {
@@ -251,19 +414,25 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings): Promise<n
           from: 'news@bench.example.com',
           to: `reader${n}@bench.example.com`,
           subject: `News for First${n}`,
-          html,
-          text: `Hello First${n}`,
-          headers: {
-            'List-Unsubscribe': '<http://127.0.0.1:8080/unsubscribe/token>',
-            'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-          },
+          html: delivered.html,
+          text: delivered.text,
+          headers: { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
         });
       }
     }),
   );
+  const client = process.cpuUsage(clientBefore);
   while ((await mailpit.count()) < settings.recipients) await sleep(100);
+  const seconds = (performance.now() - started) / 1000;
+  const mailpitMs = processTreeCpuMs(mailpit.pid) - mailpitBefore;
   transport.close();
-  const rate = Math.round(settings.recipients / ((performance.now() - started) / 1000));
-  log('sending', `calibration: a plain SMTP client gets ${rate} messages/s into Mailpit`);
-  return rate;
+  const figures: CalibrationFigures = {
+    messagesPerSecond: Math.round(settings.recipients / seconds),
+    clientCpuMicrosecondsPerMessage: Math.round((client.user + client.system) / settings.recipients),
+    mailpitCpuMicrosecondsPerMessage: Math.round((mailpitMs * 1000) / settings.recipients),
+    messageBytes: (await newestMessage(mailpit)).bytes,
+    deliveredMessageBytes: delivered.bytes,
+  };
+  log('sending', `calibration: ${JSON.stringify(figures)}`);
+  return figures;
 }
