@@ -18,7 +18,8 @@ kafka_packages() {
 }
 
 # The node the kafka_* functions below act on: the single broker here, a
-# cluster node in kafka_cluster_paths. Every node runs the same jars.
+# cluster node in kafka_cluster_paths (servers/kafka-cluster.sh). Every node
+# runs the same jars.
 kafka_paths() {
   K_LIBS=$STATE_DIR/kafka/libs
   kafka_node_paths "$STATE_DIR/kafka"

@@ -26,7 +26,7 @@ zookeeper_paths() {
 
 # Rewritten at each start so a port change takes effect. tickTime 1000 lets
 # ClickHouse ask for short sessions (minimum 2 ticks); see
-# clickhouse_cluster_write_node_config. Small preallocated log files and
+# clickhouse_cluster_write_node_config (servers/clickhouse-cluster.sh). Small preallocated log files and
 # automatic purging keep the folder small; fsync stays on.
 zookeeper_write_config() {
   mkdir -p -- "$Z_CONF" "$Z_DATA" "$Z_LOGS" "$Z_HOME/tmp"
