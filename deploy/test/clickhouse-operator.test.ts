@@ -102,7 +102,7 @@ test('images are pinned, and the README lists every server in CLICKHOUSE_URL wit
   expect(Object.keys(installation.spec.configuration.users ?? {})).toContain('mail/password_sha256_hex');
 });
 
-test('the images here and in docker-compose.yml are of the ClickHouse release line npm test runs (infra.sh, CHDB_CORE_VERSION)', () => {
+test('the images here and in docker-compose.yml are of the ClickHouse release line npm test runs (deploy/local/servers/clickhouse.sh, CHDB_CORE_VERSION)', () => {
   const line = clickHouseReleaseLine();
   const images = resources.flatMap((resource) =>
     resource.spec.templates.podTemplates.flatMap((template) => template.spec.containers.map((container) => container.image)),

@@ -4,7 +4,7 @@
  * validation of manifests.test.ts has no CRDs): three nodes, each broker and
  * controller, topics with three replicas and two in sync, the bootstrap
  * address of KAFKA_BROKERS, and the same settings as the local cluster the
- * broker-loss test runs (deploy/local/infra.sh, kafka-cluster).
+ * broker-loss test runs (deploy/local/servers/kafka-cluster.sh).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -84,7 +84,7 @@ test('its bootstrap Service is the KAFKA_BROKERS of the overlays', () => {
 });
 
 test('the local cluster of the fault tests has the same shape: three nodes, three replicas, two in sync', () => {
-  const script = fs.readFileSync(path.join(REPO_ROOT, 'deploy/local/infra.sh'), 'utf8');
+  const script = fs.readFileSync(path.join(REPO_ROOT, 'deploy/local/servers/kafka-cluster.sh'), 'utf8');
   expect(script).toMatch(/^KAFKA_CLUSTER_NODES=\(1 2 3\)$/m);
   expect(script).toMatch(/^ {4}kafka_write_config "\$n" "\$voters" 3 2$/m);
 });

@@ -126,7 +126,7 @@ test('ClickHouse: the server runs with the storage profile of deploy/clickhouse 
 });
 
 test('Kafka cluster ids are base64url and never start with "-", which the storage tool would take for an option', () => {
-  const script = fs.readFileSync(path.join(__dirname, '..', 'infra.sh'), 'utf8');
+  const script = fs.readFileSync(path.join(__dirname, '..', 'servers', 'kafka.sh'), 'utf8');
   const definition = script.match(/^kafka_new_cluster_id\(\) \{[\s\S]*?^\}/m)?.[0];
   expect(definition).toBeDefined();
   const ids = execFileSync('bash', ['-c', `${definition}\nfor i in $(seq 1 1000); do kafka_new_cluster_id; echo; done`], {

@@ -45,12 +45,12 @@ export function uniqueSuffix(): string {
 
 /**
  * The ClickHouse release line (`26.9`) that `npm test` runs and the containers
- * and manifests deploy: that of the chdb-core version infra.sh pins.
+ * and manifests deploy: that of the chdb-core version deploy/local/servers/clickhouse.sh pins.
  */
 export function clickHouseReleaseLine(): string {
-  const script = fs.readFileSync(path.join(__dirname, '..', '..', 'infra.sh'), 'utf8');
+  const script = fs.readFileSync(path.join(__dirname, '..', '..', 'servers', 'clickhouse.sh'), 'utf8');
   const line = /^CHDB_CORE_VERSION=(\d+\.\d+)\.\d+$/m.exec(script)?.[1];
-  if (line === undefined) throw new Error('deploy/local/infra.sh pins no CHDB_CORE_VERSION=<major>.<minor>.<patch>');
+  if (line === undefined) throw new Error('deploy/local/servers/clickhouse.sh pins no CHDB_CORE_VERSION=<major>.<minor>.<patch>');
   return line;
 }
 

@@ -1,0 +1,76 @@
+# shellcheck shell=bash
+# deploy/local/servers/bounce-mailpit.sh: the component bounce-mailpit, a
+# second Mailpit of the binary servers/mailpit.sh builds, the local bounce
+# mailbox (bounces and feedback reports arrive by SMTP; the delivery service
+# reads them over POP3; messages in <state folder>/bounce-mailpit). Sourced by
+# deploy/local/infra.sh (functions: servers/lib.sh).
+
+BOUNCE_MAILPIT_SMTP_PORT=${BOUNCE_MAILPIT_SMTP_PORT:-21026}
+BOUNCE_MAILPIT_POP3_PORT=${BOUNCE_MAILPIT_POP3_PORT:-21110}
+BOUNCE_MAILPIT_HTTP_PORT=${BOUNCE_MAILPIT_HTTP_PORT:-28026}
+
+bounce_mailpit_packages() { command -v curl >/dev/null || echo curl; }
+
+# The local bounce mailbox: Mailpit's POP3 mailbox is every message of its
+# instance, so the bounce mailbox is an instance of its own (ports, database).
+# Its auth file is what turns POP3 on.
+bounce_mailpit_paths() {
+  mailpit_bin_paths
+  BM_HOME=$STATE_DIR/bounce-mailpit
+  BM_PID=$BM_HOME/mailpit.pid
+  BM_LOG=$BM_HOME/mailpit.log
+  BM_AUTH=$BM_HOME/pop3-auth
+  BM_MARK=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION
+}
+
+bounce_mailpit_start() {
+  bounce_mailpit_paths
+  local pid
+  if pid=$(live_pid "$BM_PID" "$BM_MARK"); then
+    [[ $(mailpit_running_port "$pid") == "$BOUNCE_MAILPIT_SMTP_PORT" ]] ||
+      die "bounce-mailpit of $STATE_DIR already runs with another BOUNCE_MAILPIT_SMTP_PORT; run 'down bounce-mailpit' first"
+    return 0
+  fi
+  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN" mailpit_build_ui
+  require_free_port bounce-mailpit BOUNCE_MAILPIT_SMTP_PORT "$BOUNCE_MAILPIT_SMTP_PORT"
+  require_free_port bounce-mailpit BOUNCE_MAILPIT_POP3_PORT "$BOUNCE_MAILPIT_POP3_PORT"
+  require_free_port bounce-mailpit BOUNCE_MAILPIT_HTTP_PORT "$BOUNCE_MAILPIT_HTTP_PORT"
+  mkdir -p -- "$BM_HOME"
+  (umask 077 && printf 'bounces:bounces\n' >"$BM_AUTH")
+  log "bounce-mailpit: starting (SMTP 127.0.0.1:$BOUNCE_MAILPIT_SMTP_PORT, POP3 127.0.0.1:$BOUNCE_MAILPIT_POP3_PORT, web and API http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT)"
+  # --smtp last: mailpit_running_port reads the last address of the command line.
+  spawn "$BM_PID" "$BM_LOG" "$MAILPIT_BIN" --database "$BM_HOME/mailpit.db" --max "$MAILPIT_MAX_MESSAGES" \
+    --listen "127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT" --pop3-auth-file "$BM_AUTH" --pop3 "127.0.0.1:$BOUNCE_MAILPIT_POP3_PORT" \
+    --smtp-auth-accept-any --smtp-auth-allow-insecure --disable-version-check --smtp "127.0.0.1:$BOUNCE_MAILPIT_SMTP_PORT"
+}
+
+bounce_mailpit_wait() {
+  bounce_mailpit_paths
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until curl -fsS --max-time 2 "http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
+    live_pid "$BM_PID" "$BM_MARK" >/dev/null || die_with_logs "bounce-mailpit exited during startup" "$BM_LOG"
+    ((SECONDS < deadline)) || die_with_logs "bounce-mailpit not ready after ${READY_TIMEOUT}s" "$BM_LOG"
+    sleep 0.1
+  done
+}
+
+bounce_mailpit_stop() {
+  bounce_mailpit_paths
+  stop_server bounce-mailpit "$BM_PID" "$BM_MARK"
+}
+
+bounce_mailpit_status() {
+  bounce_mailpit_paths
+  local pid ports="smtp=$BOUNCE_MAILPIT_SMTP_PORT pop3=$BOUNCE_MAILPIT_POP3_PORT http=$BOUNCE_MAILPIT_HTTP_PORT"
+  if pid=$(live_pid "$BM_PID" "$BM_MARK"); then
+    status_line bounce-mailpit running "$pid" "$ports"
+  else
+    status_line bounce-mailpit stopped - "$ports"
+  fi
+}
+
+bounce_mailpit_env() {
+  echo "export BOUNCE_MAILPIT_SMTP_URL=smtp://127.0.0.1:$BOUNCE_MAILPIT_SMTP_PORT?tls=off"
+  echo "export BOUNCE_MAILPIT_API_URL=http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT"
+  echo "export BOUNCE_MAILPIT_POP3_URL=pop3://bounces:bounces@127.0.0.1:$BOUNCE_MAILPIT_POP3_PORT"
+}
