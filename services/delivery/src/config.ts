@@ -126,7 +126,7 @@ export function readConfig(env: EnvReader): DeliveryConfig {
     eventsTopic: env.string('KAFKA_EVENTS_TOPIC', 'engagement-events'),
     smtp: smtpConfig(env, production),
     sendRatePerSecond: env.int('SEND_RATE_PER_SECOND', 0),
-    sendBatchSize: env.int('SEND_BATCH_SIZE', 50),
+    sendBatchSize: env.int('SEND_BATCH_SIZE', 500),
     sendConcurrency: env.int('SEND_CONCURRENCY', 4),
     sendMaxAttempts: env.int('SEND_MAX_ATTEMPTS', 5),
     sendRetryBaseMs: env.int('SEND_RETRY_BASE_MS', 30_000),

@@ -75,6 +75,7 @@ void runService({
             signUnsubscribe,
             options,
             recipientsEncryptionKey: config.recipientsEncryptionKey,
+            runsChanged: () => sender.wake(),
           }),
         },
       ],

@@ -174,6 +174,15 @@ test('custom headers are written as given, and one past 998 characters folds at 
   // After a comma the fold adds a space: JSON between its tokens does not mind.
   expect(JSON.parse(parsed.headers.get('x-smtpapi') as string)).toEqual(JSON.parse(json));
   expect(raw).toMatch(/\r\nX-SMTPAPI: \{[^\r]*,\r\n "key/);
+  // Nor does a value without either pass 998 (compose checks the lines); only spaces are added.
+  for (const length of [997, 998, 999, 1996, 1997, 5000]) {
+    for (const value of ['x'.repeat(length), `${'y'.repeat(990)},${'z'.repeat(length)}`, `${'a'.repeat(length)} b`]) {
+      const folded = await compose({ ...base, headers: { 'X-Long': value } });
+      expect(folded.parsed.headerLines.find((line) => line.key === 'x-long')!.line.replace(/\r\n| /g, '')).toBe(
+        `X-Long:${value.replace(/ /g, '')}`,
+      );
+    }
+  }
 });
 
 /** Mulberry32: the same strings on every run. */

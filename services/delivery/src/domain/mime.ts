@@ -93,32 +93,33 @@ function encodedWords(value: string): string {
 
 /**
  * The header folded before spaces of its value to keep lines within `limit` where it can; a line that would still pass
- * 998 is broken after a comma, or else anywhere, which adds a space to the value.
+ * 998 is broken after a comma, or else at 998, which adds a space to the value.
  */
 function fold(name: string, value: string, limit: number): string {
-  const line = `${name}: ${value}`;
+  let rest = `${name}: ${value}`;
   let folded = '';
-  let start = 0;
   // Not before the value's first word, which would leave the name alone on its line.
   let after = name.length + 1;
-  while (line.length - start > limit) {
-    let cut = line.lastIndexOf(' ', start + limit);
-    if (cut <= after) cut = line.indexOf(' ', start + limit);
-    if (cut > after && cut - start <= MAX_LINE) {
-      folded += `${line.slice(start, cut)}\r\n`;
-    } else if (line.length - start > MAX_LINE) {
-      cut = line.lastIndexOf(',', start + MAX_LINE - 2) + 1;
-      if (cut <= after + 1) cut = start + MAX_LINE - 1;
-      folded += `${line.slice(start, cut)}\r\n `;
+  while (rest.length > limit) {
+    let cut = rest.lastIndexOf(' ', limit);
+    if (cut <= after) cut = rest.indexOf(' ', limit);
+    if (cut > after && cut <= MAX_LINE) {
+      folded += `${rest.slice(0, cut)}\r\n`;
+      rest = rest.slice(cut);
+    } else if (rest.length > MAX_LINE) {
+      cut = rest.lastIndexOf(',', MAX_LINE - 1) + 1;
+      if (cut <= after + 1) cut = MAX_LINE;
+      folded += `${rest.slice(0, cut)}\r\n`;
+      rest = ` ${rest.slice(cut)}`;
     } else {
       break;
     }
-    start = after = cut;
+    after = 0;
   }
-  return `${folded}${line.slice(start)}\r\n`;
+  return `${folded}${rest}\r\n`;
 }
 
-/** Whether a line ends at `i`: a lone CR counts, as the whitespace before it would otherwise end a decoded line. */
+/** Whether the text's line ends at `i`; a lone CR counts too, which costs at most a needless `=20` and saves looking further. */
 const lineBreakAt = (bytes: Buffer, i: number): boolean => i === bytes.length || bytes[i] === LF || bytes[i] === CR;
 
 /**

@@ -119,21 +119,23 @@ export interface HandlerParts {
   options: Pick<SenderOptions, 'provider' | 'publicBaseUrl'> & { testSendPerHour: number };
   /** Seals the workspaces' own recipient database URLs (RECIPIENTS_ENCRYPTION_KEY). */
   recipientsEncryptionKey: Buffer;
+  /** A run was created or resumed: this process's sender looks for work now (Sender.wake). */
+  runsChanged(): void;
 }
 
 export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV1.DeliveryServiceServer {
   const { db, upstream } = parts;
   return {
-    createRun: unary(logger, 'CreateRun', async (request) => ({
-      run: runToProto(
-        await startRun(db, upstream, {
-          workspaceId: scope(request.workspaceId),
-          campaignId: campaignIdOf(request.campaignId),
-          scheduledFor: null,
-          audience: audienceOf(request.audience),
-        }),
-      ),
-    })),
+    createRun: unary(logger, 'CreateRun', async (request) => {
+      const run = await startRun(db, upstream, {
+        workspaceId: scope(request.workspaceId),
+        campaignId: campaignIdOf(request.campaignId),
+        scheduledFor: null,
+        audience: audienceOf(request.audience),
+      });
+      parts.runsChanged();
+      return { run: runToProto(run) };
+    }),
     getRun: unary(logger, 'GetRun', async (request) => ({
       run: runToProto(await withEngagement(upstream, await getRun(db, scope(request.workspaceId), request.id))),
     })),
@@ -162,9 +164,11 @@ export function deliveryHandlers(logger: Logger, parts: HandlerParts): deliveryV
     pauseRun: unary(logger, 'PauseRun', async (request) => ({
       run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'pause')),
     })),
-    resumeRun: unary(logger, 'ResumeRun', async (request) => ({
-      run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'resume')),
-    })),
+    resumeRun: unary(logger, 'ResumeRun', async (request) => {
+      const run = await actOnRun(db, scope(request.workspaceId), request.id, 'resume');
+      parts.runsChanged();
+      return { run: runToProto(run) };
+    }),
     cancelRun: unary(logger, 'CancelRun', async (request) => ({
       run: runToProto(await actOnRun(db, scope(request.workspaceId), request.id, 'cancel')),
     })),

@@ -115,6 +115,8 @@ export class Sender {
   /** A worker per sending loop, so that a slow template holds only its own loop. */
   private readonly renderer: Renderer;
   private readonly ledger: HandOverLedger;
+  /** The idle loops' waits, which wake() ends early. */
+  private readonly idle = new Set<() => void>();
 
   constructor(
     private readonly parts: SenderParts,
@@ -136,6 +138,11 @@ export class Sender {
       ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending')),
     );
     this.logger.info({ workerId: this.workerId }, 'sender started');
+  }
+
+  /** There may be work (a run created or resumed, recipients loaded): the idle loops look now, not at their next turn. */
+  wake(): void {
+    for (const end of [...this.idle]) end();
   }
 
   /** Finishes the messages on their way, gives the claims back and leaves. */
@@ -168,8 +175,20 @@ export class Sender {
       } catch (error) {
         this.logger.warn({ err: error }, `${name} failed`);
       }
-      if (!busy) await sleep(IDLE_MS);
+      if (!busy) await this.idleFor(IDLE_MS);
     }
+  }
+
+  private idleFor(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const end = (): void => {
+        clearTimeout(timer);
+        this.idle.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      this.idle.add(end);
+    });
   }
 
   private async every(intervalMs: number, work: () => Promise<void>, name: string): Promise<void> {
@@ -248,6 +267,7 @@ export class Sender {
         await this.parts.store.releaseLoad(run.id, this.workerId);
         return;
       }
+      if (!abTest) this.wake();
     }
     const test =
       abTest && variants ? { size: (valid: number) => testSize(valid, abTest.testFraction), bounds: variantBounds(variants) } : undefined;

@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
-import nodemailer from 'nodemailer';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { SmtpConfig } from '../config';
 import { classifySmtpError, type SmtpOutcome } from '../domain/run';
+import { composeMime } from '../domain/mime';
 import type { RenderedMessage } from '../domain/render';
 
 export interface OutgoingMessage extends RenderedMessage {
@@ -33,8 +33,6 @@ export class SmtpTransport {
   readonly key: string;
   private readonly options: SMTPConnection.Options;
   private readonly auth: { user: string; pass: string } | undefined;
-  /** Builds the MIME as nodemailer's transports do, without sending it. */
-  private readonly composer = nodemailer.createTransport({ streamTransport: true, buffer: true });
   private readonly free: Lane[];
   private readonly waiting: ((lane: Lane) => void)[] = [];
   private closed = false;
@@ -61,21 +59,11 @@ export class SmtpTransport {
   send(message: OutgoingMessage): Promise<SmtpOutcome>;
   send(message: OutgoingMessage, mayHandOver: () => Promise<boolean>): Promise<SmtpOutcome | undefined>;
   async send(message: OutgoingMessage, mayHandOver = () => Promise.resolve(true)): Promise<SmtpOutcome | undefined> {
-    const composed = await this.composer.sendMail({
-      from: message.from.name ? { name: message.from.name, address: message.from.address } : message.from.address,
-      to: message.to,
-      replyTo: message.replyTo ?? undefined,
-      subject: message.subject,
-      html: message.html,
-      text: message.text,
-      messageId: `<${message.messageId}>`,
-      // As written: nodemailer would MIME-encode a long value, and providers read these (X-SMTPAPI's JSON) raw.
-      headers: Object.fromEntries(Object.entries(message.headers).map(([name, value]) => [name, { prepared: true, value }])),
-    });
+    const raw = composeMime(message);
     const lane = await this.take();
     try {
       if (!(await mayHandOver())) return undefined;
-      return await this.handOver(lane, composed.envelope, composed.message as Buffer);
+      return await this.handOver(lane, { from: message.from.address, to: [message.to] }, raw);
     } finally {
       this.give(lane);
     }

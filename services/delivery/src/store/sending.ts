@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { QueryConfig } from 'pg';
 import { withConnection, withTransaction } from '@mail/common';
 import type { AbMetric, DecidedBy } from '../domain/ab-test';
 import type { PlanVariant, RunPlan, SendingPlan } from '../domain/plan';
@@ -110,6 +112,21 @@ export interface MessageRecipient {
   variantId: string | null;
   messageId: string;
   providerCategoryId: string | null;
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * The senders repeat their statements many times a second: each is prepared once per connection, named by its
+ * text, so that Postgres parses and plans it once rather than at every call.
+ */
+function prepared(text: string, values: unknown[]): QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `sending-${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
 }
 
 /** A live worker's heartbeat is younger than the lease; the database's clock decides, for every replica alike. */
@@ -629,7 +646,7 @@ export class SendingStore {
   }
 
   private query<Row extends object = Record<string, unknown>>(text: string, values: unknown[] = []) {
-    return withConnection(this.db, (connection) => connection.query<Row & Record<string, unknown>>(text, values));
+    return withConnection(this.db, (connection) => connection.query<Row & Record<string, unknown>>(prepared(text, values)));
   }
 }
 
