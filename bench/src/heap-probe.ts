@@ -10,8 +10,12 @@
  *   heapAfterGcMb    heap used right after that forced full collection,
  *   livePeakMb       the most heap used right after any of the process's full collections,
  *   heapTotalPeakMb  the most heap V8 had reserved at any collection.
+ * With BENCH_SENDING_CPU_PROFILE_DIR set it also profiles the process's CPU from its start, and on SIGUSR2 writes
+ * the profile there first (delivery-<pid>.cpuprofile, for Chrome's DevTools or any .cpuprofile reader).
  */
 import fs from 'node:fs';
+import { Session } from 'node:inspector';
+import path from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -41,7 +45,19 @@ new PerformanceObserver((list) => {
   if (full) livePeak = Math.max(livePeak, used);
 }).observe({ entryTypes: ['gc'] });
 
+const profileDir = process.env.BENCH_SENDING_CPU_PROFILE_DIR;
+const profiler = profileDir ? new Session() : undefined;
+if (profiler) {
+  profiler.connect();
+  profiler.post('Profiler.enable', () => profiler.post('Profiler.start'));
+}
+
 process.on('SIGUSR2', () => {
+  if (profiler && profileDir) {
+    profiler.post('Profiler.stop', (error, result) => {
+      if (!error) fs.writeFileSync(path.join(profileDir, `delivery-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+    });
+  }
   collect();
   const figures: HeapFigures = {
     heapAfterGcMb: v8.getHeapStatistics().used_heap_size / MB,
