@@ -365,6 +365,13 @@ export function sendingRows({ settings, small, full, calibration }: SendingResul
         `most after any full GC during the run ${number(small.deliveryHeap.livePeakMb)} / ${number(full.deliveryHeap.livePeakMb)} MB; ` +
         `most reserved ${number(small.deliveryHeap.heapTotalPeakMb)} / ${number(full.deliveryHeap.heapTotalPeakMb)} MB (what VmHWM follows)`,
     },
+    {
+      measure: 'Sending: the ledger in Postgres per recipient (run_recipients with its indexes)',
+      result: `${number(full.ledgerBytesPerRecipient)} bytes`,
+      target: '',
+      verdict: '',
+      note: `after the run of ${number(full.recipients)}, both runs' rows in it, dead row versions not yet vacuumed included`,
+    },
   ];
 }
 

@@ -84,6 +84,8 @@ export interface RunFigures {
   deliveryPeakMb: number;
   /** The delivery process's JavaScript heap (heap-probe.ts). */
   deliveryHeap: HeapFigures;
+  /** The ledger's size in Postgres (run_recipients, its indexes and TOAST, dead rows not yet vacuumed too) per recipient it holds. */
+  ledgerBytesPerRecipient: number;
 }
 
 export interface CalibrationFigures {
@@ -217,9 +219,9 @@ export async function runSendingBench(settings: SendingSettings): Promise<Sendin
         UNSUBSCRIBE_SIGNING_KEY: crypto.randomBytes(16).toString('hex'),
       },
     });
-    const small = await measureRun(stack, mailpit, events, heapFile, settings.smallRecipients);
+    const small = await measureRun(stack, mailpit, events, heapFile, postgres.url, settings.smallRecipients);
     await mailpit.clear();
-    const full = await measureRun(stack, mailpit, events, heapFile, settings.recipients);
+    const full = await measureRun(stack, mailpit, events, heapFile, postgres.url, settings.recipients);
     const delivered = await newestMessage(mailpit);
     await mailpit.clear();
     const calibration = await calibrate(mailpit, settings, delivered);
@@ -273,7 +275,14 @@ function cpuOf(stack: Stack, mailpit: Mailpit): Record<SendingProcess, number> {
 }
 
 /** One run of the first `count` accounts, in a fresh delivery process (its peak memory is this run's). */
-async function measureRun(stack: Stack, mailpit: Mailpit, events: EventStore, heapFile: string, count: number): Promise<RunFigures> {
+async function measureRun(
+  stack: Stack,
+  mailpit: Mailpit,
+  events: EventStore,
+  heapFile: string,
+  deliveryDatabaseUrl: string,
+  count: number,
+): Promise<RunFigures> {
   await stack.restart('delivery');
   const workspaceId = crypto.randomUUID();
   const campaigns = createClient(campaignV1.CampaignServiceClient, stack.urls.grpc.campaign);
@@ -331,6 +340,7 @@ async function measureRun(stack: Stack, mailpit: Mailpit, events: EventStore, he
       sentEventsStored,
       deliveryPeakMb: round(statusMb(stack.pid('delivery'), 'VmHWM') ?? 0, 0),
       deliveryHeap: await readHeap(stack.pid('delivery'), heapFile),
+      ledgerBytesPerRecipient: await ledgerBytesPerRecipient(deliveryDatabaseUrl),
     };
     log('sending', JSON.stringify(figures));
     return figures;
@@ -352,6 +362,19 @@ async function waitForSentEvents(events: EventStore, workspaceId: string, count:
     const stored = Number((await result.json<{ n: string }>())[0].n);
     if (stored >= count || performance.now() > deadline) return stored;
     await sleep(250);
+  }
+}
+
+async function ledgerBytesPerRecipient(url: string): Promise<number> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ bytes: string; recipients: string }>(
+      `SELECT pg_total_relation_size('delivery.run_recipients') AS bytes, (SELECT count(*) FROM delivery.run_recipients) AS recipients`,
+    );
+    return Math.round(Number(rows[0].bytes) / Number(rows[0].recipients));
+  } finally {
+    await client.end();
   }
 }
 

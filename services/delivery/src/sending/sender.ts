@@ -59,7 +59,7 @@ export interface SenderParts {
 const IDLE_MS = 200;
 const PUBLISH_BATCH = 500;
 /** How old a batch's suppression check may be when one of its messages is handed over (docs/api.md). */
-export const SUPPRESSION_MAX_AGE_MS = 1_000;
+const SUPPRESSION_MAX_AGE_MS = 5_000;
 
 /** A claimed recipient's message, rendered and composed. */
 interface Ready {
