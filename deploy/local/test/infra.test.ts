@@ -141,10 +141,12 @@ test('Kafka cluster ids are base64url and never start with "-", which the storag
 
 test('infra.sh starts the single-node servers by default and the Kafka cluster only when named, which exports its three brokers; the bounce Mailpit exports its POP3 mailbox', () => {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'infra-env-'));
+  // The defaults, whatever ports the suite itself runs on (a second suite beside another one moves them all).
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/_PORTS?$/.test(name)));
   const env = (variables: Record<string, string>, ...components: string[]): string =>
     execFileSync('bash', [path.join(__dirname, '..', 'infra.sh'), 'env', ...components], {
       encoding: 'utf8',
-      env: { ...process.env, STATE_DIR: stateDir, ...variables },
+      env: { ...inherited, STATE_DIR: stateDir, ...variables },
     });
   try {
     expect(env({ KAFKA_PORT: '29092' })).toContain('export KAFKA_BROKERS=127.0.0.1:29092\n');
