@@ -67,6 +67,24 @@ interface Ready {
   message: OutgoingMessage;
 }
 
+/** Waits `ms`, or less once wakeOne ends the wait. */
+function idleFor(ms: number, waits: Set<() => void> | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const end = (): void => {
+      clearTimeout(timer);
+      waits?.delete(end);
+      resolve();
+    };
+    const timer = setTimeout(end, ms);
+    waits?.add(end);
+  });
+}
+
+function wakeOne(waits: Set<() => void>): void {
+  const [first] = waits;
+  first?.();
+}
+
 /** The one-click unsubscribe link of a message (also its List-Unsubscribe header). */
 export function unsubscribeUrl(publicBaseUrl: string, token: string): string {
   return `${publicBaseUrl}/unsubscribe/${token}`;
@@ -115,8 +133,8 @@ export class Sender {
   /** A worker per sending loop, so that a slow template holds only its own loop. */
   private readonly renderer: Renderer;
   private readonly ledger: HandOverLedger;
-  /** The idle loops' waits, which wake() ends early. */
-  private readonly idle = new Set<() => void>();
+  /** The idle waits of the loading and the sending loops, which a wake-up ends early. */
+  private readonly idle = { loading: new Set<() => void>(), sending: new Set<() => void>() };
 
   constructor(
     private readonly parts: SenderParts,
@@ -133,16 +151,21 @@ export class Sender {
     this.running = true;
     this.loops.push(
       this.every(Math.max(100, Math.floor(this.options.workerLeaseMs / 4)), () => this.maintain(), 'maintenance'),
-      ...Array.from({ length: this.options.loads }, () => this.repeat(() => this.loadNext(), 'loading')),
+      ...Array.from({ length: this.options.loads }, () => this.repeat(() => this.loadNext(), 'loading', this.idle.loading)),
       this.repeat(() => this.publishSent(), 'publishing sent events and bounces'),
-      ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending')),
+      ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending', this.idle.sending)),
     );
     this.logger.info({ workerId: this.workerId }, 'sender started');
   }
 
-  /** There may be work (a run created or resumed, recipients loaded): the idle loops look now, not at their next turn. */
+  /**
+   * A run was created or resumed: an idle loading loop and an idle sending loop look now, not at their next turn.
+   * One of each: loops woken together would split a run's first recipients between them, and a slow template
+   * would then hold every loop rather than one.
+   */
   wake(): void {
-    for (const end of [...this.idle]) end();
+    wakeOne(this.idle.loading);
+    wakeOne(this.idle.sending);
   }
 
   /** Finishes the messages on their way, gives the claims back and leaves. */
@@ -166,8 +189,8 @@ export class Sender {
     deliveryMetrics.runsWaitingForSource.set(await this.parts.store.runsWaitingForSource());
   }
 
-  /** Runs `work` until stopped; `work` resolves to whether it found something to do. */
-  private async repeat(work: () => Promise<boolean>, name: string): Promise<void> {
+  /** Runs `work` until stopped; `work` resolves to whether it found something to do. `waits`: where a wake-up finds its idle wait. */
+  private async repeat(work: () => Promise<boolean>, name: string, waits?: Set<() => void>): Promise<void> {
     while (this.running) {
       let busy = false;
       try {
@@ -175,20 +198,8 @@ export class Sender {
       } catch (error) {
         this.logger.warn({ err: error }, `${name} failed`);
       }
-      if (!busy) await this.idleFor(IDLE_MS);
+      if (!busy) await idleFor(IDLE_MS, waits);
     }
-  }
-
-  private idleFor(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const end = (): void => {
-        clearTimeout(timer);
-        this.idle.delete(end);
-        resolve();
-      };
-      const timer = setTimeout(end, ms);
-      this.idle.add(end);
-    });
   }
 
   private async every(intervalMs: number, work: () => Promise<void>, name: string): Promise<void> {
@@ -267,7 +278,7 @@ export class Sender {
         await this.parts.store.releaseLoad(run.id, this.workerId);
         return;
       }
-      if (!abTest) this.wake();
+      if (!abTest) wakeOne(this.idle.sending);
     }
     const test =
       abTest && variants ? { size: (valid: number) => testSize(valid, abTest.testFraction), bounds: variantBounds(variants) } : undefined;
@@ -339,11 +350,13 @@ export class Sender {
             await (rechecking ??= recheck().finally(() => (rechecking = undefined)));
           const next = queue.shift();
           if (!next) break;
-          const outcome = await this.parts.transport.send(next.message, () =>
-            this.ledger.start({ runId: run.id, email: next.recipient.email, messageId: next.message.messageId }),
-          );
+          const outcome = await this.parts.transport.send(next.message, {
+            start: () => this.ledger.start({ runId: run.id, email: next.recipient.email, messageId: next.message.messageId }),
+            settle: (answer) => {
+              answered = this.settle(run, next.recipient, answer);
+            },
+          });
           if (!outcome) stopped = true;
-          else answered = this.settle(run, next.recipient, outcome);
         }
       } finally {
         await answered;

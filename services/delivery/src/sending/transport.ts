@@ -14,6 +14,14 @@ export interface OutgoingMessage extends RenderedMessage {
   headers: Record<string, string>;
 }
 
+/** What the sender records of a message around its hand-over (sending/hand-over-ledger.ts). */
+export interface HandOverHooks {
+  /** Resolves to whether the message may go, once it is committed `sending`. */
+  start(): Promise<boolean>;
+  /** Takes the server's answer for the ledger's next commit. */
+  settle(outcome: SmtpOutcome): void;
+}
+
 /** One of the pool's places: its connection, opened when a message needs it and dropped after a failure. */
 interface Lane {
   connection: SMTPConnection | null;
@@ -53,17 +61,21 @@ export class SmtpTransport {
   }
 
   /**
-   * Sends the message once it holds a connection and `mayHandOver` agreed (the commit before the hand-over:
-   * only messages holding a connection are ever `sending`). Undefined: it did not agree, nothing went.
+   * Sends the message once it holds a connection and `ledger.start` agreed (the commit before the hand-over: only
+   * messages holding a connection are ever `sending`), and gives the answer to `ledger.settle` before the
+   * connection can take the next message, so that the answer is recorded no later than that message's start.
+   * Undefined: the ledger did not agree, nothing went.
    */
   send(message: OutgoingMessage): Promise<SmtpOutcome>;
-  send(message: OutgoingMessage, mayHandOver: () => Promise<boolean>): Promise<SmtpOutcome | undefined>;
-  async send(message: OutgoingMessage, mayHandOver = () => Promise.resolve(true)): Promise<SmtpOutcome | undefined> {
+  send(message: OutgoingMessage, ledger: HandOverHooks): Promise<SmtpOutcome | undefined>;
+  async send(message: OutgoingMessage, ledger?: HandOverHooks): Promise<SmtpOutcome | undefined> {
     const raw = composeMime(message);
     const lane = await this.take();
     try {
-      if (!(await mayHandOver())) return undefined;
-      return await this.handOver(lane, { from: message.from.address, to: [message.to] }, raw);
+      if (ledger && !(await ledger.start())) return undefined;
+      const outcome = await this.handOver(lane, { from: message.from.address, to: [message.to] }, raw);
+      ledger?.settle(outcome);
+      return outcome;
     } finally {
       this.give(lane);
     }
