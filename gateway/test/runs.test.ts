@@ -3,6 +3,7 @@ import { call, createClient, createKafka, createLogger } from '@mail/common';
 import {
   ACCOUNTS_TABLE,
   createTestPostgres,
+  createTestTopic,
   ensureRecipientDatabase,
   infraEnv,
   startMailpit,
@@ -57,10 +58,7 @@ beforeAll(async () => {
     await db.end();
   }
   topic = `runs-events-${uniqueSuffix()}`;
-  const admin = createKafka('runs-test', infraEnv().kafkaBrokers, createLogger('test', 'silent')).admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
-  await admin.disconnect();
+  await createTestTopic(topic, 2);
   gateway = await startGatewayStack({
     label: 'runs',
     processes: ['identity', 'campaign', 'brand-guide', 'analytics', 'delivery'],

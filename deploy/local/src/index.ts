@@ -8,3 +8,4 @@ export * from './testing/jaeger';
 export * from './testing/cluster';
 export * from './testing/mailpit';
 export * from './recipients';
+export * from './testing/topics';

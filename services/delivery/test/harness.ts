@@ -4,15 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import * as grpc from '@grpc/grpc-js';
-import { call, createClient, createKafka, createLogger, isServiceError } from '@mail/common';
+import { call, createClient, isServiceError } from '@mail/common';
 import {
   ACCOUNTS_TABLE,
   createTestClickHouse,
   createTestPostgres,
+  createTestTopic,
   ensureRecipientDatabase,
   eventually,
   freePorts,
-  infraEnv,
   startMailpit,
   startStack,
   uniqueSuffix,
@@ -111,10 +111,7 @@ export async function startDeliveryWorld(
       startMailpit(label, options.mailpit),
     ]);
     const topic = `delivery-${label}-${uniqueSuffix()}`;
-    const admin = createKafka('delivery-test', infraEnv().kafkaBrokers, createLogger('test', 'silent')).admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
-    await admin.disconnect();
+    await createTestTopic(topic, 3);
     const worldEnv: Record<string, string> = {
       DATABASE_URL: opened.postgres.url,
       CLICKHOUSE_URL: opened.clickhouse.url,
