@@ -9,7 +9,8 @@ import { freePorts } from '@mail/local';
  * - loseAnswer: lets the message and the end of its data through, waits for
  *   the server's answer and closes both sides instead of passing it on: the
  *   server holds the message, the client never hears so.
- * Everything else passes as it is.
+ * Everything else passes as it is, but for the server's answer to EHLO,
+ * which `ehlo` may rewrite (to offer an extension the server does not list).
  */
 export interface SmtpFaultProxy {
   /** For SMTP_URL (plain SMTP). */
@@ -20,13 +21,16 @@ export interface SmtpFaultProxy {
   loseAnswer(email: string): void;
   /** The faults made, in order: `dropped-before-data <email>`, `lost-answer <email>`. */
   faults: string[];
+  /** What the clients wrote outside a message's data, a string a read. */
+  commandReads: string[];
   close(): Promise<void>;
 }
 
-export async function startSmtpFaultProxy(): Promise<SmtpFaultProxy> {
+export async function startSmtpFaultProxy(options: { ehlo?: (answer: string) => string } = {}): Promise<SmtpFaultProxy> {
   const dropAt = new Set<string>();
   const loseAt = new Set<string>();
   const faults: string[] = [];
+  const commandReads: string[] = [];
   const sockets = new Set<net.Socket>();
   let upstream: URL | undefined;
 
@@ -50,7 +54,9 @@ export async function startSmtpFaultProxy(): Promise<SmtpFaultProxy> {
     let recipient = '';
     let inData = false;
     let answerToLose = false;
+    let ehloAsked = false;
     client.on('data', (chunk: Buffer) => {
+      if (!inData) commandReads.push(chunk.toString('latin1'));
       const lines = (partial + chunk.toString('latin1')).split('\r\n');
       partial = lines.pop() ?? '';
       for (const line of lines) {
@@ -60,6 +66,7 @@ export async function startSmtpFaultProxy(): Promise<SmtpFaultProxy> {
           answerToLose = loseAt.delete(recipient);
           continue;
         }
+        if (/^EHLO /i.test(line)) ehloAsked = true;
         const rcpt = /^RCPT TO:<([^>]*)>/i.exec(line);
         if (!rcpt) continue;
         recipient = rcpt[1].toLowerCase();
@@ -76,6 +83,11 @@ export async function startSmtpFaultProxy(): Promise<SmtpFaultProxy> {
         return cut();
       }
       if (/^354/m.test(chunk.toString('latin1'))) inData = true;
+      if (ehloAsked && options.ehlo) {
+        ehloAsked = false;
+        client.write(options.ehlo(chunk.toString('latin1')), 'latin1');
+        return;
+      }
       client.write(chunk);
     });
   });
@@ -89,6 +101,7 @@ export async function startSmtpFaultProxy(): Promise<SmtpFaultProxy> {
     dropBeforeData: (email) => void dropAt.add(email.toLowerCase()),
     loseAnswer: (email) => void loseAt.add(email.toLowerCase()),
     faults,
+    commandReads,
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

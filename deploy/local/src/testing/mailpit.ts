@@ -24,12 +24,17 @@ export interface MailpitMessageDetail extends MailpitMessage {
 }
 
 export interface MailpitOptions {
+  /**
+   * SMTP with TLS (PEM files): STARTTLS required, or with `implicit` TLS from the start; `auth`: only this login
+   * is taken (else any or none).
+   */
+  smtp?: { tls?: { certFile: string; keyFile: string; implicit?: boolean }; auth?: { user: string; password: string } };
   /** Serve its messages over POP3 too, to this login (a bounce mailbox); with `tls` (PEM files), TLS from the start. */
   pop3?: { user: string; password: string; tls?: { certFile: string; keyFile: string } };
 }
 
 export interface Mailpit {
-  /** For SMTP_URL: plain SMTP (`?tls=off`). */
+  /** For SMTP_URL: plain SMTP (`?tls=off`), or as `smtp` says (`smtps://`, the login in the URL). */
   smtpUrl: string;
   /** `pop3://user:password@127.0.0.1:port` (`pop3s://` with TLS) when started with `pop3` (for BOUNCE_MAILBOX_URL). */
   pop3Url: string | undefined;
@@ -43,6 +48,8 @@ export interface Mailpit {
   /** Every stored message, newest first. */
   messages(): Promise<MailpitMessage[]>;
   message(id: string): Promise<MailpitMessageDetail>;
+  /** The message as it was received. */
+  raw(id: string): Promise<Buffer>;
   /** The message's headers, names lower-cased (header names are case-insensitive). */
   headers(id: string): Promise<Record<string, string[]>>;
   /** Makes RCPT TO answer `errorCode` with `probability` percent (0 turns it off). */
@@ -62,6 +69,14 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
   const pop3Tls = options.pop3?.tls;
   const pop3Flags = options.pop3 ? ['--pop3', `127.0.0.1:${pop3}`, '--pop3-auth-file', authFile] : [];
   if (pop3Tls) pop3Flags.push('--pop3-tls-cert', pop3Tls.certFile, '--pop3-tls-key', pop3Tls.keyFile);
+  const smtpTls = options.smtp?.tls;
+  const smtpAuth = options.smtp?.auth;
+  const smtpAuthFile = path.join(dir, 'smtp-auth');
+  if (smtpAuth) fs.writeFileSync(smtpAuthFile, `${smtpAuth.user}:${smtpAuth.password}\n`, { mode: 0o600 });
+  const smtpFlags = smtpAuth ? ['--smtp-auth-file', smtpAuthFile] : ['--smtp-auth-accept-any'];
+  // A login over plain SMTP is allowed only where TLS is not required (Mailpit refuses the two together).
+  if (smtpTls) smtpFlags.push('--smtp-tls-cert', smtpTls.certFile, '--smtp-tls-key', smtpTls.keyFile);
+  smtpFlags.push(smtpTls ? (smtpTls.implicit ? '--smtp-require-tls' : '--smtp-require-starttls') : '--smtp-auth-allow-insecure');
   const child: ChildProcess = spawn(
     binary,
     [
@@ -73,8 +88,7 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
       `127.0.0.1:${http}`,
       '--smtp',
       `127.0.0.1:${smtp}`,
-      '--smtp-auth-accept-any',
-      '--smtp-auth-allow-insecure',
+      ...smtpFlags,
       '--enable-chaos',
       '--disable-version-check',
       '--quiet',
@@ -108,7 +122,9 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return {
-    smtpUrl: `smtp://127.0.0.1:${smtp}?tls=off`,
+    smtpUrl: `${smtpTls?.implicit ? 'smtps' : 'smtp'}://${
+      smtpAuth ? `${encodeURIComponent(smtpAuth.user)}:${encodeURIComponent(smtpAuth.password)}@` : ''
+    }127.0.0.1:${smtp}${smtpTls ? '' : '?tls=off'}`,
     pop3Url: options.pop3
       ? `${pop3Tls ? 'pop3s' : 'pop3'}://${encodeURIComponent(options.pop3.user)}:${encodeURIComponent(options.pop3.password)}@127.0.0.1:${pop3}`
       : undefined,
@@ -128,6 +144,11 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
       }
     },
     message: (id) => api<MailpitMessageDetail>(`/api/v1/message/${id}`),
+    async raw(id) {
+      const answer = await fetch(`${apiUrl}/api/v1/message/${id}/raw`);
+      if (!answer.ok) throw new Error(`mailpit GET /api/v1/message/${id}/raw: ${answer.status}`);
+      return Buffer.from(await answer.arrayBuffer());
+    },
     async headers(id) {
       const headers = await api<Record<string, string[]>>(`/api/v1/message/${id}/headers`);
       return Object.fromEntries(Object.entries(headers).map(([name, values]) => [name.toLowerCase(), values]));

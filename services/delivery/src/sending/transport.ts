@@ -1,9 +1,11 @@
-import { PassThrough } from 'node:stream';
-import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { SmtpConfig } from '../config';
 import { classifySmtpError, type SmtpOutcome } from '../domain/run';
 import { composeMime } from '../domain/mime';
 import type { RenderedMessage } from '../domain/render';
+import { SmtpSession, type SmtpSessionOptions } from './smtp-client';
+
+/** RFC 5321 4.5.3.2 asks a client to wait at least five minutes for most replies. */
+const REPLY_TIMEOUT_MS = 5 * 60_000;
 
 export interface OutgoingMessage extends RenderedMessage {
   from: { name: string | null; address: string };
@@ -22,25 +24,22 @@ export interface HandOverHooks {
   settle(outcome: SmtpOutcome): void;
 }
 
-/** One of the pool's places: its connection, opened when a message needs it and dropped after a failure. */
+/** One of the pool's places: its session, opened when a message needs it and dropped after a failure. */
 interface Lane {
-  connection: SMTPConnection | null;
+  session: SmtpSession | null;
 }
 
 /**
- * SMTP_URL through SMTP_MAX_CONNECTIONS connections of nodemailer's SMTP
- * client. Not its pooled transport: that reports a connection lost after the
- * message's data went out like one lost before MAIL FROM, and only the latter
- * may be sent again. Here the message is a stream the connection reads only
- * once the server has answered DATA, so whether any of it went out is known
+ * SMTP_URL through SMTP_MAX_CONNECTIONS sessions of our SMTP client
+ * (smtp-client.ts), which tells a connection lost after the message's data
+ * went out from one lost before: only the latter may be sent again
  * (docs/api.md, "Campaign runs"). TLS is required (STARTTLS on smtp://,
  * implicit on smtps://) unless the URL says `?tls=off` (development).
  */
 export class SmtpTransport {
   /** The rate limit's key: the same server and provider share one bucket across replicas. */
   readonly key: string;
-  private readonly options: SMTPConnection.Options;
-  private readonly auth: { user: string; pass: string } | undefined;
+  private readonly options: SmtpSessionOptions;
   private readonly free: Lane[];
   private readonly waiting: ((lane: Lane) => void)[] = [];
   private closed = false;
@@ -52,12 +51,11 @@ export class SmtpTransport {
     this.options = {
       host: url.hostname,
       port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587,
-      secure: url.protocol === 'smtps:',
-      requireTLS: !plain && url.protocol === 'smtp:',
-      ignoreTLS: plain,
+      security: url.protocol === 'smtps:' ? 'tls' : plain ? 'none' : 'starttls',
+      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+      timeoutMs: REPLY_TIMEOUT_MS,
     };
-    this.auth = url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined;
-    this.free = Array.from({ length: config.maxConnections }, () => ({ connection: null }));
+    this.free = Array.from({ length: config.maxConnections }, () => ({ session: null }));
   }
 
   /**
@@ -73,7 +71,7 @@ export class SmtpTransport {
     const lane = await this.take();
     try {
       if (ledger && !(await ledger.start())) return undefined;
-      const outcome = await this.handOver(lane, { from: message.from.address, to: [message.to] }, raw);
+      const outcome = await this.handOver(lane, message.from.address, message.to, raw);
       ledger?.settle(outcome);
       return outcome;
     } finally {
@@ -81,27 +79,27 @@ export class SmtpTransport {
     }
   }
 
-  private async handOver(lane: Lane, envelope: SMTPConnection.Envelope, raw: Buffer): Promise<SmtpOutcome> {
-    const data = new PassThrough();
-    data.end(raw);
+  private async handOver(lane: Lane, from: string, to: string, raw: Buffer): Promise<SmtpOutcome> {
     try {
-      const connection = lane.connection?.destroyed === false ? lane.connection : await this.connect();
-      lane.connection = connection;
-      await new Promise<void>((resolve, reject) => connection.send(envelope, data, (error) => (error ? reject(error) : resolve())));
+      if (!lane.session?.open) {
+        lane.session = null;
+        lane.session = await SmtpSession.open(this.options);
+      }
+      await lane.session.send(from, to, raw);
       return { kind: 'sent' };
     } catch (error) {
       // Refused or broken, the session is in no known state: the next message opens a new one.
-      lane.connection?.close();
-      lane.connection = null;
-      // 'data' is emitted once the connection pipes the message to the server, which it does after the answer to DATA.
-      return classifySmtpError(error, data.readableDidRead);
+      const dataSent = lane.session?.dataSent ?? false;
+      lane.session?.close();
+      lane.session = null;
+      return classifySmtpError(error, dataSent);
     }
   }
 
-  /** Says QUIT on the idle connections; one still sending says it when its message is done. */
+  /** Says QUIT on the idle sessions; one still sending says it when its message is done. */
   close(): void {
     this.closed = true;
-    for (const lane of this.free) lane.connection?.quit();
+    for (const lane of this.free) lane.session?.quit();
   }
 
   private take(): Promise<Lane> {
@@ -110,28 +108,9 @@ export class SmtpTransport {
   }
 
   private give(lane: Lane): void {
-    if (this.closed) lane.connection?.quit();
+    if (this.closed) lane.session?.quit();
     const next = this.waiting.shift();
     if (next) next(lane);
     else this.free.push(lane);
-  }
-
-  private connect(): Promise<SMTPConnection> {
-    const connection = new SMTPConnection(this.options);
-    return new Promise((resolve, reject) => {
-      // While it is set up a failure comes as this event. It stays listened to: later the message in flight gets the
-      // failure through its callback as well, and one while idle has closed the connection, which the next message sees.
-      connection.on('error', reject);
-      connection.once('end', () => reject(new Error('The SMTP connection closed while it was being set up')));
-      connection.connect((error) => {
-        if (error) return reject(error);
-        if (!this.auth || !connection.allowsAuth) return resolve(connection);
-        connection.login(this.auth, (loginError) => {
-          if (!loginError) return resolve(connection);
-          connection.close();
-          reject(loginError);
-        });
-      });
-    });
   }
 }
