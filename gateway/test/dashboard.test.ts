@@ -28,6 +28,10 @@ const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const DASHBOARD_INDEX = path.join(REPO_ROOT, 'gateway', 'dashboard', 'dist', 'index.html');
 const SCREENSHOT_DIR = path.join(REPO_ROOT, 'test-output');
 const DAY_SECONDS = 86_400;
+// Bounds for a busy host, where a page step or a whole scenario takes several times what it does on a quiet one;
+// a wait ends as soon as its condition holds.
+const STEP_MS = 30_000;
+jest.setTimeout(300_000);
 
 /** The figures of the totals, in the page's order; the rates are the `_rate` ones. */
 const METRICS = [
@@ -457,7 +461,7 @@ async function expectPageShows(page: Page, api: Stats): Promise<void> {
 /** The page has rendered the answer for exactly these filters. */
 async function waitForView(page: Page, from: string, to: string, interval: 'day' | 'hour', campaignId = ''): Promise<void> {
   const query = new URLSearchParams({ workspace_id: workspaceId, date_from: from, date_to: to, interval, campaign_id: campaignId });
-  await page.waitForSelector(`main[data-status="ready"][data-query="${query.toString()}"]`, { timeout: 10_000 });
+  await page.waitForSelector(`main[data-status="ready"][data-query="${query.toString()}"]`, { timeout: STEP_MS });
 }
 
 test('the dashboard shows the API numbers for the chosen workspace and dates, and redraws on a new range', async () => {
@@ -474,7 +478,7 @@ test('the dashboard shows the API numbers for the chosen workspace and dates, an
   });
 
   await page.goto(`${stack.urls.gateway}/dashboard`);
-  await page.waitForSelector('main[data-status="ready"]', { timeout: 10_000 });
+  await page.waitForSelector('main[data-status="ready"]', { timeout: STEP_MS });
   // A string: it runs in the page, whose DOM types this Node-typed file does not have.
   const timing = await page.evaluate<{ domContentLoaded: number; load: number; firstView: number }>(`(() => {
     const navigation = performance.getEntriesByType('navigation')[0];
@@ -559,14 +563,14 @@ test('with token checks on, the page loads without a token and shows the API 401
   try {
     const page = await browser.newPage();
     await page.goto(`${jwtGateway.urls.gateway}/dashboard`);
-    await page.waitForSelector('main[data-status="error"]', { timeout: 10_000 });
+    await page.waitForSelector('main[data-status="error"]', { timeout: STEP_MS });
     expect(await page.textContent('[data-testid="error"]')).toMatch(/^401 Unauthorized: \S.* Paste a valid token above and sign in\.$/);
     expect(await page.evaluate('document.activeElement.id')).toBe('token');
 
     await page.fill('[data-testid="token"]', 'Bearer not-a-real-token');
     const [request] = await Promise.all([page.waitForRequest('**/auth/me'), page.click('[data-testid="sign-in"]')]);
     expect(request.headers().authorization).toBe('Bearer not-a-real-token');
-    await page.waitForSelector('main[data-status="error"]', { timeout: 10_000 });
+    await page.waitForSelector('main[data-status="error"]', { timeout: STEP_MS });
     expect(await page.textContent('[data-testid="error"]')).toMatch(/^401 Unauthorized: /);
     expect(await page.inputValue('[data-testid="token"]')).toBe('');
     expect(await page.evaluate(`sessionStorage.getItem('mail-dashboard.token')`)).toBe('not-a-real-token');
@@ -658,16 +662,16 @@ test('campaign runs: send now, watch the progress to the end, see the recipients
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
   await page.goto(`${stack.urls.gateway}/dashboard#runs`);
-  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: STEP_MS });
   await page.selectOption('[data-testid="workspace"]', workspaceId);
-  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: 10_000 });
+  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: STEP_MS });
   await page.selectOption('[data-testid="runs-campaign"]', campaign.id);
-  await page.waitForSelector('[data-testid="runs-view"][data-total="0"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="runs-view"][data-total="0"]', { timeout: STEP_MS });
 
   // Send now: the new run appears, its bar fills while it sends, and it ends completed with the API's figures.
   await page.click('[data-testid="send-now"]');
   const first = page.locator('[data-testid="runs-list"] tbody tr').first();
-  await first.waitFor({ timeout: 10_000 });
+  await first.waitFor({ timeout: STEP_MS });
   const runId = (await first.getAttribute('data-run-id'))!;
   await page.waitForSelector(`tr[data-run-id="${runId}"][data-status="completed"]`, { timeout: 60_000 });
   const completed = await runOf(runId);
@@ -716,10 +720,10 @@ test('campaign runs: send now, watch the progress to the end, see the recipients
       .evaluateAll((rows) => rows.map((row) => row.getAttribute('data-run-id')));
     await page.click('[data-testid="send-now"]');
     const row = page.locator(`[data-testid="runs-list"] tbody tr${known.map((id) => `:not([data-run-id="${id}"])`).join('')}`).first();
-    await row.waitFor({ timeout: 10_000 });
+    await row.waitFor({ timeout: STEP_MS });
     const id = (await row.getAttribute('data-run-id'))!;
     await page.click(`tr[data-run-id="${id}"] [data-testid="run-pause"]`);
-    await page.waitForSelector(`tr[data-run-id="${id}"][data-status="paused"]`, { timeout: 10_000 });
+    await page.waitForSelector(`tr[data-run-id="${id}"][data-status="paused"]`, { timeout: STEP_MS });
     const paused = await runOf(id);
     expect(paused.status).toBe('paused');
     expect(paused.counts.sent).toBeLessThan(RUN_ACCOUNTS);
@@ -736,7 +740,7 @@ test('campaign runs: send now, watch the progress to the end, see the recipients
   const cancelledId = await pausedRun();
   await page.click(`tr[data-run-id="${cancelledId}"] [data-testid="run-cancel"]`);
   await page.click('[data-testid="confirm-yes"]');
-  await page.waitForSelector(`tr[data-run-id="${cancelledId}"][data-status="cancelled"]`, { timeout: 10_000 });
+  await page.waitForSelector(`tr[data-run-id="${cancelledId}"][data-status="cancelled"]`, { timeout: STEP_MS });
   const cancelled = await runOf(cancelledId);
   expect(cancelled.status).toBe('cancelled');
   expect(cancelled.counts.sent).toBeLessThan(RUN_ACCOUNTS);
@@ -781,11 +785,11 @@ test('A/B test: the form saves ab_test, a waiting run shows its variants and tak
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
   await page.goto(`${stack.urls.gateway}/dashboard#runs`);
-  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: STEP_MS });
   await page.selectOption('[data-testid="workspace"]', workspaceId);
-  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: 10_000 });
+  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: STEP_MS });
   await page.selectOption('[data-testid="runs-campaign"]', campaign.id);
-  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="off"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="off"]', { timeout: STEP_MS });
 
   // Switched on, the fields start at the API's defaults; the saved test is the campaign's.
   await page.check('[data-testid="ab-test-on"]');
@@ -795,13 +799,13 @@ test('A/B test: the form saves ab_test, a waiting run shows its variants and tak
   await page.fill('[data-testid="ab-test-wait"]', '60');
   await page.selectOption('[data-testid="ab-test-metric"]', 'click_rate');
   await page.click('[data-testid="ab-test-save"]');
-  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="on"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="on"]', { timeout: STEP_MS });
   expect((await campaignOf()).ab_test).toEqual({ test_fraction: 0.1, wait_minutes: 60, metric: 'click_rate' });
 
   // A run tests on 3 of its 30 recipients, then waits an hour for the decision: its variants, a countdown, a button each.
   await page.click('[data-testid="send-now"]');
   const row = page.locator('[data-testid="runs-list"] tbody tr').first();
-  await row.waitFor({ timeout: 10_000 });
+  await row.waitFor({ timeout: STEP_MS });
   const runId = (await row.getAttribute('data-run-id'))!;
   await page.waitForSelector(`[data-testid="run-detail"][data-run-id="${runId}"] [data-testid="run-ab-test"][data-phase="waiting"]`, {
     timeout: 30_000,
@@ -834,7 +838,7 @@ test('A/B test: the form saves ab_test, a waiting run shows its variants and tak
   await page.click(`[data-testid="ab-variants"] tr[data-variant-id="${variantB}"] [data-testid="ab-pick"]`);
   await page.click('[data-testid="confirm-yes"]');
   await page.waitForSelector(`tr[data-run-id="${runId}"][data-status="completed"]`, { timeout: 60_000 });
-  await page.waitForSelector('[data-testid="run-ab-test"][data-phase="done"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="run-ab-test"][data-phase="done"]', { timeout: STEP_MS });
   const done = await runOf(runId);
   expect(done.ab_test).toMatchObject({ phase: 'done', winner_variant_id: variantB, decided_by: 'manual' });
   expect(done.counts).toMatchObject({ recipients: RUN_ACCOUNTS, sent: RUN_ACCOUNTS, pending: 0 });
@@ -844,7 +848,7 @@ test('A/B test: the form saves ab_test, a waiting run shows its variants and tak
   // Switched off, the campaign's test is null, so the follow-up below sends at once.
   await page.uncheck('[data-testid="ab-test-on"]');
   await page.click('[data-testid="ab-test-save"]');
-  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="off"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="ab-test-form"][data-status="ready"][data-ab-test="off"]', { timeout: STEP_MS });
   expect((await campaignOf()).ab_test).toBeNull();
 
   // A follow-up with a campaign that cannot be sent shows the API's refusal; with the run's own, it makes the run.
@@ -852,11 +856,11 @@ test('A/B test: the form saves ab_test, a waiting run shows its variants and tak
   expect(await page.inputValue('[data-testid="follow-up-campaign"]')).toBe(campaign.id);
   await page.selectOption('[data-testid="follow-up-campaign"]', campaigns.spring.id);
   await page.click('[data-testid="follow-up-not_opened"]');
-  await page.waitForSelector('[data-testid="run-detail"][data-status="error"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="run-detail"][data-status="error"]', { timeout: STEP_MS });
   expect(await page.textContent('[data-testid="run-detail-error"]')).toMatch(/^409 Conflict: The campaign cannot be sent: /);
   await page.selectOption('[data-testid="follow-up-campaign"]', campaign.id);
   await page.click('[data-testid="follow-up-not_opened"]');
-  await page.waitForSelector(`[data-testid="run-detail"][data-status="ready"]:not([data-run-id="${runId}"])`, { timeout: 10_000 });
+  await page.waitForSelector(`[data-testid="run-detail"][data-status="ready"]:not([data-run-id="${runId}"])`, { timeout: STEP_MS });
   const followUpId = (await page.getAttribute('[data-testid="run-detail"]', 'data-run-id'))!;
   expect(await page.getAttribute('[data-testid="recipients-panel"]', 'data-run-id')).toBe(followUpId);
   await page.waitForSelector(`tr[data-run-id="${followUpId}"][data-status="completed"]`, { timeout: 60_000 });
@@ -901,30 +905,30 @@ test('tracking: the switches save to the campaign; a run shows its opens and cli
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
   await page.goto(`${stack.urls.gateway}/dashboard#runs`);
-  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="runs-view"][data-status="ready"]', { timeout: STEP_MS });
   await page.selectOption('[data-testid="workspace"]', workspaceId);
-  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: 10_000 });
+  await page.waitForSelector(`[data-testid="runs-campaign"] option[value="${campaign.id}"]`, { state: 'attached', timeout: STEP_MS });
   await page.selectOption('[data-testid="runs-campaign"]', campaign.id);
   const form = '[data-testid="tracking-form"][data-status="ready"]';
-  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="true"]`, { timeout: 10_000 });
+  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="true"]`, { timeout: STEP_MS });
 
   // Each switch saves to the campaign; both on again for the run.
   await page.uncheck('[data-testid="track-clicks"]');
   await page.click('[data-testid="tracking-save"]');
-  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="false"]`, { timeout: 10_000 });
+  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="false"]`, { timeout: STEP_MS });
   expect(await campaignOf()).toMatchObject({ track_opens: true, track_clicks: false });
   await page.check('[data-testid="track-clicks"]');
   await page.uncheck('[data-testid="track-opens"]');
   await page.click('[data-testid="tracking-save"]');
-  await page.waitForSelector(`${form}[data-track-opens="false"][data-track-clicks="true"]`, { timeout: 10_000 });
+  await page.waitForSelector(`${form}[data-track-opens="false"][data-track-clicks="true"]`, { timeout: STEP_MS });
   expect(await campaignOf()).toMatchObject({ track_opens: false, track_clicks: true });
   await page.check('[data-testid="track-opens"]');
   await page.click('[data-testid="tracking-save"]');
-  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="true"]`, { timeout: 10_000 });
+  await page.waitForSelector(`${form}[data-track-opens="true"][data-track-clicks="true"]`, { timeout: STEP_MS });
 
   await page.click('[data-testid="send-now"]');
   const row = page.locator('[data-testid="runs-list"] tbody tr').first();
-  await row.waitFor({ timeout: 10_000 });
+  await row.waitFor({ timeout: STEP_MS });
   const runId = (await row.getAttribute('data-run-id'))!;
   await page.waitForSelector(`tr[data-run-id="${runId}"][data-status="completed"]`, { timeout: 60_000 });
   const sent = (await mailpit.messages()).find((message) => message.MessageID.startsWith(`${runId}.`))!;
@@ -973,7 +977,7 @@ test('tracking: the switches save to the campaign; a run shows its opens and cli
     page.waitForResponse((response) => response.url().includes(`/campaign-events/stats?run_id=${runId}`)),
     page.click(`${panel} [data-testid="run-engagement-refresh"]`),
   ]);
-  await page.waitForSelector(`${panel}[data-status="ready"]`, { timeout: 10_000 });
+  await page.waitForSelector(`${panel}[data-status="ready"]`, { timeout: STEP_MS });
   const figures = await page
     .locator(`${panel} [data-testid="run-engagement-figures"] tbody tr`)
     .evaluateAll((rows) =>
@@ -1026,9 +1030,9 @@ test('workspace page: a platform admin sets, sees and removes the recipient data
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
   await page.goto(`${stack.urls.gateway}/dashboard#workspace`);
-  await page.waitForSelector('[data-testid="workspace"]:not([disabled])', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="workspace"]:not([disabled])', { timeout: STEP_MS });
   await page.selectOption('[data-testid="workspace"]', workspaceId);
-  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="true"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="true"]', { timeout: STEP_MS });
   expect(await page.isVisible('[data-testid="recipient-details"]')).toBe(false);
   expect(await page.getAttribute('[data-testid="recipient-url"]', 'type')).toBe('password');
 
@@ -1059,13 +1063,13 @@ test('workspace page: a platform admin sets, sees and removes the recipient data
   // The field is emptied once saved, and a reload does not fill it.
   expect(await page.inputValue('[data-testid="recipient-url"]')).toBe('');
   await page.reload();
-  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="false"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="false"]', { timeout: STEP_MS });
   expect(await page.inputValue('[data-testid="recipient-url"]')).toBe('');
   expect(await page.content()).not.toContain(`:${url.password}@`);
 
   await page.click('[data-testid="recipient-use-shared"]');
   await page.click('[data-testid="confirm-yes"]');
-  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="true"]', { timeout: 10_000 });
+  await page.waitForSelector('[data-testid="workspace-view"][data-status="ready"][data-shared="true"]', { timeout: STEP_MS });
   expect(await api<{ shared: boolean }>('GET', `/workspaces/${workspaceId}/recipient-database`, undefined, workspaceId)).toMatchObject({
     shared: true,
   });
@@ -1076,10 +1080,10 @@ test('workspace page: a platform admin sets, sees and removes the recipient data
 test('an API failure is shown with its status and detail', async () => {
   const page = await browser.newPage();
   await page.goto(`${stack.urls.gateway}/dashboard`);
-  await page.waitForSelector('main[data-status="ready"]', { timeout: 10_000 });
+  await page.waitForSelector('main[data-status="ready"]', { timeout: STEP_MS });
   await stack.stop('analytics');
   await page.click('[data-testid="apply"]');
-  await page.waitForSelector('main[data-status="error"]', { timeout: 10_000 });
+  await page.waitForSelector('main[data-status="error"]', { timeout: STEP_MS });
   const error = page.locator('[data-testid="error"]');
   expect(await error.isVisible()).toBe(true);
   expect(await error.textContent()).toMatch(/^503 Service Unavailable: \S/);

@@ -13,16 +13,16 @@ import { startHostileStack, type HostileStack } from './fuzz/stack';
  * Checks: no 5xx, every response's status documented, every response body valid against its schema.
  * A second run against a deliberately broken server proves the same command does fail.
  */
-jest.setTimeout(720_000);
+jest.setTimeout(1_800_000);
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
 const FUZZ_DIR = path.join(__dirname, 'fuzz');
 const SEED = 20261121;
 const MAX_EXAMPLES = 50;
 const CHECKS = 'not_a_server_error,status_code_conformance,response_schema_conformance';
-// Generous: a busy CI host runs it at a fraction of a quiet one's speed, and each example of PUT
-// /workspaces/{id}/recipient-database may wait for its URL's connection attempt.
-const SCHEMATHESIS_TIME_LIMIT_MS = 600_000;
+// Only a guard against a hang: a busy host runs it at a fraction of a quiet one's speed (two suites side by side
+// took over 600 s), and each example of PUT /workspaces/{id}/recipient-database may wait for its URL's connection attempt.
+const SCHEMATHESIS_TIME_LIMIT_MS = 1_500_000;
 
 interface Finished {
   code: number | null;
