@@ -4,8 +4,8 @@ import { handOverKey, type HandOverAnswer, type HandOverStart, type SendingStore
 
 const RETRY_MS = 500;
 
-interface Waiting<T> {
-  resolve(value: T): void;
+interface Waiting {
+  resolve(mayGo: boolean): void;
   reject(error: Error): void;
 }
 
@@ -20,8 +20,8 @@ interface Waiting<T> {
  * start: only messages on a connection are ever `sending`.
  */
 export class HandOverLedger {
-  private answers: { answer: HandOverAnswer; waiting: Waiting<void> }[] = [];
-  private starts: { start: HandOverStart; waiting: Waiting<boolean> }[] = [];
+  private answers: { answer: HandOverAnswer; committed: () => void }[] = [];
+  private starts: { start: HandOverStart; waiting: Waiting }[] = [];
   private committing = false;
 
   constructor(
@@ -40,8 +40,8 @@ export class HandOverLedger {
 
   /** Resolves once the answer is committed. A server's answer is never dropped: a failed commit is tried again. */
   settle(answer: HandOverAnswer): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.answers.push({ answer, waiting: { resolve, reject } });
+    return new Promise((committed) => {
+      this.answers.push({ answer, committed });
       void this.commit();
     });
   }
@@ -59,7 +59,7 @@ export class HandOverLedger {
         answers.map((item) => item.answer),
         starts.map((item) => item.start),
       );
-      for (const { waiting } of answers) waiting.resolve();
+      for (const { committed } of answers) committed();
       for (const { start, waiting } of starts) waiting.resolve(started.has(handOverKey(start.runId, start.email)));
     } catch (error) {
       // Nothing started: those recipients stay claimed, and their batch gives them back.
