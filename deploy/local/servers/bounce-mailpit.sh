@@ -46,12 +46,7 @@ bounce_mailpit_start() {
 
 bounce_mailpit_wait() {
   bounce_mailpit_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
-    live_pid "$BM_PID" "$BM_MARK" >/dev/null || die_with_logs "bounce-mailpit exited during startup" "$BM_LOG"
-    ((SECONDS < deadline)) || die_with_logs "bounce-mailpit not ready after ${READY_TIMEOUT}s" "$BM_LOG"
-    sleep 0.1
-  done
+  wait_http_ready bounce-mailpit "$BM_PID" "$BM_MARK" "$BM_LOG" "http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT/readyz"
 }
 
 bounce_mailpit_stop() {

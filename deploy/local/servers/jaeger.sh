@@ -47,13 +47,8 @@ jaeger_start() {
 
 jaeger_wait() {
   jaeger_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_HEALTH_PORT/status" >/dev/null 2>&1 &&
-    curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; do
-    live_pid "$J_PID" "$JAEGER_BIN" >/dev/null || die_with_logs "jaeger exited during startup" "$J_LOG"
-    ((SECONDS < deadline)) || die_with_logs "jaeger not ready after ${READY_TIMEOUT}s" "$J_LOG"
-    sleep 0.1
-  done
+  wait_http_ready jaeger "$J_PID" "$JAEGER_BIN" "$J_LOG" \
+    "http://127.0.0.1:$JAEGER_HEALTH_PORT/status" "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services"
 }
 
 jaeger_stop() {

@@ -164,6 +164,36 @@ die_with_logs() {
   die "$message; see $*"
 }
 
+# One round of a wait for NAME's server to answer: dies when its process
+# (PIDFILE, MARK as for live_pid) is gone or DEADLINE (a SECONDS value) has
+# passed, with the tail of LOG, and of OUT too when it exited: a process that
+# could not start (a JVM refusing its options) may say why only there.
+starting_or_die() {
+  local name=$1 pidfile=$2 mark=$3 deadline=$4 log=$5
+  local -a outs=("${@:6}")
+  live_pid "$pidfile" "$mark" >/dev/null || die_with_logs "$name exited during startup" "$log" "${outs[@]}"
+  ((SECONDS < deadline)) || die_with_logs "$name not ready after ${READY_TIMEOUT}s" "$log"
+}
+
+# True when every URL answers without an HTTP error.
+http_ok() {
+  local url
+  for url; do
+    curl -fsS --max-time 2 "$url" >/dev/null 2>&1 || return 1
+  done
+}
+
+# Waits up to READY_TIMEOUT until every URL answers (http_ok), as NAME's
+# server (PIDFILE, MARK, LOG as for starting_or_die) starts.
+wait_http_ready() {
+  local name=$1 pidfile=$2 mark=$3 log=$4 deadline=$((SECONDS + READY_TIMEOUT))
+  shift 4
+  until http_ok "$@"; do
+    starting_or_die "$name" "$pidfile" "$mark" "$deadline" "$log"
+    sleep 0.1
+  done
+}
+
 # The port of node N (1-based) of a COMPONENT of COUNT nodes, from the
 # comma-separated list in the variable VAR.
 nth_port() {

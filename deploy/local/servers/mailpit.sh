@@ -73,12 +73,7 @@ mailpit_start() {
 
 mailpit_wait() {
   mailpit_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
-    live_pid "$M_PID" "$M_MARK" >/dev/null || die_with_logs "mailpit exited during startup" "$M_LOG"
-    ((SECONDS < deadline)) || die_with_logs "mailpit not ready after ${READY_TIMEOUT}s" "$M_LOG"
-    sleep 0.1
-  done
+  wait_http_ready mailpit "$M_PID" "$M_MARK" "$M_LOG" "http://127.0.0.1:$MAILPIT_HTTP_PORT/readyz"
 }
 
 mailpit_stop() {

@@ -100,10 +100,7 @@ zookeeper_wait() {
   zookeeper_paths
   local deadline=$((SECONDS + READY_TIMEOUT))
   until [[ $(zookeeper_4lw srvr) == *"Mode: standalone"* ]]; do
-    live_pid "$Z_PID" "$Z_CONF/zoo.cfg" >/dev/null ||
-      die_with_logs "zookeeper exited during startup" "$Z_LOGS/zookeeper.log" "$Z_LOGS/zookeeper.out"
-    ((SECONDS < deadline)) ||
-      die_with_logs "zookeeper not ready after ${READY_TIMEOUT}s" "$Z_LOGS/zookeeper.log"
+    starting_or_die zookeeper "$Z_PID" "$Z_CONF/zoo.cfg" "$deadline" "$Z_LOGS/zookeeper.log" "$Z_LOGS/zookeeper.out"
     sleep 0.2
   done
 }
