@@ -238,6 +238,15 @@ maven_fetch_libs() {
   log "$name: jars fetched in $(since "$t0")"
 }
 
+# The Debian packages a JVM server on the jars of POM (fetched into LIBS by
+# maven_fetch_libs) needs and this machine lacks: Java, and Maven until the
+# jars are there.
+java_maven_packages() {
+  local pom=$1 libs=$2
+  command -v java >/dev/null || echo openjdk-17-jre-headless
+  maven_libs_cached "$pom" "$libs" || command -v mvn >/dev/null || echo maven
+}
+
 # Debian packages that COMPONENTs need and this machine lacks.
 missing_packages() {
   local c

@@ -8,12 +8,7 @@ ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-22181}
 ZOOKEEPER_HEAP=${ZOOKEEPER_HEAP:--Xmx128m}
 ZOOKEEPER_POM=$SCRIPT_DIR/zookeeper/pom.xml
 
-zookeeper_libs_cached() { maven_libs_cached "$ZOOKEEPER_POM" "$STATE_DIR/zookeeper/libs"; }
-
-zookeeper_packages() {
-  command -v java >/dev/null || echo openjdk-17-jre-headless
-  zookeeper_libs_cached || command -v mvn >/dev/null || echo maven
-}
+zookeeper_packages() { java_maven_packages "$ZOOKEEPER_POM" "$STATE_DIR/zookeeper/libs"; }
 
 zookeeper_paths() {
   Z_HOME=$STATE_DIR/zookeeper
