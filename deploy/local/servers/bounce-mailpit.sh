@@ -55,12 +55,8 @@ bounce_mailpit_stop() {
 
 bounce_mailpit_status() {
   bounce_mailpit_paths
-  local pid ports="smtp=$BOUNCE_MAILPIT_SMTP_PORT pop3=$BOUNCE_MAILPIT_POP3_PORT http=$BOUNCE_MAILPIT_HTTP_PORT"
-  if pid=$(live_pid "$BM_PID" "$MAILPIT_MARK"); then
-    status_line bounce-mailpit running "$pid" "$ports"
-  else
-    status_line bounce-mailpit stopped - "$ports"
-  fi
+  server_status bounce-mailpit "$BM_PID" "$MAILPIT_MARK" \
+    "smtp=$BOUNCE_MAILPIT_SMTP_PORT pop3=$BOUNCE_MAILPIT_POP3_PORT http=$BOUNCE_MAILPIT_HTTP_PORT"
 }
 
 bounce_mailpit_env() {

@@ -58,12 +58,7 @@ jaeger_stop() {
 
 jaeger_status() {
   jaeger_paths
-  local pid
-  if pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
-    status_line jaeger running "$pid" "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
-  else
-    status_line jaeger stopped - "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
-  fi
+  server_status jaeger "$J_PID" "$JAEGER_BIN" "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
 }
 
 jaeger_env() {

@@ -206,6 +206,18 @@ nth_port() {
 # One line of `status`, on the caller's stdout.
 status_line() { printf '%-10s %-7s pid=%-7s %s\n' "$@" >&3; }
 
+# NAME's status line, running with the PID in PIDFILE (live_pid, MARK) or
+# stopped, for a server whose DETAIL is the same either way. One that reports
+# the port it runs on, from its config, has its own.
+server_status() {
+  local name=$1 pidfile=$2 mark=$3 detail=$4 pid
+  if pid=$(live_pid "$pidfile" "$mark"); then
+    status_line "$name" running "$pid" "$detail"
+  else
+    status_line "$name" stopped - "$detail"
+  fi
+}
+
 # The prefix of a component's functions: kafka-cluster -> kafka_cluster_start, ...
 component_function() { printf '%s\n' "${1//-/_}"; }
 

@@ -86,12 +86,7 @@ mailpit_stop() {
 
 mailpit_status() {
   mailpit_paths
-  local pid
-  if pid=$(live_pid "$M_PID" "$MAILPIT_MARK"); then
-    status_line mailpit running "$pid" "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
-  else
-    status_line mailpit stopped - "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
-  fi
+  server_status mailpit "$M_PID" "$MAILPIT_MARK" "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
 }
 
 mailpit_env() {
