@@ -24,12 +24,7 @@ bounce_mailpit_paths() {
 
 bounce_mailpit_start() {
   bounce_mailpit_paths
-  local pid
-  if pid=$(live_pid "$BM_PID" "$MAILPIT_MARK"); then
-    [[ $(mailpit_running_port "$pid") == "$BOUNCE_MAILPIT_SMTP_PORT" ]] ||
-      die "bounce-mailpit of $STATE_DIR already runs with another BOUNCE_MAILPIT_SMTP_PORT; run 'down bounce-mailpit' first"
-    return 0
-  fi
+  already_running bounce-mailpit "$BM_PID" "$MAILPIT_MARK" BOUNCE_MAILPIT_SMTP_PORT mailpit_running_port && return 0
   mailpit_build
   require_free_port bounce-mailpit BOUNCE_MAILPIT_SMTP_PORT "$BOUNCE_MAILPIT_SMTP_PORT"
   require_free_port bounce-mailpit BOUNCE_MAILPIT_POP3_PORT "$BOUNCE_MAILPIT_POP3_PORT"

@@ -27,12 +27,7 @@ jaeger_running_port() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's
 
 jaeger_start() {
   jaeger_paths
-  local pid
-  if pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
-    [[ $(jaeger_running_port "$pid") == "$JAEGER_OTLP_PORT" ]] ||
-      die "jaeger of $STATE_DIR already runs with another JAEGER_OTLP_PORT; run 'down jaeger' first"
-    return 0
-  fi
+  already_running jaeger "$J_PID" "$JAEGER_BIN" JAEGER_OTLP_PORT jaeger_running_port && return 0
   go_build_tool jaeger "github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION" ./cmd/jaeger "$JAEGER_BIN"
   require_free_port jaeger JAEGER_OTLP_PORT "$JAEGER_OTLP_PORT"
   require_free_port jaeger JAEGER_QUERY_PORT "$JAEGER_QUERY_PORT"

@@ -102,6 +102,16 @@ stop_pid() {
   die "$name (pid $pid) survived SIGKILL"
 }
 
+# True when NAME's server (PIDFILE, MARK as for live_pid) already runs; dies
+# when it was started with another port than the variable VAR holds, which
+# PORT_OF, a function, reads from its PID.
+already_running() {
+  local name=$1 pidfile=$2 mark=$3 var=$4 port_of=$5 pid
+  pid=$(live_pid "$pidfile" "$mark") || return 1
+  [[ $("$port_of" "$pid") == "${!var}" ]] ||
+    die "$name of $STATE_DIR already runs with another $var; run 'down $name' first"
+}
+
 # Stops NAME's server if the PID file names a live one started with MARKER on
 # its command line; the PID file goes either way.
 stop_server() {

@@ -56,10 +56,7 @@ mailpit_build() { go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MOD
 
 mailpit_start() {
   mailpit_paths
-  local pid
-  if pid=$(live_pid "$M_PID" "$MAILPIT_MARK"); then
-    [[ $(mailpit_running_port "$pid") == "$MAILPIT_SMTP_PORT" ]] ||
-      die "mailpit of $STATE_DIR already runs with another MAILPIT_SMTP_PORT; run 'down mailpit' first"
+  if already_running mailpit "$M_PID" "$MAILPIT_MARK" MAILPIT_SMTP_PORT mailpit_running_port; then
     live_pid "$M_PID" "$MAILPIT_BIN" >/dev/null ||
       log "mailpit: the running one is an older build without its web page; 'down mailpit' and 'up mailpit' replace it"
     return 0
