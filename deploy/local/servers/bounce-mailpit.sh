@@ -20,18 +20,12 @@ bounce_mailpit_paths() {
   BM_PID=$BM_HOME/mailpit.pid
   BM_LOG=$BM_HOME/mailpit.log
   BM_AUTH=$BM_HOME/pop3-auth
-  BM_MARK=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION
 }
 
 bounce_mailpit_start() {
   bounce_mailpit_paths
-  local pid
-  if pid=$(live_pid "$BM_PID" "$BM_MARK"); then
-    [[ $(mailpit_running_port "$pid") == "$BOUNCE_MAILPIT_SMTP_PORT" ]] ||
-      die "bounce-mailpit of $STATE_DIR already runs with another BOUNCE_MAILPIT_SMTP_PORT; run 'down bounce-mailpit' first"
-    return 0
-  fi
-  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN" mailpit_build_ui
+  already_running bounce-mailpit "$BM_PID" "$MAILPIT_MARK" BOUNCE_MAILPIT_SMTP_PORT mailpit_running_port && return 0
+  mailpit_build
   require_free_port bounce-mailpit BOUNCE_MAILPIT_SMTP_PORT "$BOUNCE_MAILPIT_SMTP_PORT"
   require_free_port bounce-mailpit BOUNCE_MAILPIT_POP3_PORT "$BOUNCE_MAILPIT_POP3_PORT"
   require_free_port bounce-mailpit BOUNCE_MAILPIT_HTTP_PORT "$BOUNCE_MAILPIT_HTTP_PORT"
@@ -46,27 +40,18 @@ bounce_mailpit_start() {
 
 bounce_mailpit_wait() {
   bounce_mailpit_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
-    live_pid "$BM_PID" "$BM_MARK" >/dev/null || die_with_logs "bounce-mailpit exited during startup" "$BM_LOG"
-    ((SECONDS < deadline)) || die_with_logs "bounce-mailpit not ready after ${READY_TIMEOUT}s" "$BM_LOG"
-    sleep 0.1
-  done
+  wait_http_ready bounce-mailpit "$BM_PID" "$MAILPIT_MARK" "$BM_LOG" "http://127.0.0.1:$BOUNCE_MAILPIT_HTTP_PORT/readyz"
 }
 
 bounce_mailpit_stop() {
   bounce_mailpit_paths
-  stop_server bounce-mailpit "$BM_PID" "$BM_MARK"
+  stop_server bounce-mailpit "$BM_PID" "$MAILPIT_MARK"
 }
 
 bounce_mailpit_status() {
   bounce_mailpit_paths
-  local pid ports="smtp=$BOUNCE_MAILPIT_SMTP_PORT pop3=$BOUNCE_MAILPIT_POP3_PORT http=$BOUNCE_MAILPIT_HTTP_PORT"
-  if pid=$(live_pid "$BM_PID" "$BM_MARK"); then
-    status_line bounce-mailpit running "$pid" "$ports"
-  else
-    status_line bounce-mailpit stopped - "$ports"
-  fi
+  server_status bounce-mailpit "$BM_PID" "$MAILPIT_MARK" \
+    "smtp=$BOUNCE_MAILPIT_SMTP_PORT pop3=$BOUNCE_MAILPIT_POP3_PORT http=$BOUNCE_MAILPIT_HTTP_PORT"
 }
 
 bounce_mailpit_env() {

@@ -174,10 +174,8 @@ clickhouse_cluster_wait() {
     clickhouse_cluster_node $((n + 1))
     until [[ $(curl -fsS --max-time 3 "http://127.0.0.1:$CN_HTTP/" \
       --data-binary "SELECT count() > 0 FROM system.zookeeper WHERE path = '/'" 2>/dev/null) == 1 ]]; do
-      live_pid "$C_PID" "$C_CONF/config.xml" >/dev/null ||
-        die_with_logs "clickhouse-cluster $CN_NAME exited during startup" "$C_LOGS/clickhouse-server.err.log" "$C_LOGS/stdout.log"
-      ((SECONDS < deadline)) ||
-        die_with_logs "clickhouse-cluster $CN_NAME not ready after ${READY_TIMEOUT}s" "$C_LOGS/clickhouse-server.err.log"
+      starting_or_die "clickhouse-cluster $CN_NAME" "$C_PID" "$C_CONF/config.xml" "$deadline" \
+        "$C_LOGS/clickhouse-server.err.log" "$C_LOGS/stdout.log"
       sleep 0.2
     done
   done

@@ -27,12 +27,7 @@ jaeger_running_port() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's
 
 jaeger_start() {
   jaeger_paths
-  local pid
-  if pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
-    [[ $(jaeger_running_port "$pid") == "$JAEGER_OTLP_PORT" ]] ||
-      die "jaeger of $STATE_DIR already runs with another JAEGER_OTLP_PORT; run 'down jaeger' first"
-    return 0
-  fi
+  already_running jaeger "$J_PID" "$JAEGER_BIN" JAEGER_OTLP_PORT jaeger_running_port && return 0
   go_build_tool jaeger "github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION" ./cmd/jaeger "$JAEGER_BIN"
   require_free_port jaeger JAEGER_OTLP_PORT "$JAEGER_OTLP_PORT"
   require_free_port jaeger JAEGER_QUERY_PORT "$JAEGER_QUERY_PORT"
@@ -47,13 +42,8 @@ jaeger_start() {
 
 jaeger_wait() {
   jaeger_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_HEALTH_PORT/status" >/dev/null 2>&1 &&
-    curl -fsS --max-time 2 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; do
-    live_pid "$J_PID" "$JAEGER_BIN" >/dev/null || die_with_logs "jaeger exited during startup" "$J_LOG"
-    ((SECONDS < deadline)) || die_with_logs "jaeger not ready after ${READY_TIMEOUT}s" "$J_LOG"
-    sleep 0.1
-  done
+  wait_http_ready jaeger "$J_PID" "$JAEGER_BIN" "$J_LOG" \
+    "http://127.0.0.1:$JAEGER_HEALTH_PORT/status" "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services"
 }
 
 jaeger_stop() {
@@ -63,12 +53,7 @@ jaeger_stop() {
 
 jaeger_status() {
   jaeger_paths
-  local pid
-  if pid=$(live_pid "$J_PID" "$JAEGER_BIN"); then
-    status_line jaeger running "$pid" "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
-  else
-    status_line jaeger stopped - "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
-  fi
+  server_status jaeger "$J_PID" "$JAEGER_BIN" "otlp=$JAEGER_OTLP_PORT query=$JAEGER_QUERY_PORT"
 }
 
 jaeger_env() {

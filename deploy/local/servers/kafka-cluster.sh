@@ -23,15 +23,22 @@ kafka_cluster_paths() {
   K_CONTROLLER_PORT=$(nth_port kafka-cluster KAFKA_CLUSTER_CONTROLLER_PORTS "$nodes" "$n")
 }
 
-# Every node is a voter of the one controller quorum.
-kafka_cluster_voters() {
-  local n voters=()
+# What ITEM, a function, prints for each node (run after kafka_cluster_paths,
+# with the node's number), comma-separated.
+kafka_cluster_list() {
+  local item=$1 n items=()
   for n in "${KAFKA_CLUSTER_NODES[@]}"; do
     kafka_cluster_paths "$n"
-    voters+=("$n@127.0.0.1:$K_CONTROLLER_PORT")
+    items+=("$("$item" "$n")")
   done
-  (IFS=, && printf '%s\n' "${voters[*]}")
+  (IFS=, && printf '%s\n' "${items[*]}")
 }
+
+# Every node is a voter of the one controller quorum.
+kafka_cluster_voter() { printf '%s@127.0.0.1:%s' "$1" "$K_CONTROLLER_PORT"; }
+
+# A node's address for clients (KAFKA_CLUSTER_BROKERS).
+kafka_cluster_broker() { printf '127.0.0.1:%s' "$K_PORT"; }
 
 # All nodes are formatted with the same cluster id, made once.
 kafka_cluster_id() {
@@ -48,7 +55,7 @@ kafka_cluster_id() {
 # launched first and awaited in kafka_cluster_wait.
 kafka_cluster_start() {
   local n voters cluster_id
-  voters=$(kafka_cluster_voters)
+  voters=$(kafka_cluster_list kafka_cluster_voter)
   for n in "${KAFKA_CLUSTER_NODES[@]}"; do
     kafka_cluster_paths "$n"
     if live_pid "$K_PID" "$K_CONF/server.properties" >/dev/null; then
@@ -102,13 +109,4 @@ kafka_cluster_status() {
   done
 }
 
-kafka_cluster_brokers() {
-  local n brokers=()
-  for n in "${KAFKA_CLUSTER_NODES[@]}"; do
-    kafka_cluster_paths "$n"
-    brokers+=("127.0.0.1:$K_PORT")
-  done
-  (IFS=, && printf '%s\n' "${brokers[*]}")
-}
-
-kafka_cluster_env() { echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_brokers)"; }
+kafka_cluster_env() { echo "export KAFKA_CLUSTER_BROKERS=$(kafka_cluster_list kafka_cluster_broker)"; }

@@ -10,12 +10,7 @@ KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-29093}
 KAFKA_HEAP=${KAFKA_HEAP:--Xmx512m}
 KAFKA_POM=$SCRIPT_DIR/kafka/pom.xml
 
-kafka_libs_cached() { maven_libs_cached "$KAFKA_POM" "$STATE_DIR/kafka/libs"; }
-
-kafka_packages() {
-  command -v java >/dev/null || echo openjdk-17-jre-headless
-  kafka_libs_cached || command -v mvn >/dev/null || echo maven
-}
+kafka_packages() { java_maven_packages "$KAFKA_POM" "$STATE_DIR/kafka/libs"; }
 
 # The node the kafka_* functions below act on: the single broker here, a
 # cluster node in kafka_cluster_paths (servers/kafka-cluster.sh). Every node

@@ -102,6 +102,16 @@ stop_pid() {
   die "$name (pid $pid) survived SIGKILL"
 }
 
+# True when NAME's server (PIDFILE, MARK as for live_pid) already runs; dies
+# when it was started with another port than the variable VAR holds, which
+# PORT_OF, a function, reads from its PID.
+already_running() {
+  local name=$1 pidfile=$2 mark=$3 var=$4 port_of=$5 pid
+  pid=$(live_pid "$pidfile" "$mark") || return 1
+  [[ $("$port_of" "$pid") == "${!var}" ]] ||
+    die "$name of $STATE_DIR already runs with another $var; run 'down $name' first"
+}
+
 # Stops NAME's server if the PID file names a live one started with MARKER on
 # its command line; the PID file goes either way.
 stop_server() {
@@ -164,6 +174,36 @@ die_with_logs() {
   die "$message; see $*"
 }
 
+# One round of a wait for NAME's server to answer: dies when its process
+# (PIDFILE, MARK as for live_pid) is gone or DEADLINE (a SECONDS value) has
+# passed, with the tail of LOG, and of OUT too when it exited: a process that
+# could not start (a JVM refusing its options) may say why only there.
+starting_or_die() {
+  local name=$1 pidfile=$2 mark=$3 deadline=$4 log=$5
+  local -a outs=("${@:6}")
+  live_pid "$pidfile" "$mark" >/dev/null || die_with_logs "$name exited during startup" "$log" "${outs[@]}"
+  ((SECONDS < deadline)) || die_with_logs "$name not ready after ${READY_TIMEOUT}s" "$log"
+}
+
+# True when every URL answers without an HTTP error.
+http_ok() {
+  local url
+  for url; do
+    curl -fsS --max-time 2 "$url" >/dev/null 2>&1 || return 1
+  done
+}
+
+# Waits up to READY_TIMEOUT until every URL answers (http_ok), as NAME's
+# server (PIDFILE, MARK, LOG as for starting_or_die) starts.
+wait_http_ready() {
+  local name=$1 pidfile=$2 mark=$3 log=$4 deadline=$((SECONDS + READY_TIMEOUT))
+  shift 4
+  until http_ok "$@"; do
+    starting_or_die "$name" "$pidfile" "$mark" "$deadline" "$log"
+    sleep 0.1
+  done
+}
+
 # The port of node N (1-based) of a COMPONENT of COUNT nodes, from the
 # comma-separated list in the variable VAR.
 nth_port() {
@@ -175,6 +215,18 @@ nth_port() {
 
 # One line of `status`, on the caller's stdout.
 status_line() { printf '%-10s %-7s pid=%-7s %s\n' "$@" >&3; }
+
+# NAME's status line, running with the PID in PIDFILE (live_pid, MARK) or
+# stopped, for a server whose DETAIL is the same either way. One that reports
+# the port it runs on, from its config, has its own.
+server_status() {
+  local name=$1 pidfile=$2 mark=$3 detail=$4 pid
+  if pid=$(live_pid "$pidfile" "$mark"); then
+    status_line "$name" running "$pid" "$detail"
+  else
+    status_line "$name" stopped - "$detail"
+  fi
+}
 
 # The prefix of a component's functions: kafka-cluster -> kafka_cluster_start, ...
 component_function() { printf '%s\n' "${1//-/_}"; }
@@ -206,6 +258,15 @@ maven_fetch_libs() {
   rm -rf -- "$libs"
   mv -- "$libs.tmp" "$libs"
   log "$name: jars fetched in $(since "$t0")"
+}
+
+# The Debian packages a JVM server on the jars of POM (fetched into LIBS by
+# maven_fetch_libs) needs and this machine lacks: Java, and Maven until the
+# jars are there.
+java_maven_packages() {
+  local pom=$1 libs=$2
+  command -v java >/dev/null || echo openjdk-17-jre-headless
+  maven_libs_cached "$pom" "$libs" || command -v mvn >/dev/null || echo maven
 }
 
 # Debian packages that COMPONENTs need and this machine lacks.

@@ -18,6 +18,8 @@ mailpit_bin_paths() {
   tools_paths
   # "-ui": the binary with its web page built in; a state folder's older mailpit-<version>/ has none.
   MAILPIT_BIN=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION-ui/mailpit
+  # What a running one's command line holds: any build of this version (one from before MAILPIT_BIN's "-ui" too).
+  MAILPIT_MARK=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION
 }
 
 mailpit_paths() {
@@ -25,8 +27,6 @@ mailpit_paths() {
   M_HOME=$STATE_DIR/mailpit
   M_PID=$M_HOME/mailpit.pid
   M_LOG=$M_HOME/mailpit.log
-  # What a running one's command line holds: any build of this version (one from before MAILPIT_BIN's "-ui" too).
-  M_MARK=$TOOLS_HOME/mailpit-$MAILPIT_MODULE_VERSION
 }
 
 # The SMTP port a running Mailpit was started with (its command line).
@@ -51,17 +51,17 @@ mailpit_build_ui() {
   log "mailpit: web page built in $(since "$t0")"
 }
 
+# Builds the binary of both Mailpits, once.
+mailpit_build() { go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN" mailpit_build_ui; }
+
 mailpit_start() {
   mailpit_paths
-  local pid
-  if pid=$(live_pid "$M_PID" "$M_MARK"); then
-    [[ $(mailpit_running_port "$pid") == "$MAILPIT_SMTP_PORT" ]] ||
-      die "mailpit of $STATE_DIR already runs with another MAILPIT_SMTP_PORT; run 'down mailpit' first"
+  if already_running mailpit "$M_PID" "$MAILPIT_MARK" MAILPIT_SMTP_PORT mailpit_running_port; then
     live_pid "$M_PID" "$MAILPIT_BIN" >/dev/null ||
       log "mailpit: the running one is an older build without its web page; 'down mailpit' and 'up mailpit' replace it"
     return 0
   fi
-  go_build_tool mailpit "github.com/axllent/mailpit@$MAILPIT_MODULE_VERSION" . "$MAILPIT_BIN" mailpit_build_ui
+  mailpit_build
   require_free_port mailpit MAILPIT_SMTP_PORT "$MAILPIT_SMTP_PORT"
   require_free_port mailpit MAILPIT_HTTP_PORT "$MAILPIT_HTTP_PORT"
   mkdir -p -- "$M_HOME"
@@ -73,27 +73,17 @@ mailpit_start() {
 
 mailpit_wait() {
   mailpit_paths
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$MAILPIT_HTTP_PORT/readyz" >/dev/null 2>&1; do
-    live_pid "$M_PID" "$M_MARK" >/dev/null || die_with_logs "mailpit exited during startup" "$M_LOG"
-    ((SECONDS < deadline)) || die_with_logs "mailpit not ready after ${READY_TIMEOUT}s" "$M_LOG"
-    sleep 0.1
-  done
+  wait_http_ready mailpit "$M_PID" "$MAILPIT_MARK" "$M_LOG" "http://127.0.0.1:$MAILPIT_HTTP_PORT/readyz"
 }
 
 mailpit_stop() {
   mailpit_paths
-  stop_server mailpit "$M_PID" "$M_MARK"
+  stop_server mailpit "$M_PID" "$MAILPIT_MARK"
 }
 
 mailpit_status() {
   mailpit_paths
-  local pid
-  if pid=$(live_pid "$M_PID" "$M_MARK"); then
-    status_line mailpit running "$pid" "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
-  else
-    status_line mailpit stopped - "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
-  fi
+  server_status mailpit "$M_PID" "$MAILPIT_MARK" "smtp=$MAILPIT_SMTP_PORT http=$MAILPIT_HTTP_PORT"
 }
 
 mailpit_env() {

@@ -8,12 +8,7 @@ ZOOKEEPER_PORT=${ZOOKEEPER_PORT:-22181}
 ZOOKEEPER_HEAP=${ZOOKEEPER_HEAP:--Xmx128m}
 ZOOKEEPER_POM=$SCRIPT_DIR/zookeeper/pom.xml
 
-zookeeper_libs_cached() { maven_libs_cached "$ZOOKEEPER_POM" "$STATE_DIR/zookeeper/libs"; }
-
-zookeeper_packages() {
-  command -v java >/dev/null || echo openjdk-17-jre-headless
-  zookeeper_libs_cached || command -v mvn >/dev/null || echo maven
-}
+zookeeper_packages() { java_maven_packages "$ZOOKEEPER_POM" "$STATE_DIR/zookeeper/libs"; }
 
 zookeeper_paths() {
   Z_HOME=$STATE_DIR/zookeeper
@@ -100,10 +95,7 @@ zookeeper_wait() {
   zookeeper_paths
   local deadline=$((SECONDS + READY_TIMEOUT))
   until [[ $(zookeeper_4lw srvr) == *"Mode: standalone"* ]]; do
-    live_pid "$Z_PID" "$Z_CONF/zoo.cfg" >/dev/null ||
-      die_with_logs "zookeeper exited during startup" "$Z_LOGS/zookeeper.log" "$Z_LOGS/zookeeper.out"
-    ((SECONDS < deadline)) ||
-      die_with_logs "zookeeper not ready after ${READY_TIMEOUT}s" "$Z_LOGS/zookeeper.log"
+    starting_or_die zookeeper "$Z_PID" "$Z_CONF/zoo.cfg" "$deadline" "$Z_LOGS/zookeeper.log" "$Z_LOGS/zookeeper.out"
     sleep 0.2
   done
 }
