@@ -165,10 +165,12 @@ describe('a run with tracking', () => {
     await track(openPath()!, { 'user-agent': 'Mozilla/5.0' });
     await track(openPath()!, { 'x-forwarded-for': '17.58.100.2' });
     await track(clickPaths()[1], { 'user-agent': 'Mozilla/5.0 (compatible; Barracuda Sentinel link scanner)' });
+    // Waits for these three events themselves: on a busy host they are stored in any order, and with others of the run.
     const events = await waitFor(
       'the machine events',
       () => eventsOf(workspaceId, `run_id=${runId}`),
-      (found) => found.total >= 5,
+      (found) =>
+        found.items.filter((item) => item.machine_open === true).length >= 2 && found.items.some((item) => item.machine_click === true),
     );
     expect(events.items.filter((item) => item.machine_open === true)).toHaveLength(2);
     expect(events.items.filter((item) => item.machine_click === true)).toEqual([
