@@ -18,7 +18,24 @@ set -euo pipefail
 # SECONDS counts from the start of this script. An `npm test` that ends early still waits for the builds it started
 # in the background (below), so none is left holding infra.sh's lock.
 trap 'wait; rm -f -- ${MAILPIT_BUILD_LOG:+"$MAILPIT_BUILD_LOG"} ${GO_TOOLS_LOG:+"$GO_TOOLS_LOG" "$GO_TOOLS_STATUS"}
+  rm -rf -- ${PORT_BAND_CLAIM:+"$PORT_BAND_CLAIM"}
   printf "[test] total wall time: %dm%02ds\n" $((SECONDS / 60)) $((SECONDS % 60)) >&2' EXIT
+
+# The tests' ports come from a band of their own (deploy/local/src/ports.ts): a second run beside this one takes the
+# other band. A band is claimed by a folder holding the claimer's PID, moved into place whole; a claim whose process
+# is gone is taken over.
+for band in 0 1; do
+  claim=${TMPDIR:-/tmp}/mail-test-port-band-$band
+  if [[ -d $claim ]] && ! kill -0 "$(cat -- "$claim/pid" 2>/dev/null)" 2>/dev/null; then rm -rf -- "$claim"; fi
+  staged=$(mktemp -d)
+  echo $$ >"$staged/pid"
+  if mv -T -- "$staged" "$claim" 2>/dev/null; then
+    PORT_BAND_CLAIM=$claim
+    export TEST_PORT_BAND=$band
+    break
+  fi
+  rm -rf -- "$staged"
+done
 
 # shellcheck source=deploy/local/bootstrap.sh
 source "$(dirname -- "${BASH_SOURCE[0]}")/bootstrap.sh"

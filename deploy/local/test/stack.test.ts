@@ -158,7 +158,7 @@ test('starts the services, then the gateway, on free ports with the environment 
   }
 });
 
-test("freePorts draws distinct free ports from its jest worker's slice, below the range the kernel picks client ports from", async () => {
+test("freePorts draws distinct free ports from its jest worker's slice of its suite's band, below the range the kernel picks client ports from", async () => {
   const [from, below] = freePortRange();
   const ports = await freePorts(50);
   expect(new Set(ports).size).toBe(50);
@@ -166,11 +166,17 @@ test("freePorts draws distinct free ports from its jest worker's slice, below th
     expect(port).toBeGreaterThanOrEqual(from);
     expect(port).toBeLessThan(below);
   }
-  expect([freePortRange('0'), freePortRange('1'), freePortRange('2'), freePortRange('6')]).toEqual([
-    [10_000, 12_000],
-    [12_000, 14_000],
-    [14_000, 16_000],
-    [12_000, 14_000],
+  expect([freePortRange('0', '0'), freePortRange('1', '0'), freePortRange('2', '0'), freePortRange('6', '0')]).toEqual([
+    [10_000, 11_000],
+    [11_000, 12_000],
+    [12_000, 13_000],
+    [11_000, 12_000],
+  ]);
+  // A second suite beside the first: the same workers, another band.
+  expect([freePortRange('0', '1'), freePortRange('1', '1'), freePortRange('2', '1')]).toEqual([
+    [15_000, 16_000],
+    [16_000, 17_000],
+    [17_000, 18_000],
   ]);
 });
 

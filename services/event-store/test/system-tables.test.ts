@@ -29,7 +29,7 @@ test('readSystemTables reads system.tables while other requests create and drop 
     await client.close();
     await database.drop();
   }
-}, 60_000);
+}, 240_000);
 
 test("clickHouseErrorCode reads the code of ClickHouse 18.16's messages, and of the client's parsed errors", () => {
   const old = new Error("Code: 60, e.displayText() = DB::Exception: Table mail.t doesn't exist., e.what() = DB::Exception");
