@@ -142,6 +142,15 @@ test('a server that wants a login: AUTH PLAIN or, where that alone is offered, A
   anonymous.close();
 });
 
+test('an address that would break the command line is refused before anything is written', async () => {
+  const proxy = await proxyTo(mailpit);
+  const session = await SmtpSession.open(optionsOf(proxy.url));
+  const to = 'x@example.com>\r\nRCPT TO:<y@example.com';
+  await expect(session.send('a@example.com', to, messageTo('x@example.com', 'x'))).rejects.toThrow('not an envelope address');
+  expect(proxy.commandReads.some((read) => read.includes('MAIL FROM'))).toBe(false);
+  session.close();
+});
+
 test('STARTTLS required but not offered: the session does not open', async () => {
   await expect(SmtpSession.open({ ...optionsOf(mailpit.smtpUrl), security: 'starttls' })).rejects.toThrow('does not offer STARTTLS');
 });

@@ -99,6 +99,9 @@ export class SmtpSession {
   async send(from: string, to: string, raw: Buffer): Promise<void> {
     this.dataWritten = false;
     this.throwIfFailed();
+    // An address is one parameter of one command line: a line break or bracket in it would write another command.
+    const unsafe = [from, to].find((address) => /[\r\n<>]/.test(address));
+    if (unsafe !== undefined) throw new Error(`not an envelope address: ${JSON.stringify(unsafe)}`);
     const unasked = this.replies.shift();
     if (unasked) throw new Error(`the SMTP server said what nobody asked: ${unasked.text}`);
     this.socket.setTimeout(this.timeoutMs);
