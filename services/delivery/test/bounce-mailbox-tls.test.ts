@@ -1,12 +1,17 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { call } from '@mail/common';
 import { eventually, startMailpit, uniqueSuffix, type Mailpit } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
-import { allRecipients, createSendableCampaign, fillAccounts, startDeliveryWorld, waitForRun, type DeliveryWorld } from './harness';
+import {
+  allRecipients,
+  createSendableCampaign,
+  createTestCertificate,
+  fillAccounts,
+  startDeliveryWorld,
+  waitForRun,
+  type DeliveryWorld,
+  type TestCertificate,
+} from './harness';
 
 /**
  * A `pop3s://` bounce mailbox: a real Mailpit serving POP3 over TLS with a
@@ -16,21 +21,11 @@ import { allRecipients, createSendableCampaign, fillAccounts, startDeliveryWorld
 
 let world: DeliveryWorld;
 let mailbox: Mailpit;
-let certDir: string;
+let certificate: TestCertificate;
 
 beforeAll(async () => {
-  certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bounce-tls-'));
-  const [certFile, keyFile] = [path.join(certDir, 'cert.pem'), path.join(certDir, 'key.pem')];
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2'].concat([
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ]),
-    { stdio: 'ignore' },
-  );
+  certificate = createTestCertificate('bounce-tls');
+  const { certFile, keyFile } = certificate;
   mailbox = await startMailpit('bounce_tls_box', { pop3: { user: 'bounces', password: 'bounces', tls: { certFile, keyFile } } });
   world = await startDeliveryWorld(
     'bounce_tls',
@@ -42,7 +37,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await world?.close();
   await mailbox?.close();
-  if (certDir) fs.rmSync(certDir, { recursive: true, force: true });
+  certificate?.remove();
 });
 
 test('a DSN read over pop3s:// becomes a hard bounce and leaves the mailbox', async () => {

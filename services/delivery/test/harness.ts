@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -280,4 +280,30 @@ export async function openSendingDatabase(
       await postgres.drop();
     },
   };
+}
+
+export interface TestCertificate {
+  certFile: string;
+  keyFile: string;
+  remove(): void;
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 (PEM files in a folder of its own), which a delivery process trusts only
+ * when told to (NODE_EXTRA_CA_CERTS): the TLS tests' servers show it, and it is verified.
+ */
+export function createTestCertificate(label: string): TestCertificate {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
+  const [certFile, keyFile] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2'].concat([
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ]),
+    { stdio: 'ignore' },
+  );
+  return { certFile, keyFile, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }

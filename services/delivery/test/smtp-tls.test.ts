@@ -1,10 +1,15 @@
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { call } from '@mail/common';
 import { uniqueSuffix } from '@mail/local';
-import { allRecipients, createSendableCampaign, fillAccounts, startDeliveryWorld, waitForRun, type DeliveryWorld } from './harness';
+import {
+  allRecipients,
+  createSendableCampaign,
+  createTestCertificate,
+  fillAccounts,
+  startDeliveryWorld,
+  waitForRun,
+  type DeliveryWorld,
+  type TestCertificate,
+} from './harness';
 
 /**
  * Sending over TLS with a login, to a real Mailpit that requires both and
@@ -13,27 +18,14 @@ import { allRecipients, createSendableCampaign, fillAccounts, startDeliveryWorld
  * verified): STARTTLS on smtp://, TLS from the start on smtps://.
  */
 
-let certDir: string;
-let certFile: string;
-let keyFile: string;
+let certificate: TestCertificate;
 
 beforeAll(() => {
-  certDir = fs.mkdtempSync(path.join(os.tmpdir(), 'smtp-tls-'));
-  [certFile, keyFile] = [path.join(certDir, 'cert.pem'), path.join(certDir, 'key.pem')];
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2'].concat([
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ]),
-    { stdio: 'ignore' },
-  );
+  certificate = createTestCertificate('smtp-tls');
 });
 
 afterAll(() => {
-  if (certDir) fs.rmSync(certDir, { recursive: true, force: true });
+  certificate?.remove();
 });
 
 describe.each([
@@ -45,8 +37,15 @@ describe.each([
   beforeAll(async () => {
     world = await startDeliveryWorld(
       `smtp_tls_${implicit ? 'implicit' : 'starttls'}`,
-      { NODE_EXTRA_CA_CERTS: certFile },
-      { mailpit: { smtp: { tls: { certFile, keyFile, implicit }, auth: { user: 'sender', password: 'tls-secret' } } } },
+      { NODE_EXTRA_CA_CERTS: certificate.certFile },
+      {
+        mailpit: {
+          smtp: {
+            tls: { certFile: certificate.certFile, keyFile: certificate.keyFile, implicit },
+            auth: { user: 'sender', password: 'tls-secret' },
+          },
+        },
+      },
     );
   }, 180_000);
 

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import tls from 'node:tls';
+import { InputSignal } from './input-signal';
 
 /**
  * A small POP3 client (RFC 1939: USER/PASS, UIDL, RETR, DELE, QUIT; `pop3s:`
@@ -12,16 +13,15 @@ import tls from 'node:tls';
  */
 export class Pop3Client {
   private received: Buffer = Buffer.alloc(0);
-  private failure: Error | undefined;
-  private wake: (() => void) | undefined;
+  private readonly input = new InputSignal();
 
   private constructor(private readonly socket: net.Socket) {
     socket.on('data', (chunk: Buffer) => {
       this.received = this.received.length === 0 ? chunk : Buffer.concat([this.received, chunk]);
-      this.signal();
+      this.input.signal();
     });
-    socket.on('error', (error) => this.fail(error));
-    socket.on('close', () => this.fail(new Error('the POP3 server closed the connection')));
+    socket.on('error', (error) => this.input.fail(error));
+    socket.on('close', () => this.input.fail(new Error('the POP3 server closed the connection')));
   }
 
   /** Connects and logs in with the URL's user and password; every reply must come within `timeoutMs`. */
@@ -94,7 +94,7 @@ export class Pop3Client {
         this.received = this.received.subarray(end + 2);
         return line;
       }
-      await this.more();
+      await this.input.next();
     }
   }
 
@@ -108,28 +108,7 @@ export class Pop3Client {
         this.received = this.received.subarray(empty ? 3 : end + 5);
         return Buffer.from(body.replace(/^\.\./, '.').replace(/\r\n\.\./g, '\r\n.'), 'latin1');
       }
-      await this.more();
+      await this.input.next();
     }
-  }
-
-  private async more(): Promise<void> {
-    this.throwIfFailed();
-    await new Promise<void>((resolve) => (this.wake = resolve));
-    this.throwIfFailed();
-  }
-
-  private throwIfFailed(): void {
-    if (this.failure) throw this.failure;
-  }
-
-  private fail(error: Error): void {
-    this.failure ??= error;
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
   }
 }

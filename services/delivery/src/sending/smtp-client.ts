@@ -1,6 +1,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import tls from 'node:tls';
+import { InputSignal } from './input-signal';
 
 export interface SmtpSessionOptions {
   host: string;
@@ -43,8 +44,7 @@ export class SmtpSession {
   private received: Buffer = Buffer.alloc(0);
   private replyLines: string[] = [];
   private readonly replies: Reply[] = [];
-  private failure: Error | undefined;
-  private wake: (() => void) | undefined;
+  private readonly input = new InputSignal();
   /** The EHLO keywords offered, each with its parameters. */
   private extensions = new Map<string, string[]>();
   private dataWritten = false;
@@ -87,7 +87,7 @@ export class SmtpSession {
 
   /** False once the connection failed or closed: the next message wants a new session. */
   get open(): boolean {
-    return this.failure === undefined;
+    return !this.input.failed;
   }
 
   /** Whether any of the last message went out, that is, the server had answered DATA with 354. */
@@ -98,7 +98,7 @@ export class SmtpSession {
   /** Resolves once the server took the message; rejects with its refusal (SmtpReplyError) or the connection's failure. */
   async send(from: string, to: string, raw: Buffer): Promise<void> {
     this.dataWritten = false;
-    this.throwIfFailed();
+    this.input.throwIfFailed();
     // An address is one parameter of one command line: a line break or bracket in it would write another command.
     const unsafe = [from, to].find((address) => /[\r\n<>]/.test(address));
     if (unsafe !== undefined) throw new Error(`not an envelope address: ${JSON.stringify(unsafe)}`);
@@ -126,13 +126,13 @@ export class SmtpSession {
   /** Says QUIT; the server closes the connection (or the timeout does). */
   quit(): void {
     if (!this.open) return;
-    this.fail(new Error('the SMTP session was ended'));
+    this.input.fail(new Error('the SMTP session was ended'));
     this.socket.setTimeout(this.timeoutMs);
     this.socket.end('QUIT\r\n');
   }
 
   close(): void {
-    this.fail(new Error('the SMTP session was closed'));
+    this.input.fail(new Error('the SMTP session was closed'));
     this.socket.destroy();
   }
 
@@ -140,8 +140,8 @@ export class SmtpSession {
   private attach(socket: net.Socket): net.Socket {
     const onTimeout = () => socket.destroy(new Error(`the SMTP server was silent for ${this.timeoutMs} ms`));
     const onData = (chunk: Buffer) => this.read(chunk);
-    const onError = (error: Error) => this.fail(error);
-    const onClose = () => this.fail(new Error('the SMTP server closed the connection'));
+    const onError = (error: Error) => this.input.fail(error);
+    const onClose = () => this.input.fail(new Error('the SMTP server closed the connection'));
     socket.setNoDelay(true);
     socket.setTimeout(this.timeoutMs);
     socket.on('timeout', onTimeout).on('data', onData).on('error', onError).on('close', onClose);
@@ -187,7 +187,7 @@ export class SmtpSession {
 
   /** Writes the line and expects a reply of the class (2: done, 3: go on); `shown` names it in an error. */
   private async command(line: string, replyClass: 2 | 3, shown = line): Promise<void> {
-    this.throwIfFailed();
+    this.input.throwIfFailed();
     this.socket.write(`${line}\r\n`);
     await this.expect(shown, replyClass);
   }
@@ -202,8 +202,7 @@ export class SmtpSession {
     for (;;) {
       const reply = this.replies.shift();
       if (reply) return reply;
-      this.throwIfFailed();
-      await new Promise<void>((resolve) => (this.wake = resolve));
+      await this.input.next();
     }
   }
 
@@ -224,22 +223,7 @@ export class SmtpSession {
       }
       this.replies.push({ code, text });
     }
-    this.signal();
-  }
-
-  private throwIfFailed(): void {
-    if (this.failure) throw this.failure;
-  }
-
-  private fail(error: Error): void {
-    this.failure ??= error;
-    this.signal();
-  }
-
-  private signal(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
+    this.input.signal();
   }
 }
 
