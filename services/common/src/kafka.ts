@@ -190,9 +190,9 @@ const GROUP_COORDINATOR_WAIT_MS = 60_000;
 
 /**
  * Waits until the broker that coordinates the consumer group answers for it.
- * A broker just started answers "coordinator not available" while it loads
- * its group metadata, which kafkajs's consumer takes as fatal once its short
- * retries run out.
+ * A broker just started answers "coordinator not available", then "not the
+ * coordinator", while it loads its group metadata, which kafkajs's consumer
+ * takes as fatal once its short retries run out.
  */
 export async function awaitGroupCoordinator(admin: Admin, groupId: string, waitMs = GROUP_COORDINATOR_WAIT_MS): Promise<void> {
   const deadline = Date.now() + waitMs;
@@ -201,7 +201,9 @@ export async function awaitGroupCoordinator(admin: Admin, groupId: string, waitM
       await admin.describeGroups([groupId]);
       return;
     } catch (error) {
-      const transient = error instanceof KafkaJSError && (error.retriable || error.name === 'KafkaJSGroupCoordinatorNotFound');
+      const transient =
+        error instanceof KafkaJSError &&
+        (error.retriable || error.name === 'KafkaJSGroupCoordinatorNotFound' || error.name === 'KafkaJSNumberOfRetriesExceeded');
       if (!transient || Date.now() >= deadline) throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
