@@ -136,7 +136,10 @@ export class SmtpSession {
     this.socket.destroy();
   }
 
-  /** Listens to the socket until `detach` (STARTTLS hands it to TLS). */
+  /**
+   * Listens to the socket until `detach` (STARTTLS hands it to TLS), and to its errors for good: a socket under TLS
+   * may still report one, which unheard would end the process.
+   */
   private attach(socket: net.Socket): net.Socket {
     const onTimeout = () => socket.destroy(new Error(`the SMTP server was silent for ${this.timeoutMs} ms`));
     const onData = (chunk: Buffer) => this.read(chunk);
@@ -147,7 +150,7 @@ export class SmtpSession {
     socket.on('timeout', onTimeout).on('data', onData).on('error', onError).on('close', onClose);
     this.detach = () => {
       socket.setTimeout(0);
-      socket.off('timeout', onTimeout).off('data', onData).off('error', onError).off('close', onClose);
+      socket.off('timeout', onTimeout).off('data', onData).off('close', onClose);
     };
     return socket;
   }
