@@ -185,6 +185,15 @@ async function awaitLeaders(admin: Admin, names: string[], waitMs: number): Prom
   }
 }
 
+/**
+ * Whether kafkajs gave up finding a consumer group's coordinator: a broker
+ * just started or restarted answers so while it loads its group metadata,
+ * which can outlast kafkajs's retries on a busy host. It comes back.
+ */
+export function isCoordinatorMissing(error: unknown): boolean {
+  return error instanceof KafkaJSError && error.name === 'KafkaJSGroupCoordinatorNotFound';
+}
+
 /** How long awaitGroupCoordinator waits for the group's coordinator. */
 const GROUP_COORDINATOR_WAIT_MS = 60_000;
 
@@ -203,7 +212,7 @@ export async function awaitGroupCoordinator(admin: Admin, groupId: string, waitM
     } catch (error) {
       const transient =
         error instanceof KafkaJSError &&
-        (error.retriable || error.name === 'KafkaJSGroupCoordinatorNotFound' || error.name === 'KafkaJSNumberOfRetriesExceeded');
+        (error.retriable || isCoordinatorMissing(error) || error.name === 'KafkaJSNumberOfRetriesExceeded');
       if (!transient || Date.now() >= deadline) throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, 200));

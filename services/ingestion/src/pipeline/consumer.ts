@@ -1,8 +1,9 @@
-import type { EachBatchPayload, Kafka } from 'kafkajs';
+import type { ConsumerRunConfig, EachBatchPayload, Kafka } from 'kafkajs';
 import {
   RECORD_SCHEMA_HEADER,
   createIdempotentProducer,
   inLinkedSpan,
+  isCoordinatorMissing,
   recordSpanContexts,
   sendToPartitions,
   type Logger,
@@ -21,6 +22,8 @@ import type { StoreDependencies } from './steps';
  * them returned; with room for every partition, one fetch is one batch.
  */
 const PARTITIONS_CONSUMED_CONCURRENTLY = 64;
+/** How soon the consumer joins again after kafkajs gave up finding its group's coordinator. */
+const COORDINATOR_RETRY_MS = 1_000;
 
 export interface ConsumerOptions {
   kafka: Kafka;
@@ -87,7 +90,11 @@ export async function startConsumer({
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     joined = false;
-    if (!payload.restart) onFatalCrash(payload.error);
+    if (payload.restart) return;
+    if (!isCoordinatorMissing(payload.error)) return onFatalCrash(payload.error);
+    // kafkajs stops for good here, but a restarted broker's coordinator comes back: join again (not ready meanwhile).
+    logger.warn({ err: payload.error, retryInMs: COORDINATOR_RETRY_MS }, 'kafka group coordinator not found; joining again');
+    setTimeout(() => void consumer.run(runSettings).catch(onFatalCrash), COORDINATOR_RETRY_MS);
   });
   consumer.on(consumer.events.STOP, () => (joined = false));
 
@@ -157,15 +164,16 @@ export async function startConsumer({
   };
 
   const collector = new FetchCollector(processBatches);
-  await deadLetters.connect();
-  await consumer.connect();
-  await consumer.subscribe({ topics: [config.eventsTopic], fromBeginning: true });
-  await consumer.run({
+  const runSettings: ConsumerRunConfig = {
     autoCommit: false,
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: PARTITIONS_CONSUMED_CONCURRENTLY,
     eachBatch: (payload) => collector.add(payload),
-  });
+  };
+  await deadLetters.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topics: [config.eventsTopic], fromBeginning: true });
+  await consumer.run(runSettings);
   return {
     consuming: () => joined,
     ownsFirstPartition: () => joined && firstPartition,
