@@ -187,34 +187,10 @@ async function awaitLeaders(admin: Admin, names: string[], waitMs: number): Prom
 
 /**
  * Whether kafkajs gave up finding a consumer group's coordinator: a broker
- * just started or restarted answers so while it loads its group metadata,
- * which can outlast kafkajs's retries on a busy host. It comes back.
+ * just started or restarted answers "coordinator not available" while it
+ * loads its group metadata, which can outlast kafkajs's retries on a busy
+ * host. It comes back.
  */
 export function isCoordinatorMissing(error: unknown): boolean {
   return error instanceof KafkaJSError && error.name === 'KafkaJSGroupCoordinatorNotFound';
-}
-
-/** How long awaitGroupCoordinator waits for the group's coordinator. */
-const GROUP_COORDINATOR_WAIT_MS = 60_000;
-
-/**
- * Waits until the broker that coordinates the consumer group answers for it.
- * A broker just started answers "coordinator not available", then "not the
- * coordinator", while it loads its group metadata, which kafkajs's consumer
- * takes as fatal once its short retries run out.
- */
-export async function awaitGroupCoordinator(admin: Admin, groupId: string, waitMs = GROUP_COORDINATOR_WAIT_MS): Promise<void> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      await admin.describeGroups([groupId]);
-      return;
-    } catch (error) {
-      const transient =
-        error instanceof KafkaJSError &&
-        (error.retriable || isCoordinatorMissing(error) || error.name === 'KafkaJSNumberOfRetriesExceeded');
-      if (!transient || Date.now() >= deadline) throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }

@@ -3,15 +3,7 @@ import pino from 'pino';
 import { infraEnv, uniqueSuffix } from '@mail/local';
 import { ConfigResourceTypes, ConfigSource } from 'kafkajs';
 import { ConfigError } from '../src/config';
-import {
-  awaitGroupCoordinator,
-  checkTopicSettings,
-  createIdempotentProducer,
-  createKafka,
-  ensureTopics,
-  sendToPartitions,
-  topicConfig,
-} from '../src/kafka';
+import { checkTopicSettings, createIdempotentProducer, createKafka, ensureTopics, sendToPartitions, topicConfig } from '../src/kafka';
 import type { Logger } from '../src/logger';
 
 /** A pino logger whose JSON lines are kept for the test to read. */
@@ -115,10 +107,6 @@ describe('ensureTopics and createIdempotentProducer', () => {
         ?.configEntries.find((entry) => entry.configName === 'min.insync.replicas')?.configSource;
     expect(source(withSetting)).toBe(ConfigSource.TOPIC_CONFIG);
     expect(source(withoutSetting)).not.toBe(ConfigSource.TOPIC_CONFIG);
-  });
-
-  it('finds the coordinator of a group nobody has joined yet', async () => {
-    await expect(awaitGroupCoordinator(admin, `common-kafka-group-${suffix}`, 10_000)).resolves.toBeUndefined();
   });
 
   it('produces with acknowledgement from every in-sync replica', async () => {

@@ -1,7 +1,6 @@
 // First: tracing patches the modules the imports below load (@mail/common, tracing).
 import '@mail/common/tracing';
 import {
-  awaitGroupCoordinator,
   createClient,
   createIdempotentProducer,
   createKafka,
@@ -57,7 +56,6 @@ void runService({
       topicConfig(config.eventsTopic, config.topicSettings),
       topicConfig(config.deadLetterTopic, config.topicSettings),
     ]);
-    await awaitGroupCoordinator(admin, config.consumerGroup);
     const unsettled = new UnsettledDays(clickhouse);
     const consumer = await startConsumer({
       kafka,
