@@ -224,7 +224,8 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   const output = () => fs.readFileSync(logFile, 'utf8');
-  for (const deadline = Date.now() + 20_000; ;) {
+  // A busy host starts a gateway in a fraction of a quiet one's speed: a bound against a hang only.
+  for (const deadline = Date.now() + 90_000; ;) {
     if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}:\n${output()}`);
     const ok = await fetch(`${url}/healthz`).then(
       (r) => r.ok,
@@ -307,7 +308,7 @@ export function runGatewayToExit(env: Record<string, string>): Promise<{ code: n
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
     child.once('close', (code) => {
       clearTimeout(killer);
       resolve({ code, output });

@@ -8,6 +8,9 @@ import type { Json } from './support/json';
  * the real identity service and a private Postgres database.
  */
 
+// Each test starts gateways of its own; on a busy host one start can take much of jest's default 60 s.
+jest.setTimeout(240_000);
+
 const key = signingKey('rsa-1', 'RS256');
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
