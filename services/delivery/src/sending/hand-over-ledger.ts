@@ -14,15 +14,19 @@ interface Waiting {
  * message (commit it `sending`) and, once the server answered, records the
  * answer; both wait for the next commit, which takes everything asked since
  * the last one in one statement (SendingStore.recordHandOvers). A commit
- * starts as soon as the one before it ends, so the lanes share commits
- * instead of each paying for its own. A lane records its answer before it
- * starts its next message, so the answer is committed no later than that
- * start: only messages on a connection are ever `sending`.
+ * starts once the work of the current turn of the event loop has asked
+ * (setImmediate), and never before the one before it ended, so the lanes
+ * share commits instead of each paying for its own: an answer and the start
+ * of the next message on its connection, asked in one turn, go in one
+ * commit. A lane records its answer before it starts its next message, so
+ * the answer is committed no later than that start: only messages on a
+ * connection are ever `sending`.
  */
 export class HandOverLedger {
   private answers: { answer: HandOverAnswer; committed: () => void }[] = [];
   private starts: { start: HandOverStart; waiting: Waiting }[] = [];
   private committing = false;
+  private scheduled = false;
 
   constructor(
     private readonly store: SendingStore,
@@ -34,7 +38,7 @@ export class HandOverLedger {
   start(start: HandOverStart): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.starts.push({ start, waiting: { resolve, reject } });
-      void this.commit();
+      this.schedule();
     });
   }
 
@@ -42,6 +46,15 @@ export class HandOverLedger {
   settle(answer: HandOverAnswer): Promise<void> {
     return new Promise((committed) => {
       this.answers.push({ answer, committed });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
       void this.commit();
     });
   }
@@ -70,6 +83,6 @@ export class HandOverLedger {
     } finally {
       this.committing = false;
     }
-    void this.commit();
+    this.schedule();
   }
 }
