@@ -17,6 +17,7 @@ import { SourceError, SourceUnreachableError, type SourceLimits } from '../store
 import type { ActiveRun, ClaimedRecipient, LoadingRun, SendingStore } from '../store/sending';
 import { sentEvent, smtpBounceEvent, type EventPublisher } from './events';
 import { HandOverLedger } from './hand-over-ledger';
+import { IdleLoops } from './idle-loops';
 import { RateLimiter } from './rate-limiter';
 import { Renderer } from './renderer';
 import type { OutgoingMessage, SmtpTransport } from './transport';
@@ -67,24 +68,6 @@ interface Ready {
   message: OutgoingMessage;
 }
 
-/** Waits `ms`, or less once wakeOne ends the wait. */
-function idleFor(ms: number, waits: Set<() => void> | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const end = (): void => {
-      clearTimeout(timer);
-      waits?.delete(end);
-      resolve();
-    };
-    const timer = setTimeout(end, ms);
-    waits?.add(end);
-  });
-}
-
-function wakeOne(waits: Set<() => void>): void {
-  const [first] = waits;
-  first?.();
-}
-
 /** The one-click unsubscribe link of a message (also its List-Unsubscribe header). */
 export function unsubscribeUrl(publicBaseUrl: string, token: string): string {
   return `${publicBaseUrl}/unsubscribe/${token}`;
@@ -133,8 +116,8 @@ export class Sender {
   /** A worker per sending loop, so that a slow template holds only its own loop. */
   private readonly renderer: Renderer;
   private readonly ledger: HandOverLedger;
-  /** The idle waits of the loading and the sending loops, which a wake-up ends early. */
-  private readonly idle = { loading: new Set<() => void>(), sending: new Set<() => void>() };
+  /** The idle loops of each kind, which a wake-up ends early. */
+  private readonly idle = { loading: new IdleLoops(IDLE_MS), publishing: new IdleLoops(IDLE_MS), sending: new IdleLoops(IDLE_MS) };
 
   constructor(
     private readonly parts: SenderParts,
@@ -152,7 +135,7 @@ export class Sender {
     this.loops.push(
       this.every(Math.max(100, Math.floor(this.options.workerLeaseMs / 4)), () => this.maintain(), 'maintenance'),
       ...Array.from({ length: this.options.loads }, () => this.repeat(() => this.loadNext(), 'loading', this.idle.loading)),
-      this.repeat(() => this.publishSent(), 'publishing sent events and bounces'),
+      this.repeat(() => this.publishSent(), 'publishing sent events and bounces', this.idle.publishing),
       ...Array.from({ length: this.options.concurrency }, () => this.repeat(() => this.sendNext(), 'sending', this.idle.sending)),
     );
     this.logger.info({ workerId: this.workerId }, 'sender started');
@@ -164,13 +147,14 @@ export class Sender {
    * would then hold every loop rather than one.
    */
   wake(): void {
-    wakeOne(this.idle.loading);
-    wakeOne(this.idle.sending);
+    this.idle.loading.wakeOne();
+    this.idle.sending.wakeOne();
   }
 
   /** Finishes the messages on their way, gives the claims back and leaves. */
   async stop(): Promise<void> {
     this.running = false;
+    for (const loops of Object.values(this.idle)) loops.wakeAll();
     await Promise.all(this.loops);
     await this.renderer.close();
     await this.parts.store.retire(this.workerId);
@@ -189,8 +173,8 @@ export class Sender {
     deliveryMetrics.runsWaitingForSource.set(await this.parts.store.runsWaitingForSource());
   }
 
-  /** Runs `work` until stopped; `work` resolves to whether it found something to do. `waits`: where a wake-up finds its idle wait. */
-  private async repeat(work: () => Promise<boolean>, name: string, waits?: Set<() => void>): Promise<void> {
+  /** Runs `work` until stopped; `work` resolves to whether it found something to do, else the loop idles among `idle`. */
+  private async repeat(work: () => Promise<boolean>, name: string, idle: IdleLoops): Promise<void> {
     while (this.running) {
       let busy = false;
       try {
@@ -198,7 +182,7 @@ export class Sender {
       } catch (error) {
         this.logger.warn({ err: error }, `${name} failed`);
       }
-      if (!busy) await idleFor(IDLE_MS, waits);
+      if (!busy) await idle.wait();
     }
   }
 
@@ -222,6 +206,7 @@ export class Sender {
     const { store } = this.parts;
     const run = await store.claimLoad(this.workerId, this.options.workerLeaseMs);
     if (!run) return false;
+    this.idle.loading.wakeOne();
     deliveryMetrics.loadsRunning.inc();
     try {
       await this.load(run);
@@ -278,7 +263,7 @@ export class Sender {
         await this.parts.store.releaseLoad(run.id, this.workerId);
         return;
       }
-      if (!abTest) wakeOne(this.idle.sending);
+      if (!abTest) this.idle.sending.wakeOne();
     }
     const test =
       abTest && variants ? { size: (valid: number) => testSize(valid, abTest.testFraction), bounds: variantBounds(variants) } : undefined;
@@ -310,6 +295,7 @@ export class Sender {
     for (const run of await this.parts.store.readyRuns()) {
       const claimed = await this.parts.store.claim(run.id, this.workerId, this.options.batchSize);
       if (claimed.length === 0) continue;
+      this.idle.sending.wakeOne();
       await this.sendBatch(run, claimed);
       return true;
     }
