@@ -59,6 +59,11 @@ export interface SenderParts {
 
 const IDLE_MS = 200;
 const PUBLISH_BATCH = 500;
+/**
+ * A run's first batch in a process is this small, so that its first message waits for the suppression check and
+ * rendering of a few recipients, not of a whole batch; the loop it wakes claims a whole batch meanwhile.
+ */
+const FIRST_BATCH = 20;
 /** How old a batch's suppression check may be when one of its messages is handed over (docs/api.md). */
 const SUPPRESSION_MAX_AGE_MS = 5_000;
 
@@ -293,7 +298,8 @@ export class Sender {
 
   private async sendNext(): Promise<boolean> {
     for (const run of await this.parts.store.readyRuns()) {
-      const claimed = await this.parts.store.claim(run.id, this.workerId, this.options.batchSize);
+      const size = this.rendered.has(run.id) ? this.options.batchSize : Math.min(FIRST_BATCH, this.options.batchSize);
+      const claimed = await this.parts.store.claim(run.id, this.workerId, size);
       if (claimed.length === 0) continue;
       this.idle.sending.wakeOne();
       await this.sendBatch(run, claimed);
