@@ -366,6 +366,14 @@ export function sendingRows({ settings, small, full, calibration }: SendingResul
         `most reserved ${number(small.deliveryHeap.heapTotalPeakMb)} / ${number(full.deliveryHeap.heapTotalPeakMb)} MB (what VmHWM follows)`,
     },
     {
+      measure: `Sending: the delivery database's work per message, run of ${number(full.recipients)}`,
+      result:
+        `${full.deliveryDatabase.transactionsPerMessage} transactions, ` + `${full.deliveryDatabase.rowsUpdatedPerMessage} rows updated`,
+      target: '',
+      verdict: '',
+      note: `Postgres's own counts (pg_stat_database), every process on the database; run of ${number(small.recipients)}: ${small.deliveryDatabase.transactionsPerMessage} and ${small.deliveryDatabase.rowsUpdatedPerMessage}`,
+    },
+    {
       measure: 'Sending: the ledger in Postgres per recipient (run_recipients with its indexes)',
       result: `${number(full.ledgerBytesPerRecipient)} bytes`,
       target: '',

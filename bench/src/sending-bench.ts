@@ -86,6 +86,13 @@ export interface RunFigures {
   deliveryHeap: HeapFigures;
   /** The ledger's size in Postgres (run_recipients, its indexes and TOAST, dead rows not yet vacuumed too) per recipient it holds. */
   ledgerBytesPerRecipient: number;
+  /** Transactions committed and rows updated in the delivery database per message, over the same span as the CPU. */
+  deliveryDatabase: DatabaseWork;
+}
+
+interface DatabaseWork {
+  transactionsPerMessage: number;
+  rowsUpdatedPerMessage: number;
 }
 
 export interface CalibrationFigures {
@@ -306,6 +313,7 @@ async function measureRun(
       },
     });
     await settle(`the run of ${count}`);
+    const workBefore = await databaseWork(deliveryDatabaseUrl);
     const cpuBefore = cpuOf(stack, mailpit);
     const started = performance.now();
     const { run } = await call(delivery.createRun.bind(delivery), { workspaceId, campaignId: campaign!.id });
@@ -329,6 +337,7 @@ async function measureRun(
     if (sentEventsStored < count)
       log('sending', `only ${sentEventsStored} of ${count} sent events in ClickHouse after ${SENT_EVENTS_TIMEOUT_MS / 1000} s`);
     const cpuAfter = cpuOf(stack, mailpit);
+    const workAfter = await databaseWork(deliveryDatabaseUrl);
     const cpuMicrosecondsPerMessage = Object.fromEntries(
       SENDING_PROCESSES.map((name) => [name, round(((cpuAfter[name] - cpuBefore[name]) / count) * 1000, 0)]),
     ) as Record<SendingProcess, number>;
@@ -341,6 +350,10 @@ async function measureRun(
       deliveryPeakMb: round(statusMb(stack.pid('delivery'), 'VmHWM') ?? 0, 0),
       deliveryHeap: await readHeap(stack.pid('delivery'), heapFile),
       ledgerBytesPerRecipient: await ledgerBytesPerRecipient(deliveryDatabaseUrl),
+      deliveryDatabase: {
+        transactionsPerMessage: round((workAfter.transactions - workBefore.transactions) / count, 2),
+        rowsUpdatedPerMessage: round((workAfter.rowsUpdated - workBefore.rowsUpdated) / count, 2),
+      },
     };
     log('sending', JSON.stringify(figures));
     return figures;
@@ -362,6 +375,23 @@ async function waitForSentEvents(events: EventStore, workspaceId: string, count:
     const stored = Number((await result.json<{ n: string }>())[0].n);
     if (stored >= count || performance.now() > deadline) return stored;
     await sleep(250);
+  }
+}
+
+/**
+ * What Postgres's statistics count for the database so far. A backend reports them within a second or so of its
+ * transactions, and the run's end waits longer than that for its sent events.
+ */
+async function databaseWork(url: string): Promise<{ transactions: number; rowsUpdated: number }> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ transactions: string; rows_updated: string }>(
+      `SELECT xact_commit + xact_rollback AS transactions, tup_updated AS rows_updated FROM pg_stat_database WHERE datname = current_database()`,
+    );
+    return { transactions: Number(rows[0].transactions), rowsUpdated: Number(rows[0].rows_updated) };
+  } finally {
+    await client.end();
   }
 }
 
