@@ -124,6 +124,27 @@ const sendgridEvent = fc
 /** A string as ClickHouse holds it: its UTF-8, where a lone surrogate became U+FFFD. */
 const stored = (value: string): string => Buffer.from(value, 'utf8').toString('utf8');
 
+/** The webhook's bound on a produce request's events (gateway/src/webhook/publisher.ts); it refuses a larger event. */
+const WEBHOOK_REQUEST_BYTES = 900_000;
+
+const encodedBytes = (event: eventsV1.EngagementEvent): number => eventsV1.EngagementEvent.encode(event).finish().length;
+
+/** The events in order, split into produce requests of at most WEBHOOK_REQUEST_BYTES, as the webhook sends them. */
+function webhookRequests(events: eventsV1.EngagementEvent[]): eventsV1.EngagementEvent[][] {
+  const requests: eventsV1.EngagementEvent[][] = [];
+  let bytes = Infinity;
+  for (const event of events) {
+    const size = encodedBytes(event);
+    if (bytes + size > WEBHOOK_REQUEST_BYTES) {
+      requests.push([]);
+      bytes = 0;
+    }
+    requests[requests.length - 1].push(event);
+    bytes += size;
+  }
+  return requests;
+}
+
 let batchNumber = 0;
 
 it('stores or dead-letters every event the webhook accepts, and none holds up the batch after it', async () => {
@@ -131,13 +152,17 @@ it('stores or dead-letters every event the webhook accepts, and none holds up th
     fc.asyncProperty(fc.array(sendgridEvent, { minLength: 1, maxLength: 40 }), async (generated) => {
       const prefix = `${run}-${(batchNumber += 1)}-`;
       const receivedAt = new Date();
-      const events = generated.map(({ event, seconds }, i) =>
-        fromSendgridEvent({ ...event, sg_event_id: `${prefix}${i}-${event.sg_event_id}` }, new Date(seconds * 1000), receivedAt)!,
-      );
-      // As the webhook writes them: records of up to 16 events.
-      const records: eventsV1.EngagementEvent[][] = [];
-      for (let start = 0; start < events.length; start += 16) records.push(events.slice(start, start + 16));
-      await ingestion.produceBatches(records);
+      const events = generated
+        .map(({ event, seconds }, i) =>
+          fromSendgridEvent({ ...event, sg_event_id: `${prefix}${i}-${event.sg_event_id}` }, new Date(seconds * 1000), receivedAt)!,
+        )
+        .filter((event) => encodedBytes(event) <= WEBHOOK_REQUEST_BYTES);
+      // As the webhook writes them: records of up to 16 events, each produce request within its byte bound.
+      for (const request of webhookRequests(events)) {
+        const records: eventsV1.EngagementEvent[][] = [];
+        for (let start = 0; start < request.length; start += 16) records.push(request.slice(start, start + 16));
+        await ingestion.produceBatches(records);
+      }
       const next = engagementEvent({ providerEventId: `${prefix}next`, categories: [CATEGORY] });
       await ingestion.produceBatches([[next]]);
 
