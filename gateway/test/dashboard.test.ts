@@ -461,7 +461,16 @@ async function expectPageShows(page: Page, api: Stats): Promise<void> {
 /** The page has rendered the answer for exactly these filters. */
 async function waitForView(page: Page, from: string, to: string, interval: 'day' | 'hour', campaignId = ''): Promise<void> {
   const query = new URLSearchParams({ workspace_id: workspaceId, date_from: from, date_to: to, interval, campaign_id: campaignId });
-  await page.waitForSelector(`main[data-status="ready"][data-query="${query.toString()}"]`, { timeout: STEP_MS });
+  try {
+    await page.waitForSelector(`main[data-status="ready"][data-query="${query.toString()}"]`, { timeout: STEP_MS });
+  } catch (error) {
+    // What the page shows instead says why: an error answer, or a load still running.
+    const shown = await page.evaluate<string>(`(() => {
+      const main = document.querySelector('main');
+      return JSON.stringify({ status: main.dataset.status, query: main.dataset.query, error: document.querySelector('[data-testid="error"]').textContent });
+    })()`);
+    throw new Error(`${(error as Error).message}\nThe page shows ${shown}`);
+  }
 }
 
 test('the dashboard shows the API numbers for the chosen workspace and dates, and redraws on a new range', async () => {
@@ -1074,6 +1083,32 @@ test('workspace page: a platform admin sets, sees and removes the recipient data
     shared: true,
   });
   expect(problems).toEqual([]);
+  await page.close();
+});
+
+test('a read the server was too busy for is asked again after its Retry-After', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${stack.urls.gateway}/dashboard`);
+  await page.waitForSelector('main[data-status="ready"]', { timeout: STEP_MS });
+  const asked: number[] = [];
+  await page.route('**/campaign-events/stats?*', (route) => {
+    asked.push(Date.now());
+    if (asked.length > 1) return route.continue();
+    return route.fulfill({
+      status: 429,
+      headers: { 'Retry-After': '1', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ detail: 'Too many analytics reads running for this workspace, retry later' }),
+    });
+  });
+  const answered = page.waitForResponse((response) => response.url().includes('/campaign-events/stats?') && response.ok(), {
+    timeout: STEP_MS,
+  });
+  await page.click('[data-testid="apply"]');
+  await answered;
+  await page.waitForSelector('main[data-status="ready"]', { timeout: STEP_MS });
+  expect(asked).toHaveLength(2);
+  expect(asked[1] - asked[0]).toBeGreaterThanOrEqual(1_000);
+  expect(await page.isVisible('[data-testid="error"]')).toBe(false);
   await page.close();
 });
 

@@ -262,6 +262,32 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 const PAGE_SIZE = 500;
+/** A read the server was too busy for (429 or 503 with Retry-After) is asked again this many times before it fails. */
+const BUSY_RETRIES = 2;
+const BUSY_WAIT_MAX_MS = 10_000;
+
+/** How long the server asked to wait before asking again, when it was busy and the wait is short enough. */
+function busyWaitMs(response: Response): number | undefined {
+  if (response.status !== 429 && response.status !== 503) return undefined;
+  const seconds = Number(response.headers.get('Retry-After') ?? Number.NaN);
+  return seconds >= 0 && seconds * 1000 <= BUSY_WAIT_MAX_MS ? seconds * 1000 : undefined;
+}
+
+/** Waits `ms`, or rejects as the fetch would once `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason as Error);
+      },
+      { once: true },
+    );
+  });
+}
 
 export class Api {
   constructor(private readonly token: () => string) {}
@@ -390,18 +416,23 @@ export class Api {
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const query = new URLSearchParams(params).toString();
     let response: Response;
-    try {
-      response = await fetch(query ? `${path}?${query}` : path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-        credentials: 'omit',
-        cache: 'no-store',
-      });
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      throw new ApiError(0, 'The API cannot be reached (network error).');
+    for (let attempt = 0; ; attempt++) {
+      try {
+        response = await fetch(query ? `${path}?${query}` : path, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal,
+          credentials: 'omit',
+          cache: 'no-store',
+        });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        throw new ApiError(0, 'The API cannot be reached (network error).');
+      }
+      const waitMs = method === 'GET' && attempt < BUSY_RETRIES ? busyWaitMs(response) : undefined;
+      if (waitMs === undefined) break;
+      await pause(waitMs, signal);
     }
     if (!response.ok) throw new ApiError(response.status, describeDetail(await response.json().catch(() => undefined)));
     return response;
