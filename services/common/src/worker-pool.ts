@@ -43,6 +43,11 @@ export class WorkerPool {
 
   constructor(private readonly options: WorkerPoolOptions) {}
 
+  /** Starts every worker now, so that the first calls do not wait for workers to load their scripts. */
+  prestart(): void {
+    while (this.live.size < this.options.size && !this.closed) this.idle.push(this.spawn());
+  }
+
   /** Runs `input` in a worker; `onReport` sees each report it sends before the result. */
   run<T>(input: unknown, onReport?: (report: unknown) => void): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the worker pool is closed'));

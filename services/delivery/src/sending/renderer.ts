@@ -43,6 +43,8 @@ export class Renderer {
       stepTimeoutMs: RENDER_TIMEOUT_MS,
       resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
     });
+    // A run's first message waits for its first batch's rendering: not also for a worker to load.
+    this.pool.prestart();
   }
 
   /** One outcome per message, in order. */
