@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePorts } from '../src/ports';
 import { clusterNode } from '../src/testing/cluster';
 import { uniqueSuffix } from '../src/testing/infra';
 
@@ -15,16 +16,10 @@ import { uniqueSuffix } from '../src/testing/infra';
  */
 
 const INFRA_SH = path.join(__dirname, '..', 'infra.sh');
-const PORTS = {
-  ZOOKEEPER_PORT: '22191',
-  CLICKHOUSE_CLUSTER_HTTP_PORTS: '28251,28252,28253,28254',
-  CLICKHOUSE_CLUSTER_TCP_PORTS: '29251,29252,29253,29254',
-  CLICKHOUSE_CLUSTER_INTERSERVER_PORTS: '29351,29352,29353,29354',
-};
 const NODES = ['ch1', 'ch2', 'ch3', 'ch4'] as const;
-const HTTP_PORTS = PORTS.CLICKHOUSE_CLUSTER_HTTP_PORTS.split(',').map(Number);
-const TCP_PORTS = PORTS.CLICKHOUSE_CLUSTER_TCP_PORTS.split(',').map(Number);
-const INTERSERVER_PORTS = PORTS.CLICKHOUSE_CLUSTER_INTERSERVER_PORTS.split(',').map(Number);
+
+/** Ports of this test's own, drawn in beforeAll from its jest worker's slice, so that a second `npm test` beside it draws others. */
+let ports: { zookeeper: number; http: number[]; tcp: number[]; interserver: number[] };
 
 let stateDir: string;
 const savedEnv: Record<string, string | undefined> = {};
@@ -38,7 +33,7 @@ function infra(...args: string[]): Promise<{ code: number; stdout: string; stder
 }
 
 async function query(node: number, sql: string): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${HTTP_PORTS[node]}/`, { method: 'POST', body: sql });
+  const response = await fetch(`http://127.0.0.1:${ports.http[node]}/`, { method: 'POST', body: sql });
   const text = await response.text();
   if (!response.ok) throw new Error(`ch${node + 1}: ${text}`);
   return text;
@@ -57,15 +52,24 @@ function portOpen(port: number): Promise<boolean> {
 
 beforeAll(async () => {
   stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'clickhouse-cluster-'));
+  const drawn = await freePorts(13);
+  ports = { zookeeper: drawn[0], http: drawn.slice(1, 5), tcp: drawn.slice(5, 9), interserver: drawn.slice(9, 13) };
+  const env = {
+    STATE_DIR: stateDir,
+    ZOOKEEPER_PORT: String(ports.zookeeper),
+    CLICKHOUSE_CLUSTER_HTTP_PORTS: ports.http.join(','),
+    CLICKHOUSE_CLUSTER_TCP_PORTS: ports.tcp.join(','),
+    CLICKHOUSE_CLUSTER_INTERSERVER_PORTS: ports.interserver.join(','),
+  };
   // clusterNode and infra.sh take the state folder and ports from the environment, as the test command exports them.
-  for (const [name, value] of Object.entries({ STATE_DIR: stateDir, ...PORTS })) {
+  for (const [name, value] of Object.entries(env)) {
     savedEnv[name] = process.env[name];
     process.env[name] = value;
   }
   const up = await infra('up', 'clickhouse-cluster');
   if (up.code !== 0) throw new Error(`infra.sh up clickhouse-cluster failed:\n${up.stderr}`);
-  expect(up.stdout).toContain(`export CLICKHOUSE_CLUSTER_URLS=${HTTP_PORTS.map((p) => `http://127.0.0.1:${p}`).join(',')}`);
-  expect(up.stdout).toContain(`export ZOOKEEPER_ADDRESS=127.0.0.1:${PORTS.ZOOKEEPER_PORT}`);
+  expect(up.stdout).toContain(`export CLICKHOUSE_CLUSTER_URLS=${ports.http.map((p) => `http://127.0.0.1:${p}`).join(',')}`);
+  expect(up.stdout).toContain(`export ZOOKEEPER_ADDRESS=127.0.0.1:${ports.zookeeper}`);
 }, 240_000);
 
 afterAll(async () => {
@@ -79,12 +83,12 @@ afterAll(async () => {
 
 test('every node lists both clusters with their shards and replicas, and its own macros', async () => {
   const expected = [
-    ['events_1x2', 1, 1, TCP_PORTS[0]],
-    ['events_1x2', 1, 2, TCP_PORTS[1]],
-    ['events_2x2', 1, 1, TCP_PORTS[0]],
-    ['events_2x2', 1, 2, TCP_PORTS[1]],
-    ['events_2x2', 2, 1, TCP_PORTS[2]],
-    ['events_2x2', 2, 2, TCP_PORTS[3]],
+    ['events_1x2', 1, 1, ports.tcp[0]],
+    ['events_1x2', 1, 2, ports.tcp[1]],
+    ['events_2x2', 1, 1, ports.tcp[0]],
+    ['events_2x2', 1, 2, ports.tcp[1]],
+    ['events_2x2', 2, 1, ports.tcp[2]],
+    ['events_2x2', 2, 2, ports.tcp[3]],
   ]
     .map((row) => row.join('\t'))
     .join('\n');
@@ -167,14 +171,14 @@ test('a port held by the client end of a connection is waited for, then the node
   const ch4 = clusterNode('clickhouse', 'ch4');
   await ch4.kill();
   // Its replication port: no connection has ended there, whose TIME-WAIT would keep python from binding it.
-  const holder = await holdAsClientPort(INTERSERVER_PORTS[3]);
+  const holder = await holdAsClientPort(ports.interserver[3]);
   const up = infra('up', 'clickhouse-cluster');
   await sleep(2_000);
   await holder.release();
 
   const result = await up;
   expect(result.code).toBe(0);
-  expect(result.stderr).toContain(`clickhouse-cluster ch4: port ${INTERSERVER_PORTS[3]} is held by connections (1 ESTAB)`);
+  expect(result.stderr).toContain(`clickhouse-cluster ch4: port ${ports.interserver[3]} is held by connections (1 ESTAB)`);
   expect(await query(3, 'SELECT 1')).toBe('1\n');
 }, 120_000);
 
@@ -192,8 +196,8 @@ test('down stops the nodes and ZooKeeper', async () => {
 
   expect(NODES.map((name) => clusterNode('clickhouse', name).pid())).toEqual([undefined, undefined, undefined, undefined]);
   // A listening socket goes with its process; a port still open a while after names what else holds it.
-  const ports = [...HTTP_PORTS, ...TCP_PORTS, Number(PORTS.ZOOKEEPER_PORT)];
-  const openPorts = async () => (await Promise.all(ports.map(async (port) => ((await portOpen(port)) ? [port] : [])))).flat();
+  const listening = [...ports.http, ...ports.tcp, ports.zookeeper];
+  const openPorts = async () => (await Promise.all(listening.map(async (port) => ((await portOpen(port)) ? [port] : [])))).flat();
   for (let tries = 0; tries < 50 && (await openPorts()).length > 0; tries += 1) await new Promise((resolve) => setTimeout(resolve, 200));
   expect(await openPorts()).toEqual([]);
   const status = await infra('status', 'clickhouse-cluster');
