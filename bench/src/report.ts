@@ -332,7 +332,7 @@ export function sendingRows({ settings, small, full, calibration }: SendingResul
     throughput(full),
     throughput(small),
     {
-      measure: `Sending: calibration, nodemailer's pool (${settings.connections} connections), ${number(settings.recipients)} messages into the same Mailpit`,
+      measure: `Sending: calibration, nodemailer's pool (${settings.connections} connections), ${number(settings.calibrationMessages)} messages into the same Mailpit`,
       result: `${number(calibration.messagesPerSecond)}/s`,
       target: '',
       verdict: '',

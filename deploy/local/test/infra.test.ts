@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient } from '@clickhouse/client';
@@ -184,6 +185,51 @@ test("Mailpit's web page loads: the script and stylesheet its HTML names are in 
       // The Vue app is hundreds of kilobytes; an error page or a stub is not.
       expect(body.length).toBeGreaterThan(100_000);
     }
+  } finally {
+    await mailpit.close();
+  }
+});
+
+/** Hands one message to an SMTP server over a plain connection, a command at a time. */
+async function sendOverSmtp(smtpUrl: string, to: string): Promise<void> {
+  const url = new URL(smtpUrl);
+  const socket = net.connect(Number(url.port), url.hostname);
+  const replies: string[] = [];
+  let waiting: (() => void) | undefined;
+  socket.setEncoding('utf8').on('data', (chunk: string) => {
+    replies.push(chunk);
+    waiting?.();
+  });
+  const reply = async (): Promise<string> => {
+    while (replies.length === 0) await new Promise<void>((resolve) => (waiting = resolve));
+    return replies.shift()!;
+  };
+  try {
+    await reply();
+    for (const command of [
+      'EHLO test',
+      'MAIL FROM:<news@example.com>',
+      `RCPT TO:<${to}>`,
+      'DATA',
+      'Subject: hi\r\n\r\nHello\r\n.',
+      'QUIT',
+    ]) {
+      socket.write(`${command}\r\n`);
+      expect(await reply()).toMatch(/^[23]\d\d/);
+    }
+  } finally {
+    socket.destroy();
+  }
+}
+
+test('Mailpit: accepted() counts every message its SMTP server took, those deleted since included', async () => {
+  const mailpit = await startMailpit('accepted');
+  try {
+    await sendOverSmtp(mailpit.smtpUrl, 'first@example.com');
+    await mailpit.clear();
+    await sendOverSmtp(mailpit.smtpUrl, 'second@example.com');
+    expect(await mailpit.count()).toBe(1);
+    expect(await mailpit.accepted()).toBe(2);
   } finally {
     await mailpit.close();
   }

@@ -43,6 +43,8 @@ export interface Mailpit {
   pid: number | undefined;
   /** How many messages it holds. */
   count(): Promise<number>;
+  /** How many messages its SMTP server took since it started, those it deleted since (past its 200,000) included. */
+  accepted(): Promise<number>;
   /** Deletes every message. */
   clear(): Promise<void>;
   /** Every stored message, newest first. */
@@ -131,6 +133,7 @@ export async function startMailpit(label: string, options: MailpitOptions = {}):
     apiUrl,
     pid: child.pid,
     count: async () => (await api<{ total: number }>('/api/v1/messages?limit=1')).total,
+    accepted: async () => (await api<{ RuntimeStats: { SMTPAccepted: number } }>('/api/v1/info')).RuntimeStats.SMTPAccepted,
     async clear() {
       const answer = await fetch(`${apiUrl}/api/v1/messages`, { method: 'DELETE' });
       if (!answer.ok) throw new Error(`mailpit DELETE /api/v1/messages: ${answer.status}`);
