@@ -21,7 +21,7 @@ import { readTopic, sendgridCredentials, topicSize } from './webhook-support';
  * every event acknowledged with 202 is queryable exactly once, no answer was a
  * 5xx other than 503, and the system was ready again after every restart.
  */
-// The bound only catches a hang: beside a second suite on a busy host the faults and recoveries took over 5 min.
+// The bound only catches a hang, with room for the faults and recoveries on a busy host beside a second suite.
 jest.setTimeout(900_000);
 
 const BATCHES_PER_SECOND = 15;

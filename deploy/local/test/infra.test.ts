@@ -194,15 +194,31 @@ test("Mailpit's web page loads: the script and stylesheet its HTML names are in 
 async function sendOverSmtp(smtpUrl: string, to: string): Promise<void> {
   const url = new URL(smtpUrl);
   const socket = net.connect(Number(url.port), url.hostname);
-  const replies: string[] = [];
-  let waiting: (() => void) | undefined;
-  socket.setEncoding('utf8').on('data', (chunk: string) => {
-    replies.push(chunk);
-    waiting?.();
+  let received = '';
+  let closed = false;
+  let wake: (() => void) | undefined;
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    received += chunk;
+    wake?.();
   });
+  socket.on('close', () => {
+    closed = true;
+    wake?.();
+  });
+  socket.on('error', () => undefined);
+  // A reply ends with its line whose code is followed by a space (the lines before it, as EHLO's, by a hyphen).
   const reply = async (): Promise<string> => {
-    while (replies.length === 0) await new Promise<void>((resolve) => (waiting = resolve));
-    return replies.shift()!;
+    for (;;) {
+      const last = /^\d{3} .*\r\n/m.exec(received);
+      if (last) {
+        const text = received.slice(0, last.index + last[0].length);
+        received = received.slice(text.length);
+        return text;
+      }
+      if (closed) throw new Error(`the SMTP server closed the connection (after: ${received})`);
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
   };
   try {
     await reply();
