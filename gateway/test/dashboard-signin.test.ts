@@ -33,6 +33,7 @@ const ACCESS_TOKEN_TTL_S = 45;
 const ACCOUNTS = {
   editor: { email: 'editor@example.com', name: 'Edna Editor' },
   viewer: { email: 'viewer@example.com', name: 'Vic Viewer' },
+  admin: { email: 'admin@example.com', name: 'Ada Admin' },
 };
 const WORKSPACE = `Signin ${randomUUID().slice(0, 8)}`;
 const READER = 'reader@example.com';
@@ -82,6 +83,7 @@ async function seed(): Promise<void> {
     for (const [login, role] of [
       ['editor', identityV1.Role.ROLE_EDITOR],
       ['viewer', identityV1.Role.ROLE_VIEWER],
+      ['admin', identityV1.Role.ROLE_ADMIN],
     ] as const) {
       await call(identity.addMember.bind(identity), { workspaceId, email: ACCOUNTS[login].email, role });
     }
@@ -139,7 +141,10 @@ async function seed(): Promise<void> {
 }
 
 beforeAll(async () => {
-  target = await startPrivateStack('dashboard-signin', { processes: ['identity', 'campaign', 'analytics'], env: { LOG_LEVEL: 'warn' } });
+  target = await startPrivateStack('dashboard-signin', {
+    processes: ['identity', 'campaign', 'analytics', 'delivery'],
+    env: { LOG_LEVEL: 'warn' },
+  });
   ({ stack, clickhouse } = target);
   await seed();
   // The provider must know the page's address, and the gateway the provider's: its port is chosen first.
@@ -153,6 +158,7 @@ beforeAll(async () => {
     IDENTITY_GRPC_ADDR: stack.urls.grpc.identity,
     CAMPAIGN_GRPC_ADDR: stack.urls.grpc.campaign,
     ANALYTICS_GRPC_ADDR: stack.urls.grpc.analytics,
+    DELIVERY_GRPC_ADDR: stack.urls.grpc.delivery,
   });
   provider = await startProvider(providerPort, `${gateway.url}/dashboard/`);
   browser = await launchChromium();
@@ -290,19 +296,41 @@ describe('an editor', () => {
   });
 });
 
+/** Runs `work` on a page of a browser context of its own, signed in as `login`. */
+async function asSignedIn(login: keyof typeof ACCOUNTS, work: (page: Page) => Promise<void>): Promise<void> {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await signIn(page, login);
+    await work(page);
+  } finally {
+    await context.close();
+  }
+}
+
 describe('a viewer', () => {
-  it('sees the suppressions and can export them, but neither adds nor lifts', async () => {
-    const context = await browser.newContext();
-    try {
-      const page = await context.newPage();
-      await signIn(page, 'viewer');
+  it('sees the suppressions and can export them, but neither adds nor lifts', () =>
+    asSignedIn('viewer', async (page) => {
       await showSuppressions(page);
       expect((await listed(page)).length).toBe(3);
       expect(await page.$$(testId('lift'))).toEqual([]);
       expect(await page.isVisible(testId('suppression-add'))).toBe(false);
       expect(await page.isVisible(testId('export-csv'))).toBe(true);
-    } finally {
-      await context.close();
-    }
-  });
+    }));
+});
+
+describe('an admin', () => {
+  it("sees where the workspace's recipients come from, without the form that changes it (platform admins only)", () =>
+    asSignedIn('admin', async (page) => {
+      await page.click(testId('nav-workspace'));
+      await page.waitForSelector(`${testId('workspace-view')}[data-status="ready"][data-shared="true"]`);
+      expect(await page.textContent(testId('recipient-source'))).toBe('The shared recipient database of the platform.');
+      expect(await page.isVisible('#recipient-form')).toBe(false);
+      expect(await page.isVisible(testId('recipient-use-shared'))).toBe(false);
+    }));
+
+  it('is the member who sees the workspace page: an editor does not', () =>
+    asSignedIn('editor', async (page) => {
+      expect(await page.isVisible(testId('nav-workspace'))).toBe(false);
+    }));
 });

@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { call } from '@mail/common';
-import { uniqueSuffix } from '@mail/local';
+import { eventually, uniqueSuffix } from '@mail/local';
 import type { deliveryV1 } from '@mail/proto';
 import { putRecipientDatabase } from '../src/store/recipient-databases';
 import { openDatabase } from '../src/store/database';
@@ -123,10 +123,19 @@ test("a query cannot end the platform's own sessions", async () => {
   expect((await runToEnd(workspace(), query)).status).toBe('completed');
 });
 
-test('an error the source answers fails the run at once and is not tried again', async () => {
+/** delivery_runs_failed_total{cause="source"}: what the RunsFailingForTheirSource alert reads. */
+async function runsFailedForTheirSource(): Promise<number> {
+  const text = await (await fetch(`${world.stack.urls.ops.delivery}/metrics`)).text();
+  return Number(/^delivery_runs_failed_total\{cause="source"\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
+test('an error the source answers fails the run at once, is not tried again, and counts as a run failed for its source', async () => {
+  const failedBefore = await runsFailedForTheirSource();
   const run = await runToEnd(workspace(), `SELECT repeat('x', 1100000000) AS email`);
   expect(run.status).toBe('failed');
   expect(run.failure).toMatch(/refused the query/);
+  // Counted just after the run is marked failed.
+  await eventually(async () => expect(await runsFailedForTheirSource()).toBe(failedBefore + 1), 10_000);
   const { query } = await accountsAt(2, 40);
   expect((await runToEnd(workspace(), query)).status).toBe('completed');
 });
