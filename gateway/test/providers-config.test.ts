@@ -95,6 +95,12 @@ describe('production', () => {
     expect(output).toMatch(/refusing to start: In production at least one webhook provider needs its credential/);
   });
 
+  it('refuses to start in production without TRACKING_SIGNING_KEY, which first-party tracking verifies with', () => {
+    const { TRACKING_SIGNING_KEY: _key, ...withoutKey } = { ...PRODUCTION, POSTMARK_WEBHOOK_BASIC_AUTH: POSTMARK };
+    expect(() => readGatewayConfig(new EnvReader(withoutKey))).toThrow(/TRACKING_SIGNING_KEY must be set in production/);
+    expect(readGatewayConfig(new EnvReader({ ...withoutKey, NODE_ENV: 'development' })).trackingSigningKey).toBeUndefined();
+  });
+
   it('refuses malformed credentials at start-up', () => {
     const env = { DEV_AUTH_ENABLED: '1' };
     expect(() => readGatewayConfig(new EnvReader({ ...env, POSTMARK_WEBHOOK_BASIC_AUTH: 'no-colon' }))).toThrow(

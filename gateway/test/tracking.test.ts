@@ -235,8 +235,21 @@ describe('machine rules', () => {
       'Mimecast',
       'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)',
       'python-requests/2.32.3',
+      'Python-urllib/3.12',
       'curl/8.5.0',
+      'Wget/1.21.4',
       'Go-http-client/1.1',
+      'okhttp/4.12.0',
+      'Java/21.0.5',
+      'libwww-perl/6.77',
+      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36',
+      'Mozilla/5.0 (Unknown; Linux x86_64) AppleWebKit/538.1 (KHTML, like Gecko) PhantomJS/2.1.1 Safari/538.1',
+      'Mozilla/5.0 (compatible; SomeCrawler/1.0)',
+      'Mozilla/5.0 (compatible; Yahoo! Slurp; spider)',
+      'Mozilla/5.0 (compatible; LinkPreview/1.0)',
+      'Microsoft Office SafeLinks',
+      'Mozilla/5.0 (compatible; urldefense)',
+      'Mozilla/5.0 (compatible; virus scanner)',
     ]) {
       expect([agent, isMachineClick({ userAgent: agent }), isMachineOpen({ userAgent: agent })]).toEqual([agent, true, true]);
     }

@@ -7,6 +7,7 @@ import { createClient } from '@clickhouse/client';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { Client } from 'pg';
 import { createTestClickHouse, createTestPostgres } from '../src/testing/databases';
+import { freePorts } from '../src/ports';
 import { infraEnv, uniqueSuffix } from '../src/testing/infra';
 import { startMailpit } from '../src/testing/mailpit';
 
@@ -190,9 +191,12 @@ test("Mailpit's web page loads: the script and stylesheet its HTML names are in 
   }
 });
 
-/** Hands one message to an SMTP server over a plain connection, a command at a time. */
-async function sendOverSmtp(smtpUrl: string, to: string): Promise<void> {
-  const url = new URL(smtpUrl);
+/**
+ * Says each command on a plain connection to the URL's host and port, after the greeting, and resolves to the
+ * replies, greeting first; a reply ends with the first line `replyEnd` matches.
+ */
+async function converse(serverUrl: string, replyEnd: RegExp, commands: string[]): Promise<string[]> {
+  const url = new URL(serverUrl);
   const socket = net.connect(Number(url.port), url.hostname);
   let received = '';
   let closed = false;
@@ -207,36 +211,70 @@ async function sendOverSmtp(smtpUrl: string, to: string): Promise<void> {
     wake?.();
   });
   socket.on('error', () => undefined);
-  // A reply ends with its line whose code is followed by a space (the lines before it, as EHLO's, by a hyphen).
   const reply = async (): Promise<string> => {
     for (;;) {
-      const last = /^\d{3} .*\r\n/m.exec(received);
+      const last = replyEnd.exec(received);
       if (last) {
         const text = received.slice(0, last.index + last[0].length);
         received = received.slice(text.length);
         return text;
       }
-      if (closed) throw new Error(`the SMTP server closed the connection (after: ${received})`);
+      if (closed) throw new Error(`the server closed the connection (after: ${received})`);
       await new Promise<void>((resolve) => (wake = resolve));
     }
   };
   try {
-    await reply();
-    for (const command of [
-      'EHLO test',
-      'MAIL FROM:<news@example.com>',
-      `RCPT TO:<${to}>`,
-      'DATA',
-      'Subject: hi\r\n\r\nHello\r\n.',
-      'QUIT',
-    ]) {
+    const replies = [await reply()];
+    for (const command of commands) {
       socket.write(`${command}\r\n`);
-      expect(await reply()).toMatch(/^[23]\d\d/);
+      replies.push(await reply());
     }
+    return replies;
   } finally {
     socket.destroy();
   }
 }
+
+/** Hands one message to an SMTP server over a plain connection, a command at a time. */
+async function sendOverSmtp(smtpUrl: string, to: string): Promise<void> {
+  // A reply ends with its line whose code is followed by a space (the lines before it, as EHLO's, by a hyphen).
+  const replies = await converse(smtpUrl, /^\d{3} .*\r\n/m, [
+    'EHLO test',
+    'MAIL FROM:<news@example.com>',
+    `RCPT TO:<${to}>`,
+    'DATA',
+    'Subject: hi\r\n\r\nHello\r\n.',
+    'QUIT',
+  ]);
+  for (const reply of replies) expect(reply).toMatch(/^[23]\d\d/);
+}
+
+test('infra.sh starts the bounce Mailpit on the ports it exports: it takes reports by SMTP and serves them over POP3', async () => {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'infra-bounce-'));
+  // The Mailpit binary this suite's servers run, not a build of its own.
+  fs.symlinkSync(path.dirname(path.dirname(process.env.MAILPIT_BIN!)), path.join(stateDir, 'tools'));
+  const [smtp, pop3, http] = await freePorts(3);
+  const env = {
+    ...process.env,
+    STATE_DIR: stateDir,
+    BOUNCE_MAILPIT_SMTP_PORT: String(smtp),
+    BOUNCE_MAILPIT_POP3_PORT: String(pop3),
+    BOUNCE_MAILPIT_HTTP_PORT: String(http),
+  };
+  const infra = (...args: string[]) => execFileSync('bash', [path.join(__dirname, '..', 'infra.sh'), ...args], { encoding: 'utf8', env });
+  try {
+    infra('up', 'bounce-mailpit');
+    const exported = Object.fromEntries([...infra('env', 'bounce-mailpit').matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+    expect(exported.BOUNCE_MAILPIT_POP3_URL).toBe(`pop3://bounces:bounces@127.0.0.1:${pop3}`);
+    await sendOverSmtp(exported.BOUNCE_MAILPIT_SMTP_URL, 'postmaster@example.com');
+    const replies = await converse(exported.BOUNCE_MAILPIT_POP3_URL, /^[+-].*\r\n/m, ['USER bounces', 'PASS bounces', 'STAT', 'QUIT']);
+    expect(replies.map((reply) => reply.slice(0, 3))).toEqual(['+OK', '+OK', '+OK', '+OK', '+OK']);
+    expect(replies[3]).toMatch(/^\+OK 1 \d+\r\n$/);
+  } finally {
+    infra('down', 'bounce-mailpit');
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  }
+});
 
 test('Mailpit: accepted() counts every message its SMTP server took, those deleted since included', async () => {
   const mailpit = await startMailpit('accepted');

@@ -24,6 +24,15 @@ import {
 const KEY = crypto.randomBytes(32);
 const PRODUCTION = { NODE_ENV: 'production', UNSUBSCRIBE_SIGNING_KEY: 'k', TRACKING_SIGNING_KEY: 't', SMTP_URL: 'smtp://smtp.example.com' };
 
+test('production refuses to start without either signing key: of the unsubscribe links, of the tracking links', () => {
+  const env = { ...PRODUCTION, RECIPIENTS_ENCRYPTION_KEY: KEY.toString('base64') };
+  for (const key of ['UNSUBSCRIBE_SIGNING_KEY', 'TRACKING_SIGNING_KEY'] as const) {
+    const { [key]: _removed, ...without } = env;
+    expect(() => readConfig(new EnvReader(without))).toThrow(`${key} must be set when NODE_ENV=production`);
+  }
+  expect(readConfig(new EnvReader(env)).trackingSigningKey).toBe('t');
+});
+
 describe('RECIPIENTS_ENCRYPTION_KEY', () => {
   const read = (env: Record<string, string>) => readConfig(new EnvReader(env)).recipientsEncryptionKey;
 

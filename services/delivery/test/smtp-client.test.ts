@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { startMailpit, uniqueSuffix, type Mailpit } from '@mail/local';
 import { dotStuffed, SmtpReplyError, SmtpSession, type SmtpSessionOptions } from '../src/sending/smtp-client';
+import { SmtpTransport } from '../src/sending/transport';
 import { startSmtpFaultProxy, type SmtpFaultProxy } from './smtp-fault-proxy';
 
 /**
@@ -140,6 +141,26 @@ test('a server that wants a login: AUTH PLAIN or, where that alone is offered, A
   const anonymous = await SmtpSession.open(optionsOf(guarded.smtpUrl));
   await expect(anonymous.send('a@example.com', 'b@example.com', messageTo('b@example.com', 'x'))).rejects.toBeInstanceOf(SmtpReplyError);
   anonymous.close();
+});
+
+test("a refusal before MAIL (here the login's) is no answer about the recipient: tried again, with no reply code to bounce on", async () => {
+  const url = new URL(guarded.smtpUrl);
+  url.username = 'sender';
+  url.password = 'wrong';
+  const transport = new SmtpTransport({ url: url.toString(), provider: 'none', maxConnections: 1 });
+  const to = `refused-login-${uniqueSuffix()}@example.com`;
+  const message = {
+    from: { name: null, address: 'a@example.com' },
+    replyTo: null,
+    to,
+    messageId: `${uniqueSuffix()}@example.com`,
+    headers: {},
+    subject: 's',
+    text: 'x',
+  };
+  const outcome = await transport.send(message);
+  transport.close();
+  expect(outcome).toEqual({ kind: 'retry', error: expect.stringMatching(/^opening the SMTP session: AUTH PLAIN: 535/) });
 });
 
 test('an address that would break the command line is refused before anything is written', async () => {

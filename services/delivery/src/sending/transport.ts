@@ -80,11 +80,16 @@ export class SmtpTransport {
   }
 
   private async handOver(lane: Lane, from: string, to: string, raw: Buffer): Promise<SmtpOutcome> {
-    try {
-      if (!lane.session?.open) {
-        lane.session = null;
+    if (!lane.session?.open) {
+      lane.session = null;
+      try {
         lane.session = await SmtpSession.open(this.options);
+      } catch (error) {
+        // A refusal of the greeting, EHLO, STARTTLS or the login says nothing of the recipient: no bounce, tried again.
+        return { kind: 'retry', error: `opening the SMTP session: ${error instanceof Error ? error.message : String(error)}` };
       }
+    }
+    try {
       await lane.session.send(from, to, raw);
       return { kind: 'sent' };
     } catch (error) {
