@@ -279,6 +279,8 @@ describe('update', () => {
       name: null,
       is_active: null,
       send_priority: null,
+      track_opens: null,
+      track_clicks: null,
       recipient_source: null,
       delivery_mode: null,
     });

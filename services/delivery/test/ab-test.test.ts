@@ -36,7 +36,11 @@ interface Variants {
 }
 
 /** A variants campaign with an A/B test over `domain`'s accounts; variant A's subject starts with "A ", B's with "B ". */
-async function abCampaign(domain: string, abTest: campaignV1.AbTest = { testFraction: 0.2, waitMinutes: 5 }): Promise<Variants> {
+async function abCampaign(
+  domain: string,
+  abTest: campaignV1.AbTest = { testFraction: 0.2, waitMinutes: 5 },
+  [weightA, weightB] = [1, 1],
+): Promise<Variants> {
   const template = (label: string) =>
     call(world.templates.createTemplate.bind(world.templates), {
       workspaceId: world.workspaceId,
@@ -54,8 +58,8 @@ async function abCampaign(domain: string, abTest: campaignV1.AbTest = { testFrac
       deliveryMode: campaignV1.DeliveryMode.DELIVERY_MODE_VARIANTS,
       variants: {
         variants: [
-          { templateId: a.id, weight: 1, label: 'A' },
-          { templateId: b.id, weight: 1, label: 'B' },
+          { templateId: a.id, weight: weightA, label: 'A' },
+          { templateId: b.id, weight: weightB, label: 'B' },
         ],
       },
       abTest,
@@ -208,23 +212,49 @@ test('without a significant difference the best rate wins, by clicks for click_r
   expect(done.counts).toMatchObject({ recipients: 60, sent: 60 });
 }, 240_000);
 
-test('the winner is picked by hand only while the test waits (409 before and after, 422 for another variant)', async () => {
+test('the test splits by weight; the winner is picked by hand only while the test waits, paused or not (409 before and after, 422 for another variant)', async () => {
   const domain = `ab-manual-${uniqueSuffix()}.example.com`;
   await fillAccounts(world.recipients.url, 50, domain, 2000);
-  const { campaign, b } = await abCampaign(domain);
+  const { campaign, a, b } = await abCampaign(domain, undefined, [4, 1]);
   const created = await createRun(campaign.id);
   const pick = (variantId: string) =>
     call(world.delivery.pickWinner.bind(world.delivery), { workspaceId: world.workspaceId, id: created.id, variantId });
   await expectStatus(pick(b), grpc.status.ALREADY_EXISTS);
-  await waitForRun(world, created.id, phase('waiting'));
+  const waiting = await waitForRun(world, created.id, phase('waiting'));
+  // 10 test recipients, weights 4 : 1.
+  expect(new Map(waiting.abTest?.variants.map((v) => [v.variantId, v.sent]))).toEqual(
+    new Map([
+      [a, 8],
+      [b, 2],
+    ]),
+  );
   await expectStatus(pick(crypto.randomUUID()), grpc.status.INVALID_ARGUMENT);
+  const ids = { workspaceId: world.workspaceId, id: created.id };
+  const { run: paused } = await call(world.delivery.pauseRun.bind(world.delivery), ids);
+  expect(paused).toMatchObject({ status: 'paused', abTest: { phase: 'waiting' } });
   const { run } = await pick(b);
-  expect(run?.abTest).toMatchObject({ phase: 'sending_winner', winnerVariantId: b, decidedBy: 'manual' });
+  expect(run).toMatchObject({ status: 'paused', abTest: { phase: 'sending_winner', winnerVariantId: b, decidedBy: 'manual' } });
   await expectStatus(pick(b), grpc.status.ALREADY_EXISTS);
+  await call(world.delivery.resumeRun.bind(world.delivery), ids);
   const done = await waitForRun(world, created.id, (current) => current.status === 'completed');
   expect(done.abTest).toMatchObject({ phase: 'done', decidedBy: 'manual' });
   expect(done.counts).toMatchObject({ recipients: 50, sent: 50 });
   await expectStatus(pick(b), grpc.status.ALREADY_EXISTS);
+}, 240_000);
+
+test('a run cancelled while its test waits keeps its phase and takes no pick', async () => {
+  const domain = `ab-cancel-${uniqueSuffix()}.example.com`;
+  await fillAccounts(world.recipients.url, 50, domain, 2500);
+  const { campaign, b } = await abCampaign(domain);
+  const created = await createRun(campaign.id);
+  await waitForRun(world, created.id, phase('waiting'));
+  const { run } = await call(world.delivery.cancelRun.bind(world.delivery), { workspaceId: world.workspaceId, id: created.id });
+  expect(run).toMatchObject({ status: 'cancelled', abTest: { phase: 'waiting' }, counts: { sent: 10 } });
+  await expectStatus(
+    call(world.delivery.pickWinner.bind(world.delivery), { workspaceId: world.workspaceId, id: created.id, variantId: b }),
+    grpc.status.ALREADY_EXISTS,
+  );
+  expect((await allRecipients(world, created.id)).filter((r) => r.status === 'sent')).toHaveLength(10);
 }, 240_000);
 
 test('a sender SIGKILLed in the test phase and in the winner phase, beside a second replica, sends every address once', async () => {
@@ -281,6 +311,14 @@ test('follow-up runs go to the earlier run sent recipients who did or did not op
   const earlier = await createRun(first!.id);
   await waitForRun(world, earlier.id, (run) => run.status === 'completed');
   const user = (n: number) => `user${3000 + n}@${domain}`;
+  // A follow-up sends with the fields its recipients had in the earlier run, not what the source holds now.
+  const source = new Client({ connectionString: world.recipients.url });
+  await source.connect();
+  try {
+    await source.query(`UPDATE accounts SET first_name = 'Renamed' WHERE email LIKE $1`, [`%@${domain}`]);
+  } finally {
+    await source.end();
+  }
   await storeEngagement(earlier, [
     { email: user(0), type: 'open' },
     { email: user(1), type: 'open' },
@@ -303,8 +341,11 @@ test('follow-up runs go to the earlier run sent recipients who did or did not op
     expect(recipients.map((r) => r.email).sort()).toEqual([...emails].sort());
     expect(recipients.every((r) => r.status === 'sent')).toBe(true);
   }
-  const { texts } = await delivered(domain);
-  expect(texts.get(user(0))).toBe('Again First3000');
+  // user(0): the earlier run, and the follow-ups to those who opened and to those who did not click.
+  const subjects = (await world.mailpit.messages())
+    .filter((message) => message.To.some(({ Address }) => Address.toLowerCase() === user(0)))
+    .map((message) => message.Subject);
+  expect(subjects).toEqual(['Again First3000', 'Again First3000', 'Again First3000']);
 }, 240_000);
 
 test("a follow-up of another workspace's run, or of none, is a 404", async () => {
