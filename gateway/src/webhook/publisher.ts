@@ -4,7 +4,9 @@ import {
   RECORD_SCHEMA_HEADER,
   createIdempotentProducer,
   partitionOfKey,
+  prometheus,
   readPartitionCount,
+  registry,
   sendToPartitions,
   currentTraceContext,
   endSpan,
@@ -19,18 +21,30 @@ import {
 export class PublishError extends Error {}
 
 /**
- * Upper bound of one produce request's events. The broker refuses a
- * partition's record above message.max.bytes (1 MiB by default); a record
- * holds some of one request's events, so none reaches that limit whatever
- * the key distribution.
+ * Upper bound of one partition's record: the broker refuses a record above
+ * message.max.bytes (1 MiB by default).
  */
-const MAX_REQUEST_BYTES = 900_000;
+const MAX_RECORD_BYTES = 900_000;
 
 /**
- * The largest event (eventBytes) the publisher takes: one that fills a produce
- * request on its own. The broker would refuse a larger one however often it is retried.
+ * Upper bound of one produce request, whatever the partition count. A
+ * request carries up to a full record for each partition, so a slow round
+ * trip (a broker lost, a busy host) still moves many calls' events.
  */
-export const MAX_EVENT_BYTES = MAX_REQUEST_BYTES;
+const MAX_REQUEST_BYTES = 8 * MAX_RECORD_BYTES;
+
+/**
+ * The largest event (eventBytes) the publisher takes: one that fills a record
+ * on its own. The broker would refuse a larger one however often it is retried.
+ */
+export const MAX_EVENT_BYTES = MAX_RECORD_BYTES;
+
+const sendDuration = new prometheus.Histogram({
+  name: 'webhook_kafka_send_duration_seconds',
+  help: 'Time until Kafka acknowledged every record of one produce request of the webhook (failed sends included)',
+  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
 
 const BATCH_HEADERS: IHeaders = { [RECORD_SCHEMA_HEADER]: EVENT_BATCH_SCHEMA };
 
@@ -50,6 +64,12 @@ interface Chunk {
   request: PendingRequest;
   events: KeyedEvent[];
   bytes: number;
+}
+
+/** What one produce request carries: one record per partition, its events in queue order. */
+interface RequestLoad {
+  chunks: Chunk[];
+  records: Map<number, { values: Buffer[]; bytes: number; spans: Set<Span> }>;
 }
 
 interface Sender {
@@ -76,6 +96,8 @@ interface PendingRequest {
  * each produce request carries one record per partition, an
  * EngagementEventBatch of its events in the order they came: Kafka and both
  * ends pay their per-record costs once per partition, not once per event.
+ * A request takes queued calls in order while each partition's record stays
+ * within MAX_RECORD_BYTES.
  * `publish` resolves only once every event is acknowledged; it rejects
  * when that does not happen within timeoutMs, and events that had not left
  * by then are not sent at all. A record's trace headers name the publish
@@ -141,24 +163,35 @@ export class EventPublisher {
     this.pumping = true;
     try {
       while (this.queue.length > 0 && !this.closed) {
-        const chunks = this.takeRequestLoad();
         const sender = this.connectedSender();
+        let current: Sender;
         try {
-          const current = await this.withCurrentPartitions(sender);
-          const messages = this.records(chunks, current);
+          current = await this.withCurrentPartitions(sender);
+        } catch (error) {
+          this.logger.warn({ err: error }, 'connecting to kafka failed');
+          for (const { request } of [...this.queue]) this.fail(request, new PublishError('Kafka is unavailable'));
+          this.retire(sender);
+          continue;
+        }
+        const load = this.takeRequestLoad(current.partitionCount);
+        if (load.chunks.length === 0) continue;
+        const stopTimer = sendDuration.startTimer();
+        try {
           // The records name their calls' spans; the kafkajs instrumentation would replace them with one of its own.
-          await untraced(() => sendToPartitions(current.producer, this.topic, messages));
-          for (const { request } of chunks) {
+          await untraced(() => sendToPartitions(current.producer, this.topic, recordsOf(load)));
+          for (const { request } of load.chunks) {
             request.chunksLeft -= 1;
             if (request.chunksLeft === 0) this.succeed(request);
           }
         } catch (error) {
           this.logger.warn(
-            { err: error, events: chunks.reduce((n, chunk) => n + chunk.events.length, 0) },
+            { err: error, events: load.chunks.reduce((n, chunk) => n + chunk.events.length, 0) },
             'publishing events to kafka failed',
           );
-          for (const { request } of chunks) this.fail(request, new PublishError('Kafka is unavailable'));
+          for (const { request } of load.chunks) this.fail(request, new PublishError('Kafka is unavailable'));
           this.retire(sender);
+        } finally {
+          stopTimer();
         }
       }
     } finally {
@@ -166,38 +199,32 @@ export class EventPublisher {
     }
   }
 
-  /** Queued chunks up to MAX_REQUEST_BYTES (at least one). */
-  private takeRequestLoad(): Chunk[] {
-    let bytes = 0;
-    let count = 0;
-    while (count < this.queue.length && (count === 0 || bytes + this.queue[count].bytes <= MAX_REQUEST_BYTES)) {
-      bytes += this.queue[count].bytes;
-      count += 1;
-    }
-    return this.queue.splice(0, count);
-  }
-
   /**
-   * One record per partition, its events in queue order. The partition of
-   * each event is the one Kafka's default partitioner gives its address, as
-   * it did when every event was a record keyed by it.
+   * Queued chunks in order (at least one while any is queued) while each
+   * partition's record stays within MAX_RECORD_BYTES and the request within
+   * MAX_REQUEST_BYTES. The partition of each event is the one Kafka's default
+   * partitioner gives its address, as it did when every event was a record
+   * keyed by it.
    */
-  private records(chunks: Chunk[], sender: Sender): Message[] {
-    const byPartition = new Map<number, { values: Buffer[]; spans: Set<Span> }>();
-    for (const chunk of chunks) {
-      for (const event of chunk.events) {
-        const partition = partitionOfKey(event.key, sender.partitionCount);
-        const record = byPartition.get(partition) ?? { values: [], spans: new Set<Span>() };
+  private takeRequestLoad(partitionCount: number): RequestLoad {
+    const load: RequestLoad = { chunks: [], records: new Map() };
+    let requestBytes = 0;
+    while (this.queue.length > 0) {
+      const chunk = this.queue[0];
+      const partitions = chunk.events.map((event) => partitionOfKey(event.key, partitionCount));
+      if (load.chunks.length > 0 && !fits(load, chunk, partitions, requestBytes)) break;
+      this.queue.shift();
+      load.chunks.push(chunk);
+      requestBytes += chunk.bytes;
+      chunk.events.forEach((event, i) => {
+        const record = load.records.get(partitions[i]) ?? { values: [], bytes: 0, spans: new Set<Span>() };
         record.values.push(event.value);
+        record.bytes += eventBytes(event);
         record.spans.add(chunk.request.span);
-        byPartition.set(partition, record);
-      }
+        load.records.set(partitions[i], record);
+      });
     }
-    return [...byPartition].map(([partition, { values, spans }]) => ({
-      partition,
-      headers: { ...BATCH_HEADERS, ...traceHeaders([...spans]) },
-      value: Buffer.concat(values),
-    }));
+    return load;
   }
 
   private connectedSender(): Promise<Sender> {
@@ -264,12 +291,28 @@ export class EventPublisher {
   }
 }
 
+/** Whether the chunk, its events on those partitions, still fits the load. */
+function fits(load: RequestLoad, chunk: Chunk, partitions: number[], requestBytes: number): boolean {
+  if (requestBytes + chunk.bytes > MAX_REQUEST_BYTES) return false;
+  const added = new Map<number, number>();
+  chunk.events.forEach((event, i) => added.set(partitions[i], (added.get(partitions[i]) ?? 0) + eventBytes(event)));
+  return [...added].every(([partition, bytes]) => (load.records.get(partition)?.bytes ?? 0) + bytes <= MAX_RECORD_BYTES);
+}
+
+function recordsOf(load: RequestLoad): Message[] {
+  return [...load.records].map(([partition, { values, spans }]) => ({
+    partition,
+    headers: { ...BATCH_HEADERS, ...traceHeaders([...spans]) },
+    value: Buffer.concat(values),
+  }));
+}
+
 function chunksOf(events: KeyedEvent[]): { events: KeyedEvent[]; bytes: number }[] {
   const chunks: { events: KeyedEvent[]; bytes: number }[] = [];
   let current: { events: KeyedEvent[]; bytes: number } = { events: [], bytes: 0 };
   for (const event of events) {
     const bytes = eventBytes(event);
-    if (current.events.length > 0 && current.bytes + bytes > MAX_REQUEST_BYTES) {
+    if (current.events.length > 0 && current.bytes + bytes > MAX_RECORD_BYTES) {
       chunks.push(current);
       current = { events: [], bytes: 0 };
     }

@@ -64,22 +64,44 @@ export function createIdempotentProducer(kafka: Kafka): Producer {
 /** How many times sendToPartitions sends records kafkajs left out before it gives up. */
 const SEND_ROUNDS = 5;
 
+/** Each producer's last sendToPartitions call, settled either way. */
+const lastSends = new WeakMap<Producer, Promise<void>>();
+
 /**
  * Sends records with acknowledgement from all in-sync replicas, and resolves
  * once every one is acknowledged: the records that name their partition in
- * one call (one produce request per broker), each record that names none in a
- * call of its own. A call's answer is checked: when a broker fails during a
- * call, kafkajs retries it towards the brokers that have not answered yet
+ * one call (one produce request per broker), then each record that names none
+ * in a call of its own. A call's answer is checked: when a broker fails during
+ * a call, kafkajs retries it towards the brokers that have not answered yet
  * only, so the records of a partition whose leadership moved to a broker that
  * had answered for its own partitions are never written, and the call
  * succeeds all the same, its answer lacking that partition
  * (tulios/kafkajs#1303: acknowledged events were lost when a partition leader
  * was killed). Those records are sent again.
+ *
+ * A producer's calls go one at a time, whoever makes them. kafkajs numbers an
+ * idempotent producer's records per partition as it builds a request, and when
+ * one partition of a request fails it takes back the numbers of every
+ * partition, written or not, before it retries. A call that took numbers in
+ * between would get numbers the broker already holds, and the broker refuses
+ * it for good ("out of order sequence number").
  */
-export async function sendToPartitions(producer: Producer, topic: string, messages: Message[]): Promise<void> {
+export function sendToPartitions(producer: Producer, topic: string, messages: Message[]): Promise<void> {
+  const previous = lastSends.get(producer) ?? Promise.resolve();
+  const send = previous.then(() => sendOneByOne(producer, topic, messages));
+  lastSends.set(
+    producer,
+    send.catch(() => undefined),
+  );
+  return send;
+}
+
+async function sendOneByOne(producer: Producer, topic: string, messages: Message[]): Promise<void> {
   const placed = messages.filter((message) => message.partition !== undefined);
   const unplaced = messages.filter((message) => message.partition === undefined).map((message) => [message]);
-  await Promise.all([placed, ...unplaced].filter((batch) => batch.length > 0).map((batch) => sendAcknowledged(producer, topic, batch)));
+  for (const batch of [placed, ...unplaced]) {
+    if (batch.length > 0) await sendAcknowledged(producer, topic, batch);
+  }
 }
 
 /** Sends the records (placed ones, or one) until an answer names the partition of each. */

@@ -175,4 +175,24 @@ describe('sendToPartitions', () => {
     expect(written[0]).toBeGreaterThanOrEqual(1);
     expect(written[2]).toBeGreaterThanOrEqual(1);
   });
+
+  it("sends one producer's calls one at a time, in the order they were made", async () => {
+    // This producer waits for a missing topic rather than have the broker create it.
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    const missing = `${topic}-missing`;
+    const settled: string[] = [];
+    await producer.connect();
+    try {
+      const first = sendToPartitions(producer, missing, [{ partition: 0, value: 'a' }]).then(() => settled.push('first'));
+      const second = sendToPartitions(producer, topic, [{ partition: 0, value: 'b' }]).then(() => settled.push('second'));
+      // Made alone, the second call would be acknowledged meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await ensureTopics(admin, [{ topic: missing, numPartitions: 1 }]);
+      await Promise.all([first, second]);
+    } finally {
+      await producer.disconnect();
+      await admin.deleteTopics({ topics: [missing] }).catch(() => undefined);
+    }
+    expect(settled).toEqual(['first', 'second']);
+  });
 });
