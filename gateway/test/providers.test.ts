@@ -258,9 +258,10 @@ describe('Mailgun', () => {
   it.each([
     ['signed with another key', () => mailgunBody('another-key', eventData('x', 'opened'))],
     ['a stale timestamp', () => mailgunBody(MAILGUN_KEY, eventData('x', 'opened'), { timestamp: Math.floor(Date.now() / 1000) - 601 })],
+    // Well past the 600 s tolerance: the time the request takes on a busy host brings a timestamp ahead back towards it.
     [
       'a timestamp too far ahead',
-      () => mailgunBody(MAILGUN_KEY, eventData('x', 'opened'), { timestamp: Math.floor(Date.now() / 1000) + 601 }),
+      () => mailgunBody(MAILGUN_KEY, eventData('x', 'opened'), { timestamp: Math.floor(Date.now() / 1000) + 11 * 60 }),
     ],
     [
       'a timestamp altered after signing',
