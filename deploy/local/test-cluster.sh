@@ -14,8 +14,9 @@
 # "Unexpected ZooKeeper error ... Terminating." and runs no ON CLUSTER
 # statement until it restarts, so every later one waits for it until
 # distributed_ddl_task_timeout. When a run fails and a server logged that
-# during it, the cluster's servers restart and the tests run once more; any
-# other failure, or a second one, fails.
+# during it, the cluster's servers restart and the tests run again, at most
+# RUNS times in all (on a busy host it can strike two runs in a row); any
+# other failure fails at once.
 set -euo pipefail
 
 # SECONDS counts from the start of this script.
@@ -50,10 +51,12 @@ ddl_worker_stopped_since() {
 
 # clickhouse-cluster brings the zookeeper it needs up too.
 load_infra_env postgres kafka clickhouse kafka-cluster clickhouse-cluster
-sizes=$(error_log_sizes)
-if npx jest --ci --runInBand --config jest.cluster.config.js "$@"; then exit 0; fi
-ddl_worker_stopped_since "$sizes" || exit 1
-printf '[test:cluster] restarting the ClickHouse cluster and running the cluster tests once more\n' >&2
-bash "$REPO_ROOT/deploy/local/infra.sh" down clickhouse-cluster
-load_infra_env clickhouse-cluster
-npx jest --ci --runInBand --config jest.cluster.config.js "$@"
+RUNS=3
+for ((run = 1; ; run++)); do
+  sizes=$(error_log_sizes)
+  if npx jest --ci --runInBand --config jest.cluster.config.js "$@"; then exit 0; fi
+  ddl_worker_stopped_since "$sizes" && ((run < RUNS)) || exit 1
+  printf '[test:cluster] restarting the ClickHouse cluster and running the cluster tests again (run %d of at most %d)\n' $((run + 1)) "$RUNS" >&2
+  bash "$REPO_ROOT/deploy/local/infra.sh" down clickhouse-cluster
+  load_infra_env clickhouse-cluster
+done

@@ -10,8 +10,9 @@ import { startHostileStack, type HostileStack } from './fuzz/stack';
  * API fuzzing with Schemathesis (PyPI, pinned in fuzz/requirements.txt, installed into .state/venv by
  * deploy/local/python-venv.sh) against the real stack's /openapi.json: every operation, the webhook
  * included (unauthenticated, private Kafka topic), with a fixed seed and a bounded number of examples.
- * Checks: no 5xx, every response's status documented, every response body valid against its schema.
- * A second run against a deliberately broken server proves the same command does fail.
+ * Checks: no 5xx (a 503 "retry later" only if sending the request again after its Retry-After, as a client
+ * would, still gets one: hooks.py), every response's status documented, every response body valid against
+ * its schema. A second run against a deliberately broken server proves the same command does fail.
  */
 jest.setTimeout(1_800_000);
 
@@ -19,7 +20,7 @@ const REPO_ROOT = path.resolve(__dirname, '../..');
 const FUZZ_DIR = path.join(__dirname, 'fuzz');
 const SEED = 20261121;
 const MAX_EXAMPLES = 50;
-const CHECKS = 'not_a_server_error,status_code_conformance,response_schema_conformance';
+const CHECKS = 'no_server_error_after_retries,status_code_conformance,response_schema_conformance';
 // Only a guard against a hang: a busy host runs it at a fraction of a quiet one's speed (two suites side by side
 // took over 600 s), and each example of PUT /workspaces/{id}/recipient-database may wait for its URL's connection attempt.
 const SCHEMATHESIS_TIME_LIMIT_MS = 1_500_000;
@@ -83,6 +84,21 @@ function failureSummary(output: string): string {
   return text.length > 20_000 ? `${text.slice(0, 10_000)}\n[...]\n${text.slice(-10_000)}` : text;
 }
 
+/** The last errors the stack's processes logged (pino level 50 and above), for a failure's message: its end is what a truncated CI log keeps. */
+function loggedErrors(logDir: string): string {
+  const lines = fs
+    .readdirSync(logDir)
+    .filter((name) => name.endsWith('.log'))
+    .flatMap((name) =>
+      fs
+        .readFileSync(path.join(logDir, name), 'utf8')
+        .split('\n')
+        .filter((line) => /^\{"level":(5|6)\d,/.test(line))
+        .map((line) => `${name}: ${line.slice(0, 600)}`),
+    );
+  return lines.length === 0 ? 'no errors logged' : lines.slice(-20).join('\n');
+}
+
 beforeAll(async () => {
   workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'schemathesis-'));
   const venv = await run('bash', [path.join(REPO_ROOT, 'deploy/local/python-venv.sh')], { cwd: REPO_ROOT, timeoutMs: 300_000 });
@@ -107,7 +123,7 @@ describe('the gateway under Schemathesis', () => {
 
   it('answers every documented operation without a 5xx, with documented statuses and schema-valid bodies', async () => {
     const document = (await (await fetch(`${target.gateway}/openapi.json`)).json()) as { paths: Record<string, object> };
-    const methods = ['get', 'put', 'post', 'delete', 'patch'];
+    const methods = ['get', 'head', 'put', 'post', 'delete', 'patch'];
     const operations = Object.values(document.paths).flatMap((item) => Object.keys(item).filter((key) => methods.includes(key))).length;
 
     const started = Date.now();
@@ -122,7 +138,10 @@ describe('the gateway under Schemathesis', () => {
     );
     const seconds = Math.round((Date.now() - started) / 1000);
     const verdict =
-      result.code === 0 ? 'passed' : `Schemathesis exited ${result.code} after ${seconds} s:\n${failureSummary(result.output)}`;
+      result.code === 0
+        ? 'passed'
+        : `Schemathesis exited ${result.code} after ${seconds} s:\n${failureSummary(result.output)}\n` +
+          `The stack's last logged errors:\n${loggedErrors(target.stack.logDir)}`;
     expect(verdict).toBe('passed');
     expect(result.output).toContain(`Selected: ${operations}/${operations}`);
     expect(result.output).toMatch(new RegExp(`Tested: ${operations}\\b`));
@@ -133,7 +152,10 @@ describe('the same Schemathesis command against a deliberately broken server', (
   let server: http.Server;
   let base: string;
 
-  /** One operation answers 500, the other a body that violates its schema. */
+  /**
+   * One operation answers 500, one a body that violates its schema, one 503 with Retry-After to every call, and
+   * one 503 with Retry-After to every other call (so each of its retries succeeds).
+   */
   const document = {
     openapi: '3.0.3',
     info: { title: 'broken', version: '1' },
@@ -148,6 +170,8 @@ describe('the same Schemathesis command against a deliberately broken server', (
           },
         },
       },
+      '/busy': { get: { responses: { '200': { description: 'never' }, '503': { description: 'busy' } } } },
+      '/flaky': { get: { responses: { '200': { description: 'every other call' }, '503': { description: 'busy' } } } },
       '/items/{id}': {
         get: {
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer' } }],
@@ -164,6 +188,8 @@ describe('the same Schemathesis command against a deliberately broken server', (
     },
   };
 
+  let flakyCalls = 0;
+
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       const send = (status: number, body: unknown) =>
@@ -171,6 +197,10 @@ describe('the same Schemathesis command against a deliberately broken server', (
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname === '/openapi.json') return send(200, document);
       if (url.pathname === '/items') return send(500, { detail: 'Internal Server Error' });
+      if (url.pathname === '/busy' || (url.pathname === '/flaky' && ++flakyCalls % 2 === 1)) {
+        return res.writeHead(503, { 'retry-after': '1' }).end();
+      }
+      if (url.pathname === '/flaky') return res.writeHead(200).end();
       if (url.pathname.startsWith('/items/')) return send(200, { id: 'not-an-integer' });
       send(404, { detail: 'Not Found' });
     });
@@ -182,12 +212,17 @@ describe('the same Schemathesis command against a deliberately broken server', (
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('exits non-zero and names both failures', async () => {
+  it('exits non-zero and names the three failures, not the 503s that a retry cleared', async () => {
     const result = await runSchemathesis(`${base}/openapi.json`, []);
     expect(result.code).toBe(1);
-    expect(result.output).toContain('Server error');
+    expect(result.output).toContain('Server error: 500');
+    expect(result.output).toContain('Server error: 503 after 3 retries as its Retry-After said');
     expect(result.output).toContain('Response violates schema');
     expect(result.output).toMatch(/GET \/items\b/);
     expect(result.output).toMatch(/GET \/items\/\{id\}/);
+    // A failure's heading: "___ <METHOD> <path> ___".
+    expect(result.output).toMatch(/_ [A-Z]+ \/busy _/);
+    expect(result.output).not.toMatch(/_ [A-Z]+ \/flaky _/);
+    expect(flakyCalls).toBeGreaterThan(1);
   });
 });

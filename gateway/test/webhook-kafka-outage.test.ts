@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { eventually, freePorts, lendInstalledServers, uniqueSuffix } from '@mail/local';
+import { eventually, freePorts, lendInstalledServers, runPrivateInfra, uniqueSuffix } from '@mail/local';
 import { post, readTopic, sendgridEvent, startWebhookApp, type WebhookApp } from './webhook-support';
 
 /**
@@ -13,16 +11,13 @@ import { post, readTopic, sendgridEvent, startWebhookApp, type WebhookApp } from
  */
 jest.setTimeout(240_000);
 
-const REPO_ROOT = path.resolve(__dirname, '..', '..');
-const INFRA = path.join(REPO_ROOT, 'deploy', 'local', 'infra.sh');
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhook-kafka-'));
 const topic = `webhook-outage-${uniqueSuffix()}`;
 let infraEnv: NodeJS.ProcessEnv;
 let brokers: string[];
 let app: WebhookApp;
 
-const infra = (command: 'up' | 'down'): Promise<unknown> =>
-  promisify(execFile)('bash', [INFRA, command, 'kafka'], { env: infraEnv, timeout: 180_000 });
+const infra = (command: 'up' | 'down'): Promise<void> => runPrivateInfra(infraEnv, command, 'kafka');
 
 const batch = (prefix: string, count = 20): string =>
   JSON.stringify(

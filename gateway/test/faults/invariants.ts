@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { readRetryingBusy } from '../support/dev-api';
 import type { Batch } from './load';
 
 /**
@@ -113,7 +114,7 @@ export async function collectStoreView(options: {
   let total = -1;
   for (let page = 1; ; page++) {
     const url = `${gatewayUrl}/campaign-events/?campaign_id=${campaignId}&page=${page}&page_size=${pageSize}`;
-    const response = await fetch(url, { headers: { workspace_id: workspaceId } });
+    const response = await readRetryingBusy(url, { workspace_id: workspaceId });
     if (response.status !== 200) throw new Error(`GET ${url} answered ${response.status}: ${await response.text()}`);
     const body = (await response.json()) as { items: { provider_event_id: string }[]; total: number };
     if (total !== -1 && body.total !== total) throw new Error(`total changed while paging: ${total} -> ${body.total}`);

@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { freePorts, lendInstalledServers, sharedStateDir, uniqueSuffix } from '@mail/local';
+import { freePorts, lendInstalledServers, runPrivateInfra, sharedStateDir, uniqueSuffix } from '@mail/local';
 
 /**
  * A private PostgreSQL, Kafka and ClickHouse for one fault test file: started
@@ -29,8 +27,6 @@ export interface PrivateServers {
   close(options?: { keepFiles?: boolean }): Promise<void>;
 }
 
-const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
-const INFRA = path.join(REPO_ROOT, 'deploy', 'local', 'infra.sh');
 const SERVERS: readonly ServerName[] = ['postgres', 'kafka', 'clickhouse'];
 
 export async function startPrivateServers(label: string): Promise<PrivateServers> {
@@ -46,9 +42,7 @@ export async function startPrivateServers(label: string): Promise<PrivateServers
     CLICKHOUSE_TCP_PORT: String(clickhouseTcp),
     KAFKA_HEAP: '-Xmx256m',
   };
-  const infra = async (...args: string[]): Promise<void> => {
-    await promisify(execFile)('bash', [INFRA, ...args], { env: infraEnv, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
-  };
+  const infra = (...args: string[]): Promise<void> => runPrivateInfra(infraEnv, ...args);
 
   lendInstalledServers(stateDir);
 

@@ -1,10 +1,8 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { lendInstalledServers, uniqueSuffix } from '@mail/local';
+import { lendInstalledServers, runPrivateInfra, uniqueSuffix } from '@mail/local';
 import { engagementEvent, sleep, startIngestion, type Ingestion } from './harness';
 
 /**
@@ -14,13 +12,11 @@ import { engagementEvent, sleep, startIngestion, type Ingestion } from './harnes
  */
 jest.setTimeout(180_000);
 
-const INFRA = path.resolve(__dirname, '..', '..', '..', 'deploy', 'local', 'infra.sh');
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ingestion-clickhouse-'));
 let infraEnv: NodeJS.ProcessEnv;
 let ingestion: Ingestion;
 
-const infra = (command: 'up' | 'down'): Promise<unknown> =>
-  promisify(execFile)('bash', [INFRA, command, 'clickhouse'], { env: infraEnv, timeout: 120_000 });
+const infra = (command: 'up' | 'down'): Promise<void> => runPrivateInfra(infraEnv, command, 'clickhouse');
 
 async function freePort(): Promise<number> {
   const server = net.createServer().listen(0, '127.0.0.1');

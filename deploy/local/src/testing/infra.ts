@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 /**
  * Where the real servers started by deploy/local/infra.sh listen, as the test
@@ -79,4 +81,20 @@ export function lendInstalledServers(stateDir: string): void {
     fs.mkdirSync(path.dirname(path.join(stateDir, installed)), { recursive: true });
     fs.symlinkSync(path.join(shared, installed), path.join(stateDir, installed));
   }
+}
+
+/**
+ * How long `infra.sh up` waits for a test's own server (its READY_TIMEOUT):
+ * a Kafka broker restarted after SIGKILL replays its metadata log first, and
+ * on a starved CI host that took longer than infra.sh's default 90 s.
+ */
+const PRIVATE_SERVER_READY_TIMEOUT_S = 240;
+
+/** Runs `infra.sh <args>` for a test's own servers: `env` names their STATE_DIR and ports. */
+export async function runPrivateInfra(env: NodeJS.ProcessEnv, ...args: string[]): Promise<void> {
+  await promisify(execFile)('bash', [path.join(__dirname, '..', '..', 'infra.sh'), ...args], {
+    env: { ...env, READY_TIMEOUT: String(PRIVATE_SERVER_READY_TIMEOUT_S) },
+    timeout: (PRIVATE_SERVER_READY_TIMEOUT_S + 60) * 1000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
 }
