@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { Kafka, Partitioners, logLevel, type Consumer } from 'kafkajs';
 import { EnvReader, Readiness, call, createLogger } from '@mail/common';
 import { eventually } from '@mail/local';
@@ -9,10 +10,11 @@ import { devAuthenticator } from '../src/auth/principal';
 import { closeServiceClients, createServiceClients } from '../src/clients';
 import { readGatewayConfig } from '../src/config';
 import { loadOpenApiDocument } from '../src/openapi/document';
+import { trackingRouter } from '../src/tracking/router';
 import { createWebhook } from '../src/webhook';
 import { gatewayTestEnv } from './support/env';
 
-/** Shared by the webhook tests: the real gateway app (in-process) with the webhook on a real Kafka topic. */
+/** Shared by the webhook tests: the real gateway app (in-process) with the webhook, and tracking given its key, on a real Kafka topic. */
 
 export interface WebhookApp {
   url: string;
@@ -27,13 +29,18 @@ export async function startWebhookApp(env: Record<string, string>, options: { wa
   const logger = createLogger('gateway', 'silent');
   const webhook = createWebhook(config.webhook, logger);
   const clients = createServiceClients(config.services, logger);
+  const rawBodyRoutes = express.Router().use(webhook.router);
+  if (config.trackingSigningKey) {
+    rawBodyRoutes.use(trackingRouter({ signingKey: config.trackingSigningKey, publisher: webhook.publisher, logger }));
+  }
   const app = createApp({
     document: loadOpenApiDocument(),
     clients,
     authenticator: devAuthenticator,
     readiness: new Readiness(),
     logger,
-    rawBodyRoutes: webhook.router,
+    rawBodyRoutes,
+    trustedProxies: config.trustedProxies,
   });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -119,12 +126,21 @@ export interface TopicReader {
   close(): Promise<void>;
 }
 
-/** Reads a topic from its beginning with a private consumer group. */
+/**
+ * How long a reader may take to join its group. The first group on a fresh
+ * broker waits for Kafka to create its offsets topic, which took longer than
+ * a test's wait for its records on a busy host.
+ */
+const GROUP_JOIN_TIMEOUT_MS = 120_000;
+
+/** Reads a topic from its beginning with a private consumer group; resolves once the reader has joined its group. */
 export async function readTopic(brokers: string[], topic: string): Promise<TopicReader> {
   const kafka = new Kafka({ clientId: 'webhook-test', brokers, logLevel: logLevel.NOTHING });
   const consumer: Consumer = kafka.consumer({ groupId: `reader-${topic}`, maxWaitTimeInMs: 100 });
   const records: TopicReader['records'] = [];
   let kafkaRecords = 0;
+  let joined = false;
+  consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
@@ -135,6 +151,16 @@ export async function readTopic(brokers: string[], topic: string): Promise<Topic
       }
       return Promise.resolve();
     },
+  });
+  await eventually(
+    () =>
+      joined
+        ? Promise.resolve()
+        : Promise.reject(new Error(`the reader of ${topic} did not join its group within ${GROUP_JOIN_TIMEOUT_MS / 1000} s`)),
+    GROUP_JOIN_TIMEOUT_MS,
+  ).catch(async (error: unknown) => {
+    await consumer.disconnect();
+    throw error;
   });
   return {
     records,

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { ConfigError, EnvReader } from '@mail/common';
+import { ConfigError, EnvReader, registry } from '@mail/common';
 import { infraEnv, uniqueSuffix } from '@mail/local';
 import { eventsV1 } from '@mail/proto';
 import { readGatewayConfig } from '../src/config';
@@ -46,7 +46,8 @@ beforeAll(async () => {
     startWebhookApp({ KAFKA_EVENTS_TOPIC: topics.open }),
   ]);
   openTopic = await readTopic(brokers, topics.open);
-});
+  // Joining the reader's group may wait for Kafka to create its offsets topic.
+}, 180_000);
 
 afterAll(async () => {
   await openTopic?.close();
@@ -57,6 +58,15 @@ const batch = (count: number, prefix = 'evt'): string =>
   JSON.stringify(
     Array.from({ length: count }, (_, i) => sendgridEvent({ event: 'open', sg_event_id: `${prefix}-${i}-${uniqueSuffix()}` })),
   );
+
+/** Produce requests the webhook publishers of this process have sent: their send-duration histogram's count. */
+async function kafkaSends(): Promise<number> {
+  const { values } = await registry.getSingleMetric('webhook_kafka_send_duration_seconds')!.get();
+  return (
+    (values as { metricName?: string; value: number }[]).find((value) => value.metricName === 'webhook_kafka_send_duration_seconds_count')
+      ?.value ?? 0
+  );
+}
 
 describe('signed webhook (SENDGRID_WEBHOOK_PUBLIC_KEY)', () => {
   it('accepts a correctly signed batch', async () => {
@@ -576,6 +586,27 @@ describe('normalization and delivery', () => {
     expect(await post(open.url, JSON.stringify(body))).toMatchObject({ status: 202, body: { accepted: 4 } });
     const published = await openTopic.waitFor(prefix, 4);
     expect(published.map((record) => record.event.providerEventId).sort()).toEqual(body.map((event) => event.sg_event_id).sort());
+  });
+
+  it('sends a full record for each partition in one produce request, and two for one partition in two', async () => {
+    const prefix = `per-partition-${uniqueSuffix()}`;
+    const partitionOf = await defaultPartitionOf(brokers, topics.open);
+    const addresses = Array.from({ length: 50 }, (_, i) => `reader-${i}@example.com`);
+    const first = addresses[0];
+    const elsewhere = addresses.find((address) => partitionOf(address) !== partitionOf(first))!;
+    const sameAs = addresses.find((address) => address !== first && partitionOf(address) === partitionOf(first))!;
+    // Two events of 600 KB: a record holds one of them, a request one record per partition.
+    const call = (suffix: string, emails: string[]) =>
+      emails.map((email, i) => sendgridEvent({ event: 'click', email, sg_event_id: `${prefix}-${suffix}-${i}`, pad: 'x'.repeat(600_000) }));
+    for (const [suffix, emails, requests] of [
+      ['apart', [first, elsewhere], 1],
+      ['together', [first, sameAs], 2],
+    ] as const) {
+      const sendsBefore = await kafkaSends();
+      expect(await post(open.url, JSON.stringify(call(suffix, [...emails])))).toMatchObject({ status: 202, body: { accepted: 2 } });
+      expect((await kafkaSends()) - sendsBefore).toBe(requests);
+      expect(await openTopic.waitFor(`${prefix}-${suffix}-`, 2)).toHaveLength(2);
+    }
   });
 
   it('publishes concurrent calls together without losing any', async () => {

@@ -47,14 +47,20 @@ function encodeViolations(violations: Violation[]): Uint8Array {
   return commonV1Errors.ValidationErrors.encode({ violations: fitting }).finish();
 }
 
-const PG_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03']);
+/**
+ * Socket errors, and the SQLSTATEs of a server going away (57P01-03), of a
+ * transaction that lost to a concurrent one (40001 serialization failure,
+ * 40P01 deadlock) and of a server out of resources (class 53: too many
+ * connections, out of memory, disk full): the same call may succeed later.
+ */
+const PG_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '40001', '40P01']);
 
-/** True for errors that mean "a dependency is down", not "the request is wrong". */
+/** True for errors that mean "a dependency is down or busy: try again later", not "the request is wrong". */
 export function isDependencyFailure(error: unknown): boolean {
   if (error instanceof UnavailableError) return true;
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  if (typeof code === 'string' && (PG_UNAVAILABLE_CODES.has(code) || code.startsWith('08') || code.startsWith('53'))) return true;
   return (
     error.name === 'KnexTimeoutError' ||
     // pg pool and socket failures, and @clickhouse/client's request timeout ("Timeout error.").
