@@ -468,6 +468,6 @@ export class Sender {
       events.publish(bounced.map((item) => smtpBounceEvent(item, new Date()))),
     );
     deliveryMetrics.bounceEventsPublished.inc({ source: 'smtp' }, bounces);
-    return published === PUBLISH_BATCH || bounces === PUBLISH_BATCH;
+    return published >= PUBLISH_BATCH || bounces === PUBLISH_BATCH;
   }
 }

@@ -201,6 +201,38 @@ export const migrations: Migration[] = [
       `);
     },
   },
+  {
+    name: '008_sent_events_by_transaction',
+    async up(db) {
+      // sent_xid: the transaction that recorded a recipient `sent`. The outbox of the sent events publishes them in
+      // that order and keeps one cursor, published_through, instead of marking each row published: every transaction
+      // older than the oldest one still running has ended, so none of its rows can turn up behind the cursor later.
+      // That spares each recipient an update. event_published, now bounce_published, is the bounce outbox's alone.
+      await db.raw(`
+        ALTER TABLE run_recipients ADD COLUMN sent_xid xid8;
+        UPDATE run_recipients SET sent_xid = pg_current_xact_id() WHERE status = 'sent' AND NOT event_published;
+        DROP INDEX run_recipients_unpublished_idx;
+        CREATE INDEX run_recipients_sent_xid_idx ON run_recipients (sent_xid) WHERE sent_xid IS NOT NULL;
+        ALTER TABLE run_recipients RENAME COLUMN event_published TO bounce_published;
+        CREATE TABLE sent_events_outbox (
+          single boolean PRIMARY KEY DEFAULT true CHECK (single),
+          published_through xid8 NOT NULL
+        );
+        INSERT INTO sent_events_outbox (published_through) VALUES ('0');
+      `);
+    },
+    async down(db) {
+      await db.raw(`
+        ALTER TABLE run_recipients RENAME COLUMN bounce_published TO event_published;
+        UPDATE run_recipients SET event_published = sent_xid IS NULL OR sent_xid <= (SELECT published_through FROM sent_events_outbox)
+          WHERE status = 'sent';
+        DROP TABLE sent_events_outbox;
+        DROP INDEX run_recipients_sent_xid_idx;
+        ALTER TABLE run_recipients DROP COLUMN sent_xid;
+        CREATE INDEX run_recipients_unpublished_idx ON run_recipients (sent_at) WHERE status = 'sent' AND NOT event_published;
+      `);
+    },
+  },
 ];
 
 export function openDatabase(url: string): Promise<Knex> {

@@ -389,6 +389,7 @@ export class SendingStore {
       `WITH settled AS (
          UPDATE run_recipients rr SET status = a.status, error = a.error,
            sent_at = CASE WHEN a.status = 'sent' THEN now() ELSE rr.sent_at END,
+           sent_xid = CASE WHEN a.status = 'sent' THEN pg_current_xact_id() END,
            worker_id = CASE WHEN a.status = 'pending' THEN NULL ELSE rr.worker_id END,
            retry_at = CASE WHEN a.status = 'pending' THEN now() + make_interval(secs => a.retry_in_ms / 1000) ELSE rr.retry_at END,
            bounce_code = a.bounce_code, bounced_at = CASE WHEN a.bounce_code IS NOT NULL THEN now() END
@@ -483,10 +484,15 @@ export class SendingStore {
   }
 
   /**
-   * Takes up to `limit` sent recipients whose `sent` event is not published,
-   * passes them to `publish`, and marks them published when it resolves (the
-   * outbox of the sent events: a process that dies before publishing leaves
-   * them for the next pass).
+   * The outbox of the sent events: passes the recipients recorded `sent`
+   * after the outbox's cursor to `publish`, in the order of the transactions
+   * that recorded them, and moves the cursor past them when it resolves (a
+   * process that dies before that leaves them for the next pass). A page
+   * takes about `limit` recipients, the whole of its last transaction's.
+   * Only transactions older than the oldest one still running are taken:
+   * they have all ended, so none of their rows turns up behind the cursor
+   * later. One replica passes at a time (the cursor's lock). Resolves to how
+   * many were published.
    */
   async publishSent(limit: number, publish: (sent: SentRecipient[]) => Promise<void>): Promise<number> {
     return withTransaction(this.db, async (connection) => {
@@ -498,21 +504,31 @@ export class SendingStore {
         variant_id: string | null;
         message_id: string;
         sent_at: Date;
+        sent_xid: string;
         provider_category_id: string | null;
       }>(
         // The plan is read once per run, not once per message: each read of it unpacks it whole.
-        `WITH picked AS MATERIALIZED (
-           SELECT run_id, email, variant_id, message_id, sent_at FROM run_recipients
-           WHERE status = 'sent' AND NOT event_published
-           ORDER BY sent_at
-           LIMIT $1 FOR UPDATE SKIP LOCKED
+        `WITH outbox AS MATERIALIZED (
+           SELECT published_through, pg_snapshot_xmin(pg_current_snapshot()) AS ended_below
+           FROM sent_events_outbox FOR UPDATE SKIP LOCKED
+         ), page_end AS MATERIALIZED (
+           SELECT max(sent_xid) AS through FROM (
+             SELECT sent_xid FROM run_recipients, outbox
+             WHERE sent_xid > outbox.published_through AND sent_xid < outbox.ended_below
+             ORDER BY sent_xid
+             LIMIT $1
+           ) first_rows
+         ), picked AS MATERIALIZED (
+           SELECT run_id, email, variant_id, message_id, sent_at, sent_xid FROM run_recipients, outbox, page_end
+           WHERE sent_xid > outbox.published_through AND sent_xid <= page_end.through
          ), of_runs AS MATERIALIZED (
            SELECT id, workspace_id, campaign_id, plan->>'providerCategoryId' AS provider_category_id
            FROM runs WHERE id IN (SELECT run_id FROM picked)
          )
-         SELECT p.run_id, r.workspace_id, r.campaign_id, p.email, p.variant_id, p.message_id, p.sent_at, r.provider_category_id
+         SELECT p.run_id, r.workspace_id, r.campaign_id, p.email, p.variant_id, p.message_id, p.sent_at, p.sent_xid,
+           r.provider_category_id
          FROM picked p JOIN of_runs r ON r.id = p.run_id
-         ORDER BY p.sent_at`,
+         ORDER BY p.sent_xid, p.sent_at`,
         [limit],
       );
       if (rows.length === 0) return 0;
@@ -528,12 +544,7 @@ export class SendingStore {
           providerCategoryId: row.provider_category_id,
         })),
       );
-      await connection.query(
-        `UPDATE run_recipients rr SET event_published = true
-         FROM unnest($1::uuid[], $2::text[]) AS done(run_id, email)
-         WHERE rr.run_id = done.run_id AND rr.email = done.email`,
-        [rows.map((row) => row.run_id), rows.map((row) => row.email)],
-      );
+      await connection.query('UPDATE sent_events_outbox SET published_through = $1', [rows[rows.length - 1].sent_xid]);
       return rows.length;
     });
   }
@@ -558,7 +569,7 @@ export class SendingStore {
       }>(
         `WITH picked AS MATERIALIZED (
            SELECT run_id, email, variant_id, message_id, bounced_at, bounce_code, error FROM run_recipients
-           WHERE bounce_code IS NOT NULL AND NOT event_published
+           WHERE bounce_code IS NOT NULL AND NOT bounce_published
            ORDER BY bounced_at
            LIMIT $1 FOR UPDATE SKIP LOCKED
          )
@@ -583,7 +594,7 @@ export class SendingStore {
         })),
       );
       await connection.query(
-        `UPDATE run_recipients rr SET event_published = true
+        `UPDATE run_recipients rr SET bounce_published = true
          FROM unnest($1::uuid[], $2::text[]) AS done(run_id, email)
          WHERE rr.run_id = done.run_id AND rr.email = done.email`,
         [rows.map((row) => row.run_id), rows.map((row) => row.email)],
