@@ -513,14 +513,14 @@ export class SendingStore {
            FROM sent_events_outbox FOR UPDATE SKIP LOCKED
          ), page_end AS MATERIALIZED (
            SELECT max(sent_xid) AS through FROM (
-             SELECT sent_xid FROM run_recipients, outbox
-             WHERE sent_xid > outbox.published_through AND sent_xid < outbox.ended_below
+             SELECT sent_xid FROM run_recipients
+             WHERE sent_xid > (SELECT published_through FROM outbox) AND sent_xid < (SELECT ended_below FROM outbox)
              ORDER BY sent_xid
              LIMIT $1
            ) first_rows
          ), picked AS MATERIALIZED (
-           SELECT run_id, email, variant_id, message_id, sent_at, sent_xid FROM run_recipients, outbox, page_end
-           WHERE sent_xid > outbox.published_through AND sent_xid <= page_end.through
+           SELECT run_id, email, variant_id, message_id, sent_at, sent_xid FROM run_recipients
+           WHERE sent_xid > (SELECT published_through FROM outbox) AND sent_xid <= (SELECT through FROM page_end)
          ), of_runs AS MATERIALIZED (
            SELECT id, workspace_id, campaign_id, plan->>'providerCategoryId' AS provider_category_id
            FROM runs WHERE id IN (SELECT run_id FROM picked)
