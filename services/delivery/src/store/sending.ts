@@ -133,6 +133,17 @@ function prepared(text: string, values: unknown[]): QueryConfig {
 const DEAD = `SELECT id FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)`;
 const LIVE = `SELECT id FROM workers WHERE heartbeat_at >= now() - make_interval(secs => $2::double precision / 1000)`;
 
+/**
+ * A recipient `rr` held by the worker (a parameter) in the status, for the statements that find recipients by
+ * their key: written with IS NOT DISTINCT FROM, which no index serves, so that Postgres always looks them up by
+ * the primary key. Plain equalities let it scan every in-flight row of the worker or of the run instead, which it
+ * estimates as a handful whenever its statistics predate the claims, and that costs a scan of the batch per
+ * commit (bench/README.md, "the fourteenth session").
+ */
+function heldBy(worker: string, status: 'claimed' | 'sending'): string {
+  return `rr.worker_id IS NOT DISTINCT FROM ${worker} AND rr.status IS NOT DISTINCT FROM '${status}'`;
+}
+
 export class SendingStore {
   /** Also the database a follow-up run's audience is read from (store/audience.ts). */
   constructor(readonly db: Knex) {}
@@ -370,8 +381,7 @@ export class SendingStore {
   async markSuppressed(runId: string, workerId: string, emails: string[]): Promise<void> {
     if (emails.length === 0) return;
     await this.query(
-      `UPDATE run_recipients SET status = 'suppressed'
-       WHERE run_id = $1 AND email = ANY ($3) AND worker_id = $2 AND status = 'claimed'`,
+      `UPDATE run_recipients rr SET status = 'suppressed' WHERE rr.run_id = $1 AND rr.email = ANY ($3) AND ${heldBy('$2', 'claimed')}`,
       [runId, workerId, emails],
     );
   }
@@ -382,7 +392,7 @@ export class SendingStore {
    * be handed over (`starting`), each `sending` from here on if this worker
    * still holds it and its run still sends (pause and cancel take effect
    * between messages). Resolves to the starting recipients that may go, by
-   * handOverKey.
+   * handOverKey. The rows are found by their key (heldBy).
    */
   async recordHandOvers(workerId: string, settled: HandOverAnswer[], starting: HandOverStart[]): Promise<Set<string>> {
     const { rows } = await this.query<{ run_id: string; email: string }>(
@@ -395,11 +405,11 @@ export class SendingStore {
            bounce_code = a.bounce_code, bounced_at = CASE WHEN a.bounce_code IS NOT NULL THEN now() END
          FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::double precision[], $7::smallint[])
            AS a(run_id, email, status, error, retry_in_ms, bounce_code)
-         WHERE rr.run_id = a.run_id AND rr.email = a.email AND rr.worker_id = $1 AND rr.status = 'sending'
+         WHERE rr.run_id = a.run_id AND rr.email = a.email AND ${heldBy('$1', 'sending')}
        )
        UPDATE run_recipients rr SET status = 'sending', attempts = rr.attempts + 1, message_id = s.message_id
        FROM unnest($8::uuid[], $9::text[], $10::text[]) AS s(run_id, email, message_id)
-       WHERE rr.run_id = s.run_id AND rr.email = s.email AND rr.worker_id = $1 AND rr.status = 'claimed'
+       WHERE rr.run_id = s.run_id AND rr.email = s.email AND ${heldBy('$1', 'claimed')}
          AND EXISTS (SELECT 1 FROM runs WHERE id = s.run_id AND status = 'sending')
        RETURNING rr.run_id, rr.email`,
       [
@@ -421,7 +431,7 @@ export class SendingStore {
   /** A claimed recipient whose message could not be rendered: `failed` with the reason, never handed over. */
   async recordUnrendered(runId: string, workerId: string, email: string, error: string): Promise<void> {
     await this.query(
-      `UPDATE run_recipients SET status = 'failed', error = $4 WHERE run_id = $1 AND email = $3 AND worker_id = $2 AND status = 'claimed'`,
+      `UPDATE run_recipients rr SET status = 'failed', error = $4 WHERE rr.run_id = $1 AND rr.email = $3 AND ${heldBy('$2', 'claimed')}`,
       [runId, workerId, email, error],
     );
   }
