@@ -11,6 +11,10 @@ export interface IngestionConfig {
   /**
    * One fetch is one batch: the broker answers once this many bytes are
    * waiting (at most maxBatchBytes) or after maxBatchWaitMs, whichever first.
+   * A batch is an insert into ClickHouse, which spends about as much on an
+   * insert as on its rows at a sending run's rate of events: a second's wait
+   * keeps to its advice of an insert a second (bench/README.md, "the
+   * fourteenth session").
    */
   minBatchBytes: number;
   maxBatchBytes: number;
@@ -41,7 +45,7 @@ export function readConfig(env: EnvReader): IngestionConfig {
     }),
     minBatchBytes: env.int('INGESTION_MIN_BATCH_BYTES', 1_000_000),
     maxBatchBytes: env.int('INGESTION_MAX_BATCH_BYTES', 8_000_000),
-    maxBatchWaitMs: env.int('INGESTION_MAX_BATCH_WAIT_MS', 250),
+    maxBatchWaitMs: env.int('INGESTION_MAX_BATCH_WAIT_MS', 1_000),
     clickhouse: readEventStoreConfig(env),
     campaignAddress: env.string('CAMPAIGN_GRPC_ADDR', '127.0.0.1:50052'),
     categoryCacheTtlMs: env.int('CATEGORY_CACHE_TTL_MS', 300_000),
