@@ -10,7 +10,9 @@ import { openSendingDatabase } from './harness';
  * The hand-over ledger's commits (sending/hand-over-ledger.ts), on the
  * delivery schema of a private database: what is asked in one turn of the
  * event loop goes in one commit, so that a message costs its connection one
- * commit, not one for its start and another for its answer.
+ * commit, not one for its start and another for its answer, and a commit
+ * waits for the answers of the messages on their connections, so that the
+ * connections share one commit a wave.
  */
 
 /** The real store, telling what each of its ledger commits carried; a commit goes to Postgres once `gate` opens. */
@@ -150,4 +152,45 @@ test('a recipient this worker no longer holds, or of a run no longer sending, ma
   expect(await ledger.start(start(taken.runId, taken.emails[0]))).toBe(false);
   expect(await ledger.start(start(paused.runId, paused.emails[0]))).toBe(false);
   expect(await statuses(paused.runId)).toEqual({ [paused.emails[0]]: 'claimed' });
+});
+
+test('while messages are on their connections, a commit waits for their answers: one commit a wave', async () => {
+  const store = new RecordingStore(db);
+  // A wait no busy host outlasts: the commit can only come from the last answer.
+  const ledger = new HandOverLedger(store, WORKER, logger, 600_000);
+  const { runId, emails } = await claimedRun(4);
+  expect(await Promise.all([ledger.start(start(runId, emails[0])), ledger.start(start(runId, emails[1]))])).toEqual([true, true]);
+
+  const first = [ledger.settle(sent(runId, emails[0])), ledger.start(start(runId, emails[2]))];
+  await nextTurn();
+  await nextTurn();
+  expect(store.commits).toEqual([{ answers: 0, starts: 2 }]);
+  const second = [ledger.settle(sent(runId, emails[1])), ledger.start(start(runId, emails[3]))];
+  await Promise.all([...first, ...second]);
+
+  expect(store.commits).toEqual([
+    { answers: 0, starts: 2 },
+    { answers: 2, starts: 2 },
+  ]);
+  expect(await statuses(runId)).toEqual({
+    [emails[0]]: 'sent',
+    [emails[1]]: 'sent',
+    [emails[2]]: 'sending',
+    [emails[3]]: 'sending',
+  });
+});
+
+test('a message whose answer does not come holds the others back only briefly', async () => {
+  const store = new RecordingStore(db);
+  const ledger = new HandOverLedger(store, WORKER, logger);
+  const { runId, emails } = await claimedRun(3);
+  expect(await Promise.all([ledger.start(start(runId, emails[0])), ledger.start(start(runId, emails[1]))])).toEqual([true, true]);
+
+  await Promise.all([ledger.settle(sent(runId, emails[0])), ledger.start(start(runId, emails[2]))]);
+
+  expect(store.commits).toEqual([
+    { answers: 0, starts: 2 },
+    { answers: 1, starts: 1 },
+  ]);
+  expect(await statuses(runId)).toEqual({ [emails[0]]: 'sent', [emails[1]]: 'sending', [emails[2]]: 'sending' });
 });

@@ -3,6 +3,8 @@ import type { Logger } from '@mail/common';
 import { handOverKey, type HandOverAnswer, type HandOverStart, type SendingStore } from '../store/sending';
 
 const RETRY_MS = 500;
+/** The longest a commit waits for the answers of the messages still on their connections. */
+const WAVE_WAIT_MS = 5;
 
 interface Waiting {
   resolve(mayGo: boolean): void;
@@ -13,25 +15,31 @@ interface Waiting {
  * Group commit of the hand-overs. Each connection's lane asks to start a
  * message (commit it `sending`) and, once the server answered, records the
  * answer; both wait for the next commit, which takes everything asked since
- * the last one in one statement (SendingStore.recordHandOvers). A commit
- * starts once the work of the current turn of the event loop has asked
- * (setImmediate), and never before the one before it ended, so the lanes
- * share commits instead of each paying for its own: an answer and the start
- * of the next message on its connection, asked in one turn, go in one
- * commit. A lane records its answer before it starts its next message, so
- * the answer is committed no later than that start: only messages on a
- * connection are ever `sending`.
+ * the last one in one statement (SendingStore.recordHandOvers). A lane
+ * records its answer before it starts its next message, so the answer is
+ * committed no later than that start: only messages on a connection are
+ * ever `sending`. Commits go in waves: while messages are still on their
+ * connections, a commit waits for their answers (waveWaitMs at most), and
+ * then starts once the current turn of the event loop is over
+ * (setImmediate), so that each lane's answer and its next start, asked in
+ * one turn, go in it; never before the commit before it ended. The lanes
+ * then share one commit a wave instead of each paying for its own: a
+ * statement costs Postgres more than the few rows it writes.
  */
 export class HandOverLedger {
   private answers: { answer: HandOverAnswer; committed: () => void }[] = [];
   private starts: { start: HandOverStart; waiting: Waiting }[] = [];
   private committing = false;
   private scheduled = false;
+  /** Messages that may go and whose answer is not recorded yet: on their connections. */
+  private onConnections = 0;
+  private waveTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: SendingStore,
     private readonly workerId: string,
     private readonly logger: Logger,
+    private readonly waveWaitMs = WAVE_WAIT_MS,
   ) {}
 
   /** Resolves to whether the message may go: this worker still holds its recipient and the run still sends. */
@@ -46,11 +54,23 @@ export class HandOverLedger {
   settle(answer: HandOverAnswer): Promise<void> {
     return new Promise((committed) => {
       this.answers.push({ answer, committed });
+      this.onConnections = Math.max(0, this.onConnections - 1);
       this.schedule();
     });
   }
 
   private schedule(): void {
+    if (this.answers.length === 0 && this.starts.length === 0) return;
+    if (this.onConnections > 0) {
+      this.waveTimer ??= setTimeout(() => this.commitSoon(), this.waveWaitMs);
+      return;
+    }
+    this.commitSoon();
+  }
+
+  private commitSoon(): void {
+    clearTimeout(this.waveTimer);
+    this.waveTimer = undefined;
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
@@ -72,6 +92,7 @@ export class HandOverLedger {
         answers.map((item) => item.answer),
         starts.map((item) => item.start),
       );
+      this.onConnections += started.size;
       for (const { committed } of answers) committed();
       for (const { start, waiting } of starts) waiting.resolve(started.has(handOverKey(start.runId, start.email)));
     } catch (error) {
