@@ -134,7 +134,9 @@ export class EventPublisher {
       const partition = partitionOfKey(item.email, partitions);
       const event = Buffer.from(eventsV1.EngagementEvent.encode(item).finish());
       const bytes = Buffer.from(eventsV1.EngagementEventBatch.encode({ events: [event] }).finish());
-      byPartition.set(partition, [...(byPartition.get(partition) ?? []), bytes]);
+      const values = byPartition.get(partition);
+      if (values) values.push(bytes);
+      else byPartition.set(partition, [bytes]);
     }
     const records: Message[] = [...byPartition].map(([partition, values]) => ({
       partition,
