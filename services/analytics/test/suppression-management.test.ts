@@ -174,6 +174,12 @@ describe('FilterSuppressed (the delivery service check at hand-over)', () => {
       ],
     });
     expect([...emails].sort()).toEqual(['filter-bounced@example.com', 'filter-manual@example.com']);
+    // None with a row in the workspace: another workspace's addition does not count.
+    const unsuppressed = await analytics.rpc('filterSuppressed', {
+      workspaceId: W,
+      emails: ['filter-elsewhere@example.com', 'filter-never@example.com'],
+    });
+    expect(unsuppressed.emails).toEqual([]);
     expect((await analytics.rpc('filterSuppressed', { workspaceId: W, emails: [] })).emails).toEqual([]);
   });
 });
