@@ -1,4 +1,4 @@
-import { signTrackingToken, type TrackingClaims } from '@mail/common/tracking-token';
+import { trackingTokenSigner, type TrackingClaims } from '@mail/common/tracking-token';
 import { serveWorker } from '@mail/common/worker-pool';
 import { compileTemplate, messageSizeProblem, renderMessage, type CompiledTemplate, type RenderedMessage } from '../domain/render';
 import { addTracking } from '../domain/tracking';
@@ -21,14 +21,13 @@ function templatesOf(batch: RenderBatch): Map<string, CompiledTemplate> {
 /** The HTML part with its links and open pixel tracked: after rendering, inside the message's time and size bounds. */
 function tracked(rendered: RenderedMessage, unsubscribeUrl: string, tracking: RenderTracking, claims: TrackingClaims): RenderedMessage {
   if (rendered.html === undefined) return rendered;
+  const signer = trackingTokenSigner(tracking.signingKey, claims);
   return {
     ...rendered,
     html: addTracking(rendered.html, {
       unsubscribeUrl,
-      openUrl: tracking.opens ? `${tracking.baseUrl}/t/o/${signTrackingToken(tracking.signingKey, 'o', claims)}` : undefined,
-      clickUrl: tracking.clicks
-        ? (url) => `${tracking.baseUrl}/t/c/${signTrackingToken(tracking.signingKey, 'c', { ...claims, url })}`
-        : undefined,
+      openUrl: tracking.opens ? `${tracking.baseUrl}/t/o/${signer.open()}` : undefined,
+      clickUrl: tracking.clicks ? (url) => `${tracking.baseUrl}/t/c/${signer.click(url)}` : undefined,
     }),
   };
 }
