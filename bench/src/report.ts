@@ -306,7 +306,8 @@ export function sendingRows({ settings, small, full, calibration }: SendingResul
   const calibrationRate = `the calibration's ${number(calibration.messagesPerSecond)}/s (a plain SMTP client into the same Mailpit)`;
   const calibrationCpu =
     `calibration: Mailpit ${number(calibration.mailpitCpuMicrosecondsPerMessage)} µs, ` +
-    `the client ${number(calibration.clientCpuMicrosecondsPerMessage)} µs per message`;
+    `the client ${number(calibration.clientCpuMicrosecondsPerMessage)} µs per message, ` +
+    `the sender's own composer and SMTP client alone ${number(calibration.ownClient.clientCpuMicrosecondsPerMessage)} µs`;
   const throughput = (run: RunFigures): Row => ({
     measure: `Sending: a run of ${number(run.recipients)} recipients into Mailpit, messages/s (${settings.connections} SMTP connections)`,
     result: `${number(run.messagesPerSecond)}/s (${Math.round((run.messagesPerSecond / calibration.messagesPerSecond) * 100)} % of the calibration)`,
@@ -337,7 +338,8 @@ export function sendingRows({ settings, small, full, calibration }: SendingResul
       target: '',
       verdict: '',
       note:
-        `${calibrationCpu}; the delivered message's parts: ${number(calibration.messageBytes)} bytes received ` +
+        `${calibrationCpu} at ${number(calibration.ownClient.messagesPerSecond)}/s; ` +
+        `the delivered message's parts: ${number(calibration.messageBytes)} bytes received ` +
         `(the run's: ${number(calibration.deliveredMessageBytes)})`,
     },
     {

@@ -24,7 +24,11 @@
  *     (default: as many as the full run's recipients) messages of the size the
  *     run delivered from a plain SMTP client (nodemailer's pool, as many
  *     connections as the delivery process has), which bounds what the sender
- *     can reach here, with the client's and Mailpit's CPU per message.
+ *     can reach here, with the client's and Mailpit's CPU per message; then the
+ *     same messages through the sender's own MIME composer and SMTP sessions
+ *     alone (services/delivery: composeMime, SmtpSession), what the delivery
+ *     process cannot spend less than on this Mailpit before its ledger,
+ *     rendering and events.
  * Mailpit keeps the newest 200,000 messages: runs are followed by what its SMTP
  * server accepted, so a run of a million is measured as any other.
  * Settings: BENCH_SENDING_RECIPIENTS, BENCH_SENDING_SMALL_RECIPIENTS, BENCH_SENDING_CALIBRATION_MESSAGES, and
@@ -52,6 +56,8 @@ import {
   type Mailpit,
   type Stack,
 } from '@mail/local';
+import { composeMime } from '@mail/delivery/dist/domain/mime';
+import { SmtpSession } from '@mail/delivery/dist/sending/smtp-client';
 import { campaignV1, deliveryV1 } from '@mail/proto';
 import type { HeapFigures } from './heap-probe';
 import { log, round } from './measure';
@@ -110,6 +116,8 @@ export interface CalibrationFigures {
   /** Size of a message as Mailpit received it, and of one the full run delivered. */
   messageBytes: number;
   deliveredMessageBytes: number;
+  /** The same messages through the sender's own composer and SMTP sessions alone. */
+  ownClient: { messagesPerSecond: number; clientCpuMicrosecondsPerMessage: number };
 }
 
 export interface SendingResult {
@@ -450,14 +458,37 @@ async function newestMessage(mailpit: Mailpit): Promise<DeliveredMessage> {
   return { html: HTML, text: Text, bytes: newest.Size };
 }
 
+/** The n-th calibration message: the parts of a message the run delivered, to its own address. */
+interface CalibrationMessage {
+  from: string;
+  to: string;
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+}
+
 /**
- * As many messages from nodemailer's pool alone, to the same Mailpit: the
- * parts of a message the run delivered (its fields filled in, its links
- * tracked), so each is the size the sender's were.
+ * As many messages from nodemailer's pool alone, to the same Mailpit, then
+ * from the sender's own composer and SMTP sessions alone: the parts of a
+ * message the run delivered (its fields filled in, its links tracked), so
+ * each is the size the sender's were.
  */
 async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered: DeliveredMessage): Promise<CalibrationFigures> {
-  await settle('the calibration');
+  // The text part carries the recipient's one-click link, which the sender also put in List-Unsubscribe.
+  const unsubscribe = /https?:\/\/\S+\/unsubscribe\/\S+/.exec(delivered.text)?.[0];
+  if (!unsubscribe) throw new Error('the delivered text part has no unsubscribe link');
+  const message = (n: number): CalibrationMessage => ({
+    from: 'news@bench.example.com',
+    to: `reader${n}@bench.example.com`,
+    subject: `News for First${n}`,
+    html: delivered.html,
+    text: delivered.text,
+    headers: { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+  });
   const url = new URL(mailpit.smtpUrl);
+
+  await settle('the calibration');
   const transport = nodemailer.createTransport({
     pool: true,
     host: url.hostname,
@@ -467,9 +498,43 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered:
     maxConnections: settings.connections,
     maxMessages: Infinity,
   });
-  // The text part carries the recipient's one-click link, which the sender also put in List-Unsubscribe.
-  const unsubscribe = /https?:\/\/\S+\/unsubscribe\/\S+/.exec(delivered.text)?.[0];
-  if (!unsubscribe) throw new Error('the delivered text part has no unsubscribe link');
+  const pool = await timedSends(mailpit, settings, settings.connections * 4, async (n) => {
+    await transport.sendMail(message(n));
+  });
+  transport.close();
+  const messageBytes = (await newestMessage(mailpit)).bytes;
+  await mailpit.clear();
+
+  await settle("the sender's own SMTP client");
+  const sessions = await Promise.all(
+    Array.from({ length: settings.connections }, () =>
+      SmtpSession.open({ host: url.hostname, port: Number(url.port), security: 'none', timeoutMs: 60_000 }),
+    ),
+  );
+  const own = await timedSends(mailpit, settings, settings.connections, async (n, lane) => {
+    const { from, to, ...parts } = message(n);
+    const raw = composeMime({ ...parts, from: { name: null, address: from }, to, replyTo: null, messageId: `${n}@bench.example.com` });
+    await sessions[lane].send(from, to, raw);
+  });
+  for (const session of sessions) session.quit();
+
+  const figures: CalibrationFigures = {
+    ...pool,
+    messageBytes,
+    deliveredMessageBytes: delivered.bytes,
+    ownClient: { messagesPerSecond: own.messagesPerSecond, clientCpuMicrosecondsPerMessage: own.clientCpuMicrosecondsPerMessage },
+  };
+  log('sending', `calibration: ${JSON.stringify(figures)}`);
+  return figures;
+}
+
+/** settings.calibrationMessages sends, `lanes` at a time, until Mailpit accepted them all: the rate and both sides' CPU. */
+async function timedSends(
+  mailpit: Mailpit,
+  settings: SendingSettings,
+  lanes: number,
+  send: (n: number, lane: number) => Promise<void>,
+): Promise<Pick<CalibrationFigures, 'messagesPerSecond' | 'clientCpuMicrosecondsPerMessage' | 'mailpitCpuMicrosecondsPerMessage'>> {
   const messages = settings.calibrationMessages;
   let next = 0;
   const acceptedBefore = await mailpit.accepted();
@@ -477,32 +542,17 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered:
   const clientBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: settings.connections * 4 }, async () => {
-      while (next < messages) {
-        const n = next++;
-        await transport.sendMail({
-          from: 'news@bench.example.com',
-          to: `reader${n}@bench.example.com`,
-          subject: `News for First${n}`,
-          html: delivered.html,
-          text: delivered.text,
-          headers: { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
-        });
-      }
+    Array.from({ length: lanes }, async (_, lane) => {
+      while (next < messages) await send(next++, lane);
     }),
   );
   const client = process.cpuUsage(clientBefore);
   while ((await mailpit.accepted()) - acceptedBefore < messages) await sleep(100);
   const seconds = (performance.now() - started) / 1000;
   const mailpitMs = processTreeCpuMs(mailpit.pid) - mailpitBefore;
-  transport.close();
-  const figures: CalibrationFigures = {
+  return {
     messagesPerSecond: Math.round(messages / seconds),
     clientCpuMicrosecondsPerMessage: Math.round((client.user + client.system) / messages),
     mailpitCpuMicrosecondsPerMessage: Math.round((mailpitMs * 1000) / messages),
-    messageBytes: (await newestMessage(mailpit)).bytes,
-    deliveredMessageBytes: delivered.bytes,
   };
-  log('sending', `calibration: ${JSON.stringify(figures)}`);
-  return figures;
 }
