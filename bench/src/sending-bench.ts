@@ -26,14 +26,15 @@
  *     connections as the delivery process has), which bounds what the sender
  *     can reach here, with the client's and Mailpit's CPU per message; then the
  *     same messages through the sender's own MIME composer and SMTP sessions
- *     alone (services/delivery: composeMime, SmtpSession), what the delivery
- *     process cannot spend less than on this Mailpit before its ledger,
- *     rendering and events.
+ *     alone (own-client.ts, a process of its own), what the delivery process
+ *     cannot spend less than on this Mailpit before its ledger, rendering and
+ *     events.
  * Mailpit keeps the newest 200,000 messages: runs are followed by what its SMTP
  * server accepted, so a run of a million is measured as any other.
  * Settings: BENCH_SENDING_RECIPIENTS, BENCH_SENDING_SMALL_RECIPIENTS, BENCH_SENDING_CALIBRATION_MESSAGES, and
  * BENCH_SENDING_CPU_PROFILE_DIR: a folder where the delivery process of each run writes its CPU profile (heap-probe.ts).
  */
+import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -56,10 +57,9 @@ import {
   type Mailpit,
   type Stack,
 } from '@mail/local';
-import { composeMime } from '@mail/delivery/dist/domain/mime';
-import { SmtpSession } from '@mail/delivery/dist/sending/smtp-client';
 import { campaignV1, deliveryV1 } from '@mail/proto';
 import type { HeapFigures } from './heap-probe';
+import type { OwnClientJob } from './own-client';
 import { log, round } from './measure';
 import { infraServerPids, processTreeCpuMs, statusMb, waitUntilIdle } from './proc';
 
@@ -458,16 +458,6 @@ async function newestMessage(mailpit: Mailpit): Promise<DeliveredMessage> {
   return { html: HTML, text: Text, bytes: newest.Size };
 }
 
-/** The n-th calibration message: the parts of a message the run delivered, to its own address. */
-interface CalibrationMessage {
-  from: string;
-  to: string;
-  subject: string;
-  html: string;
-  text: string;
-  headers: Record<string, string>;
-}
-
 /**
  * As many messages from nodemailer's pool alone, to the same Mailpit, then
  * from the sender's own composer and SMTP sessions alone: the parts of a
@@ -478,14 +468,7 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered:
   // The text part carries the recipient's one-click link, which the sender also put in List-Unsubscribe.
   const unsubscribe = /https?:\/\/\S+\/unsubscribe\/\S+/.exec(delivered.text)?.[0];
   if (!unsubscribe) throw new Error('the delivered text part has no unsubscribe link');
-  const message = (n: number): CalibrationMessage => ({
-    from: 'news@bench.example.com',
-    to: `reader${n}@bench.example.com`,
-    subject: `News for First${n}`,
-    html: delivered.html,
-    text: delivered.text,
-    headers: { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
-  });
+  const headers = { 'List-Unsubscribe': `<${unsubscribe}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
   const url = new URL(mailpit.smtpUrl);
 
   await settle('the calibration');
@@ -498,25 +481,36 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered:
     maxConnections: settings.connections,
     maxMessages: Infinity,
   });
-  const pool = await timedSends(mailpit, settings, settings.connections * 4, async (n) => {
-    await transport.sendMail(message(n));
+  const pool = await timedSends(mailpit, settings, async () => {
+    let next = 0;
+    const before = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: settings.connections * 4 }, async () => {
+        while (next < settings.calibrationMessages) {
+          const n = next++;
+          const [from, to, subject] = ['news@bench.example.com', `reader${n}@bench.example.com`, `News for First${n}`];
+          await transport.sendMail({ from, to, subject, html: delivered.html, text: delivered.text, headers });
+        }
+      }),
+    );
+    const used = process.cpuUsage(before);
+    return used.user + used.system;
   });
   transport.close();
   const messageBytes = (await newestMessage(mailpit)).bytes;
   await mailpit.clear();
 
   await settle("the sender's own SMTP client");
-  const sessions = await Promise.all(
-    Array.from({ length: settings.connections }, () =>
-      SmtpSession.open({ host: url.hostname, port: Number(url.port), security: 'none', timeoutMs: 60_000 }),
-    ),
-  );
-  const own = await timedSends(mailpit, settings, settings.connections, async (n, lane) => {
-    const { from, to, ...parts } = message(n);
-    const raw = composeMime({ ...parts, from: { name: null, address: from }, to, replyTo: null, messageId: `${n}@bench.example.com` });
-    await sessions[lane].send(from, to, raw);
-  });
-  for (const session of sessions) session.quit();
+  const job: OwnClientJob = {
+    host: url.hostname,
+    port: Number(url.port),
+    connections: settings.connections,
+    messages: settings.calibrationMessages,
+    html: delivered.html,
+    text: delivered.text,
+    headers,
+  };
+  const own = await timedSends(mailpit, settings, () => ownClient(job));
 
   const figures: CalibrationFigures = {
     ...pool,
@@ -528,31 +522,39 @@ async function calibrate(mailpit: Mailpit, settings: SendingSettings, delivered:
   return figures;
 }
 
-/** settings.calibrationMessages sends, `lanes` at a time, until Mailpit accepted them all: the rate and both sides' CPU. */
+/**
+ * settings.calibrationMessages messages from a client (`send`, resolving to its CPU in microseconds), timed until
+ * Mailpit accepted them all: the rate and both sides' CPU per message.
+ */
 async function timedSends(
   mailpit: Mailpit,
   settings: SendingSettings,
-  lanes: number,
-  send: (n: number, lane: number) => Promise<void>,
+  send: () => Promise<number>,
 ): Promise<Pick<CalibrationFigures, 'messagesPerSecond' | 'clientCpuMicrosecondsPerMessage' | 'mailpitCpuMicrosecondsPerMessage'>> {
   const messages = settings.calibrationMessages;
-  let next = 0;
   const acceptedBefore = await mailpit.accepted();
   const mailpitBefore = processTreeCpuMs(mailpit.pid);
-  const clientBefore = process.cpuUsage();
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: lanes }, async (_, lane) => {
-      while (next < messages) await send(next++, lane);
-    }),
-  );
-  const client = process.cpuUsage(clientBefore);
+  const clientMicroseconds = await send();
   while ((await mailpit.accepted()) - acceptedBefore < messages) await sleep(100);
   const seconds = (performance.now() - started) / 1000;
   const mailpitMs = processTreeCpuMs(mailpit.pid) - mailpitBefore;
   return {
     messagesPerSecond: Math.round(messages / seconds),
-    clientCpuMicrosecondsPerMessage: Math.round((client.user + client.system) / messages),
+    clientCpuMicrosecondsPerMessage: Math.round(clientMicroseconds / messages),
     mailpitCpuMicrosecondsPerMessage: Math.round((mailpitMs * 1000) / messages),
   };
+}
+
+/** Runs own-client.ts on the job in a process of its own; resolves to that process's CPU in microseconds. */
+function ownClient(job: OwnClientJob): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(__dirname, 'own-client.js'));
+    child.once('message', (answer: { cpuMicroseconds: number }) => resolve(answer.cpuMicroseconds));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`own-client.js exited with ${code}`));
+    });
+    child.send(job);
+  });
 }
